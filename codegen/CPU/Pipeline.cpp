@@ -1,0 +1,59 @@
+//===- Pipeline.cpp - linalg on tensors to the LLVM dialect for CPUs ------===//
+//
+// The pipeline is written as one textual pipeline so that
+// `kiln-opt --kiln-cpu-lowering` and kilnc run exactly the same passes.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+static constexpr const char *kCPULoweringPipeline =
+    // Tensors to buffers. Function results become out-parameters and static
+    // result allocations are the caller's buffers, so outputs are written in
+    // place.
+    "one-shot-bufferize{bufferize-function-boundaries=1 "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "canonicalize,"
+    "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
+    "buffer-deallocation-pipeline,"
+    // Loops.
+    "func.func(convert-linalg-to-loops),"
+    "fold-memref-alias-ops,"
+    "lower-affine,"
+    "convert-scf-to-cf,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    // Scalars without native support: bf16 conversions as integer ops, the
+    // transcendental functions LLVM has no intrinsic for as libm calls.
+    "arith-expand{include-bf16=1},"
+    "convert-math-to-llvm,"
+    "convert-math-to-libm,"
+    // Everything to LLVM; memrefs are passed as bare pointers, since every
+    // shape is static and recorded in the artifact's manifest.
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-index-to-llvm,"
+    "convert-cf-to-llvm,"
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "reconcile-unrealized-casts,"
+    "canonicalize";
+
+void buildCPULoweringPipeline(OpPassManager &pm) {
+  if (failed(parsePassPipeline(kCPULoweringPipeline, pm, llvm::errs())))
+    llvm::report_fatal_error("kiln: the built-in CPU pipeline does not parse");
+}
+
+void registerCodegenPipelines() {
+  PassPipelineRegistration<>(
+      "kiln-cpu-lowering",
+      "Lowers linalg on tensors to the LLVM dialect for CPUs (what kilnc runs "
+      "after kiln-lower-to-linalg)",
+      buildCPULoweringPipeline);
+}
+
+} // namespace kiln

@@ -1,0 +1,168 @@
+//===- DataMovement.cpp - Lowering of reshapes, slices and gathers --------===//
+#include "codegen/LowerToLinalg/Utils.h"
+#include "dialects/kiln/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+// Reshapes go through a 1-D collapse and expand, which bufferize to views
+// of the same buffer; rank-0 ends need no intermediate.
+struct ReshapeLowering : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType from = op.getInput().getType(), to = op.getType();
+    auto allDims = [](int64_t rank) {
+      ReassociationIndices dims;
+      for (int64_t i = 0; i < rank; ++i)
+        dims.push_back(i);
+      return SmallVector<ReassociationIndices>{dims};
+    };
+    Value value = op.getInput();
+    if (from.getRank() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+          op, to, value, SmallVector<ReassociationIndices>{});
+      return success();
+    }
+    if (to.getRank() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+          op, to, value, SmallVector<ReassociationIndices>{});
+      return success();
+    }
+    if (from.getRank() != 1)
+      value = tensor::CollapseShapeOp::create(
+          rewriter, loc,
+          RankedTensorType::get({from.getNumElements()}, from.getElementType()),
+          value, allDims(from.getRank()));
+    if (to.getRank() != 1)
+      value = tensor::ExpandShapeOp::create(rewriter, loc, to, value,
+                                            allDims(to.getRank()));
+    rewriter.replaceOp(op, value);
+    return success();
+  }
+};
+
+struct TransposeLowering : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value init = emptyTensor(rewriter, op.getLoc(), op.getType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(),
+                                                       op.getInput(), init,
+                                                       op.getPerm())
+                               .getResult());
+    return success();
+  }
+};
+
+struct ConcatLowering : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t axis = op.getAxis(), offset = 0;
+    Value result = emptyTensor(rewriter, loc, type);
+    for (Value input : op.getInputs()) {
+      auto inputType = llvm::cast<RankedTensorType>(input.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
+                                               rewriter.getIndexAttr(1));
+      for (int64_t size : inputType.getShape())
+        sizes.push_back(rewriter.getIndexAttr(size));
+      offset += inputType.getDimSize(axis);
+      if (inputType.getNumElements() == 0)
+        continue;
+      result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
+                                             offsets, sizes, strides);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+// A slice reads input[start + i * step]: an affine map, negative steps too.
+struct SliceLowering : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t i = 0; i < rank; ++i)
+      exprs.push_back(getAffineDimExpr(i, ctx) * op.getStep()[i] + op.getStart()[i]);
+    auto generic = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, op.getInput(),
+        emptyTensor(rewriter, op.getLoc(), type),
+        SmallVector<AffineMap>{AffineMap::get(rank, 0, exprs, ctx),
+                               rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(b, loc, args[0]);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+// Gather: a generic over the output that reads the index operand through a
+// projection and extracts from `data`. Indices are wrapped when negative and
+// clamped so a bad index can never read outside the buffer.
+struct GatherLowering : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = op.getType();
+    RankedTensorType dataType = op.getData().getType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    int64_t indexRank = op.getIndices().getType().getRank();
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t i = 0; i < indexRank; ++i)
+      indexExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    int64_t axisSize = dataType.getDimSize(axis);
+    auto generic = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, op.getIndices(),
+        emptyTensor(rewriter, op.getLoc(), type),
+        SmallVector<AffineMap>{AffineMap::get(rank, 0, indexExprs, ctx),
+                               rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
+          Value size = arith::ConstantIndexOp::create(b, loc, axisSize);
+          Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+          Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                                 index, zero);
+          index = arith::SelectOp::create(
+              b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
+          index = arith::MaxSIOp::create(b, loc, index, zero);
+          index = arith::MinSIOp::create(
+              b, loc, index,
+              arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(axisSize - 1, 0)));
+          SmallVector<Value> coords;
+          for (int64_t i = 0; i < axis; ++i)
+            coords.push_back(linalg::IndexOp::create(b, loc, i));
+          coords.push_back(index);
+          for (int64_t i = axis + 1; i < dataType.getRank(); ++i)
+            coords.push_back(linalg::IndexOp::create(b, loc, i - 1 + indexRank));
+          linalg::YieldOp::create(
+              b, loc, Value(tensor::ExtractOp::create(b, loc, op.getData(), coords)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReshapeLowering, TransposeLowering, ConcatLowering, SliceLowering,
+               GatherLowering>(patterns.getContext());
+}
+
+} // namespace kiln

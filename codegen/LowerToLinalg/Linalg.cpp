@@ -1,0 +1,322 @@
+//===- Linalg.cpp - Lowering of contractions, convolution and pooling -----===//
+//
+// Matrix products, convolutions and pooling windows become linalg.generic ops
+// whose indexing maps spell out the contraction; tiling and vectorization
+// treat them like the named linalg ops.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/LowerToLinalg/Utils.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
+  if (llvm::isa<FloatType>(x.getType()))
+    return arith::AddFOp::create(b, loc, acc, arith::MulFOp::create(b, loc, x, y));
+  return arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, x, y));
+}
+
+// numpy.matmul as one generic over (batch..., m, n, k); 1-D operands simply
+// have no m (or n) loop.
+struct MatMulLowering : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    RankedTensorType result = op.getType();
+    bool hasM = lhs.getRank() > 1, hasN = rhs.getRank() > 1;
+    int64_t batchRank = result.getRank() - hasM - hasN;
+    // Loop order: batch dims, m, n, k.
+    int64_t m = batchRank, n = batchRank + hasM, k = n + hasN;
+    int64_t numLoops = k + 1;
+    auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+    ArrayRef<int64_t> outBatch = result.getShape().take_front(batchRank);
+    auto batchExprs = [&](ArrayRef<int64_t> operandBatch) {
+      SmallVector<AffineExpr> exprs;
+      int64_t offset = batchRank - operandBatch.size();
+      for (auto [i, size] : llvm::enumerate(operandBatch)) {
+        int64_t d = offset + i;
+        exprs.push_back(size == 1 && outBatch[d] != 1
+                            ? getAffineConstantExpr(0, ctx)
+                            : dim(d));
+      }
+      return exprs;
+    };
+    SmallVector<AffineExpr> lhsExprs =
+        batchExprs(lhs.getShape().drop_back(hasM ? 2 : 1));
+    if (hasM)
+      lhsExprs.push_back(dim(m));
+    lhsExprs.push_back(dim(k));
+    SmallVector<AffineExpr> rhsExprs =
+        batchExprs(rhs.getShape().drop_back(hasN ? 2 : 1));
+    rhsExprs.push_back(dim(k));
+    if (hasN)
+      rhsExprs.push_back(dim(n));
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < k; ++d)
+      outExprs.push_back(dim(d));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(numLoops, 0, lhsExprs, ctx),
+        AffineMap::get(numLoops, 0, rhsExprs, ctx),
+        AffineMap::get(numLoops, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(numLoops,
+                                               utils::IteratorType::parallel);
+    iterators.back() = utils::IteratorType::reduction;
+    Value zero = scalarConstant(rewriter, loc, result.getElementType(), 0);
+    Value init = filledTensor(rewriter, loc, result, zero);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, result, ValueRange{op.getLhs(), op.getRhs()}, init, maps,
+        iterators, [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(b, loc,
+                                  multiplyAdd(b, loc, args[0], args[1], args[2]));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// `input` padded by `pads` ([begin..., end...] of the trailing dims) with
+/// `value`.
+Value padTrailing(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> begin,
+                  ArrayRef<int64_t> end, Value value) {
+  if (llvm::all_of(begin, [](int64_t p) { return p == 0; }) &&
+      llvm::all_of(end, [](int64_t p) { return p == 0; }))
+    return input;
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  int64_t lead = type.getRank() - begin.size();
+  SmallVector<OpFoldResult> low(lead, b.getIndexAttr(0)), high(low);
+  SmallVector<int64_t> shape(type.getShape());
+  for (size_t i = 0; i < begin.size(); ++i) {
+    low.push_back(b.getIndexAttr(begin[i]));
+    high.push_back(b.getIndexAttr(end[i]));
+    shape[lead + i] += begin[i] + end[i];
+  }
+  return tensor::PadOp::create(b, loc,
+                               RankedTensorType::get(shape, type.getElementType()),
+                               input, low, high, value);
+}
+
+// Grouped convolution: input N x (G*C) x H x W is viewed as N x G x C x H x W
+// and the filter (G*F) x C x KH x KW as G x F x C x KH x KW; one generic over
+// (n, g, f, oh, ow, c, kh, kw) accumulates into a bias-initialized output.
+struct ConvLowering : OpRewritePattern<ConvOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType inputType = op.getInput().getType();
+    RankedTensorType filterType = op.getFilter().getType();
+    RankedTensorType resultType = op.getType();
+    Type element = inputType.getElementType();
+    int64_t groups = op.getGroup();
+    int64_t n = inputType.getDimSize(0), c = inputType.getDimSize(1) / groups;
+    int64_t f = filterType.getDimSize(0) / groups;
+    int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
+    int64_t oh = resultType.getDimSize(2), ow = resultType.getDimSize(3);
+    ArrayRef<int64_t> pads = op.getPads();
+
+    Value zero = scalarConstant(rewriter, loc, element, 0);
+    Value padded = padTrailing(rewriter, loc, op.getInput(), pads.take_front(2),
+                               pads.drop_front(2), zero);
+    auto paddedType = llvm::cast<RankedTensorType>(padded.getType());
+    auto input5 = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({n, groups, c, paddedType.getDimSize(2),
+                               paddedType.getDimSize(3)},
+                              element),
+        padded, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    auto filter5 = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({groups, f, c, kh, kw}, element),
+        op.getFilter(), ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+    auto out5Type = RankedTensorType::get({n, groups, f, oh, ow}, element);
+
+    Value init;
+    if (Value bias = op.getBias()) {
+      auto bias2 = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({groups, f}, element), bias,
+          ArrayRef<ReassociationIndices>{{0, 1}});
+      init = linalg::GenericOp::create(
+                 rewriter, loc, out5Type, ValueRange{bias2},
+                 emptyTensor(rewriter, loc, out5Type),
+                 SmallVector<AffineMap>{
+                     AffineMap::get(5, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx),
+                     rewriter.getMultiDimIdentityMap(5)},
+                 SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
+                 [](OpBuilder &b, Location loc, ValueRange args) {
+                   linalg::YieldOp::create(b, loc, args[0]);
+                 })
+                 .getResult(0);
+    } else {
+      init = filledTensor(rewriter, loc, out5Type, zero);
+    }
+
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    // Loops: 0 n, 1 g, 2 f, 3 oh, 4 ow, 5 c, 6 kh, 7 kw.
+    ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+    AffineMap inputMap = AffineMap::get(
+        8, 0,
+        {d(0), d(1), d(5), d(3) * strides[0] + d(6) * dilations[0],
+         d(4) * strides[1] + d(7) * dilations[1]},
+        ctx);
+    AffineMap filterMap = AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx);
+    AffineMap outMap = AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx);
+    SmallVector<utils::IteratorType> iterators(8, utils::IteratorType::parallel);
+    for (int i = 5; i < 8; ++i)
+      iterators[i] = utils::IteratorType::reduction;
+    auto conv = linalg::GenericOp::create(
+        rewriter, loc, out5Type, ValueRange{input5, filter5}, init,
+        SmallVector<AffineMap>{inputMap, filterMap, outMap}, iterators,
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(b, loc,
+                                  multiplyAdd(b, loc, args[0], args[1], args[2]));
+        });
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, resultType, conv.getResult(0),
+        ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    return success();
+  }
+};
+
+/// Pads `input` for a pooling window and returns the padded tensor. Beyond
+/// the explicit pads, ceil mode may need more rows or columns at the end.
+Value padForPool(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kernel,
+                 ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                 ArrayRef<int64_t> pads, ArrayRef<int64_t> outShape, Value value,
+                 SmallVectorImpl<int64_t> &endPads) {
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  endPads.clear();
+  for (int i = 0; i < 2; ++i) {
+    int64_t needed = (outShape[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
+    int64_t have = type.getDimSize(2 + i) + pads[i];
+    endPads.push_back(std::max(pads[2 + i], needed - have));
+  }
+  return padTrailing(b, loc, input, pads.take_front(2), endPads, value);
+}
+
+/// The pooling generic over (n, c, oh, ow, kh, kw) reading `padded` through
+/// a window operand, combining with `combine` into `init`.
+Value poolGeneric(OpBuilder &b, Location loc, Value padded, Value init,
+                  ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                  ArrayRef<int64_t> dilations,
+                  function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Type element = llvm::cast<RankedTensorType>(padded.getType()).getElementType();
+  Value window = tensor::EmptyOp::create(b, loc, kernel, element);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(6, 0,
+                     {d(0), d(1), d(2) * strides[0] + d(4) * dilations[0],
+                      d(3) * strides[1] + d(5) * dilations[1]},
+                     ctx),
+      AffineMap::get(6, 0, {d(4), d(5)}, ctx),
+      AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+  SmallVector<utils::IteratorType> iterators(6, utils::IteratorType::parallel);
+  iterators[4] = iterators[5] = utils::IteratorType::reduction;
+  return linalg::GenericOp::create(
+             b, loc, init.getType(), ValueRange{padded, window}, init, maps,
+             iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args[0], args[2]));
+             })
+      .getResult(0);
+}
+
+struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPoolOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    auto element = llvm::cast<FloatType>(resultType.getElementType());
+    Value lowest = arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getFloatAttr(element, APFloat::getInf(element.getFloatSemantics(),
+                                                       /*Negative=*/true)));
+    SmallVector<int64_t> endPads;
+    Value padded = padForPool(rewriter, loc, op.getInput(), op.getKernelShape(),
+                              op.getStrides(), op.getDilations(), op.getPads(),
+                              resultType.getShape().drop_front(2), lowest, endPads);
+    Value init = filledTensor(rewriter, loc, resultType, lowest);
+    Value result = poolGeneric(
+        rewriter, loc, padded, init, op.getKernelShape(), op.getStrides(),
+        op.getDilations(), [](OpBuilder &b, Location loc, Value x, Value acc) {
+          return arith::MaximumFOp::create(b, loc, acc, x);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+// Average pooling sums each window and divides by a compile-time table of
+// how many elements each window covers (all positions inside the explicit
+// padding with count_include_pad, the real input otherwise).
+struct AveragePoolLowering : OpRewritePattern<AveragePoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AveragePoolOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType inputType = op.getInput().getType();
+    RankedTensorType resultType = op.getType();
+    Type element = resultType.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                      dilations = op.getDilations(), pads = op.getPads();
+    Value zero = scalarConstant(rewriter, loc, element, 0);
+    SmallVector<int64_t> endPads;
+    Value padded = padForPool(rewriter, loc, op.getInput(), kernel, strides,
+                              dilations, pads, resultType.getShape().drop_front(2),
+                              zero, endPads);
+    Value sums = poolGeneric(
+        rewriter, loc, padded, filledTensor(rewriter, loc, resultType, zero),
+        kernel, strides, dilations,
+        [](OpBuilder &b, Location loc, Value x, Value acc) {
+          return arith::AddFOp::create(b, loc, acc, x);
+        });
+
+    int64_t h = inputType.getDimSize(2), w = inputType.getDimSize(3);
+    int64_t oh = resultType.getDimSize(2), ow = resultType.getDimSize(3);
+    auto counted = [&](int64_t pos, int dim) {
+      int64_t size = dim == 0 ? h : w;
+      int64_t lo = op.getCountIncludePad() ? -pads[dim] : 0;
+      int64_t hi = op.getCountIncludePad() ? size + pads[2 + dim] : size;
+      return pos >= lo && pos < hi;
+    };
+    SmallVector<double> counts;
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        int64_t count = 0;
+        for (int64_t a = 0; a < kernel[0]; ++a)
+          for (int64_t c = 0; c < kernel[1]; ++c)
+            count += counted(i * strides[0] + a * dilations[0] - pads[0], 0) &&
+                     counted(j * strides[1] + c * dilations[1] - pads[1], 1);
+        counts.push_back(1.0 / std::max<int64_t>(count, 1));
+      }
+    auto countType = RankedTensorType::get({oh, ow}, rewriter.getF64Type());
+    Value scale = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(countType, ArrayRef<double>(counts)));
+    Value result = buildElementwise(
+        rewriter, loc, resultType, ValueRange{sums, scale},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          return arith::MulFOp::create(b, loc, args[0],
+                                       convertScalar(b, loc, args[1], element));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering, ConvLowering, MaxPoolLowering,
+               AveragePoolLowering>(patterns.getContext());
+}
+
+} // namespace kiln

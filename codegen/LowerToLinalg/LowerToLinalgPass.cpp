@@ -1,0 +1,38 @@
+//===- LowerToLinalgPass.cpp - The kiln-lower-to-linalg pass --------------===//
+#include "codegen/LowerToLinalg/Utils.h"
+#include "codegen/Passes.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERTOLINALGPASS
+#include "codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+struct KilnLowerToLinalgPass
+    : impl::KilnLowerToLinalgPassBase<KilnLowerToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    populateDecompositionPatterns(patterns);
+    populateElementwiseLoweringPatterns(patterns);
+    populateLinalgOpLoweringPatterns(patterns);
+    populateReductionLoweringPatterns(patterns);
+    populateDataMovementLoweringPatterns(patterns);
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<KilnDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect,
+                           func::FuncDialect>();
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace kiln

@@ -1,0 +1,56 @@
+//===- Utils.h - Shared helpers for lowering kiln to linalg ---*- C++ -*-===//
+#ifndef KILN_CODEGEN_LOWERTOLINALG_UTILS_H
+#define KILN_CODEGEN_LOWERTOLINALG_UTILS_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+
+using BodyBuilder =
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   mlir::ValueRange)>;
+
+/// An empty tensor of `type`.
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type);
+
+/// A tensor of `type` filled with `value` (a scalar of the element type).
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, mlir::Value value);
+
+/// The map reading an operand of `shape` broadcast (NumPy rules) into a loop
+/// nest over `resultShape`: size-1 dimensions that grow read index 0.
+mlir::AffineMap broadcastMap(mlir::ArrayRef<int64_t> shape,
+                             mlir::ArrayRef<int64_t> resultShape,
+                             mlir::MLIRContext *ctx);
+
+/// A parallel linalg.generic over `resultType` whose body yields
+/// `body(block arguments of the broadcast inputs)`.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange inputs, BodyBuilder body);
+
+/// A scalar constant of `type` (float or integer) with value `value`.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+
+/// Converts a scalar between any two kiln element types with ONNX Cast
+/// semantics (float to int truncates, to i1 tests non-zero).
+mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::Type to);
+
+/// Patterns that lower kiln ops to linalg, tensor, arith and math, by family.
+void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// Patterns that rewrite composite kiln ops (softmax, layer norm, gemm, ...)
+/// into simpler kiln ops, and that compute f16/bf16 in f32.
+void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_LOWERTOLINALG_UTILS_H

@@ -1,0 +1,31 @@
+//===- Passes.h - Kiln code generation passes and pipelines ---*- C++ -*-===//
+#ifndef KILN_CODEGEN_PASSES_H
+#define KILN_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "codegen/Passes.h.inc"
+
+/// Adds the passes from linalg-on-tensors to the LLVM dialect for CPUs:
+/// bufferization with results as out-parameters, loops, and conversion of
+/// every dialect to LLVM with the bare-pointer calling convention.
+void buildCPULoweringPipeline(mlir::OpPassManager &pm);
+
+/// Registers the `kiln-cpu-lowering` pipeline for kiln-opt.
+void registerCodegenPipelines();
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_PASSES_H

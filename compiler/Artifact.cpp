@@ -1,0 +1,328 @@
+//===- Artifact.cpp - Native code and the .kiln artifact ------------------===//
+#include "compiler/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
+#include "lld/Common/Driver.h"
+
+LLD_HAS_DRIVER(elf)
+
+using namespace mlir;
+
+namespace kiln {
+
+static std::string dtypeName(Type type) {
+  if (type.isF32()) return "f32";
+  if (type.isF16()) return "f16";
+  if (type.isBF16()) return "bf16";
+  if (type.isF64()) return "f64";
+  if (type.isInteger(1)) return "bool";
+  if (auto integer = llvm::dyn_cast<IntegerType>(type))
+    return "i" + std::to_string(integer.getWidth());
+  return "";
+}
+
+static std::string cType(llvm::StringRef dtype) {
+  return llvm::StringSwitch<std::string>(dtype)
+      .Case("f32", "float")
+      .Case("f64", "double")
+      .Case("f16", "uint16_t /* float16 bits */")
+      .Case("bf16", "uint16_t /* bfloat16 bits */")
+      .Case("bool", "uint8_t /* bool */")
+      .Case("i8", "int8_t")
+      .Case("i16", "int16_t")
+      .Case("i32", "int32_t")
+      .Case("i64", "int64_t")
+      .Default("void");
+}
+
+/// Names in the manifest are percent-encoded so that every record is
+/// whitespace-separated.
+static std::string encodeName(llvm::StringRef name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c > 0x20 && c < 0x7f && c != '%')
+      out += c;
+    else
+      out += "%" + llvm::utohexstr(c, /*LowerCase=*/false, /*Width=*/2);
+  }
+  return out.empty() ? "%00" : out;
+}
+
+static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main) {
+    module.emitError("the module has no function @main to compile");
+    return failure();
+  }
+  ModelSignature signature;
+  auto describe = [&](Type type, DictionaryAttr attrs, const std::string &fallback,
+                      std::vector<TensorSignature> &into) -> LogicalResult {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() || dtypeName(tensor.getElementType()).empty())
+      return main.emitError("@main's signature must use statically shaped tensors of "
+                            "supported element types, got ")
+             << type;
+    std::string name = fallback;
+    if (attrs)
+      if (auto attr = attrs.getAs<StringAttr>("kiln.name"))
+        name = attr.str();
+    into.push_back({name, dtypeName(tensor.getElementType()),
+                    llvm::SmallVector<int64_t>(tensor.getShape())});
+    return success();
+  };
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    if (failed(describe(main.getArgumentTypes()[i], main.getArgAttrDict(i),
+                        "input_" + std::to_string(i), signature.inputs)))
+      return failure();
+  for (unsigned i = 0; i < main.getNumResults(); ++i)
+    if (failed(describe(main.getResultTypes()[i], main.getResultAttrDict(i),
+                        "output_" + std::to_string(i), signature.outputs)))
+      return failure();
+  return signature;
+}
+
+void stripSignatureNames(ModuleOp module) {
+  if (auto main = module.lookupSymbol<func::FuncOp>("main")) {
+    for (unsigned i = 0; i < main.getNumArguments(); ++i)
+      main.removeArgAttr(i, "kiln.name");
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      main.removeResultAttr(i, StringAttr::get(module.getContext(), "kiln.name"));
+  }
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("no LLVM target for " + triple.str() + ": " + error);
+  std::string cpu = options.cpu, features;
+  if (cpu == "native" || cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features += (features.empty() ? "" : ",") + std::string(feature.second ? "+" : "-") +
+                  feature.first().str();
+  } else if (!target->createMCSubtargetInfo(triple, "", "")->isCPUStringValid(cpu)) {
+    return llvm::createStringError("unknown --cpu '" + cpu +
+                                   "' (try native, x86-64, x86-64-v3, skylake-avx512)");
+  }
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return llvm::createStringError("cannot create a target machine for " + cpu);
+  return machine;
+}
+
+/// CPU features the runtime checks before running an artifact.
+static std::string requiredFeatures(llvm::TargetMachine &machine) {
+  static const char *kChecked[] = {"sse4.2",   "avx",      "avx2",      "fma",
+                                   "f16c",     "bmi",      "bmi2",      "avx512f",
+                                   "avx512bw", "avx512vl", "avx512dq",  "avx512cd",
+                                   "avx512vnni", "avx512bf16", "avx512fp16"};
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  std::string out;
+  for (const char *feature : kChecked)
+    if (info->checkFeatures(std::string("+") + feature))
+      out += (out.empty() ? "" : ",") + std::string(feature);
+  return out;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
+                  llvm::TargetMachine &machine, const TargetOptions &options,
+                  llvm::LLVMContext &llvmContext) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "kiln");
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  llvmModule->setDataLayout(machine.createDataLayout());
+
+  llvm::Function *model = llvmModule->getFunction("main");
+  if (!model)
+    return llvm::createStringError("the lowered module has no main function");
+  model->setName(options.functionName);
+  if (model->getName() != options.functionName)
+    return llvm::createStringError("the symbol name '" + options.functionName +
+                                   "' is taken; choose another --name");
+  // The runtime passes distinct buffers, which lets LLVM vectorize freely.
+  for (llvm::Argument &arg : model->args())
+    if (arg.getType()->isPointerTy())
+      arg.addAttr(llvm::Attribute::NoAlias);
+
+  // void kiln_entry(void **buffers): inputs, then outputs.
+  llvm::IRBuilder<> b(llvmContext);
+  llvm::PointerType *ptr = b.getPtrTy();
+  auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                       llvm::GlobalValue::ExternalLinkage, "kiln_entry",
+                                       *llvmModule);
+  b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", entry));
+  llvm::SmallVector<llvm::Value *> args;
+  size_t count = signature.inputs.size() + signature.outputs.size();
+  if (count != model->arg_size())
+    return llvm::createStringError("the lowered function takes " +
+                                   std::to_string(model->arg_size()) + " buffers, expected " +
+                                   std::to_string(count));
+  for (size_t i = 0; i < count; ++i)
+    args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+  b.CreateCall(model, args);
+  b.CreateRetVoid();
+
+  std::string manifest;
+  llvm::raw_string_ostream os(manifest);
+  os << "kiln-artifact " << kArtifactFormatVersion << "\n"
+     << "name " << encodeName(options.functionName) << "\n"
+     << "target " << machine.getTargetTriple().str() << "\n"
+     << "cpu " << machine.getTargetCPU() << "\n"
+     << "features" << (requiredFeatures(machine).empty() ? "" : " ")
+     << requiredFeatures(machine) << "\n";
+  for (const TensorSignature &t : signature.inputs)
+    os << "input " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape) << "\n";
+  for (const TensorSignature &t : signature.outputs)
+    os << "output " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape)
+       << "\n";
+  llvm::Constant *text = llvm::ConstantDataArray::getString(llvmContext, manifest, true);
+  new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, text, "kiln_manifest");
+
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", machine.getTargetCPU());
+      if (!machine.getTargetFeatureString().empty())
+        f.addFnAttr("target-features", machine.getTargetFeatureString());
+    }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*llvmModule, mam);
+  return llvmModule;
+}
+
+llvm::Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  pm.run(module);
+  return std::string(buffer.str());
+}
+
+llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
+  llvm::SmallString<128> objectPath;
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "o", fd, objectPath))
+    return llvm::createStringError("cannot create a temporary file: " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << object;
+  }
+  // Record libm as a dependency so the artifact loads in any process.
+  std::string libm;
+  for (const char *candidate : {"/lib/x86_64-linux-gnu/libm.so.6",
+                                "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6"})
+    if (llvm::sys::fs::exists(candidate)) {
+      libm = candidate;
+      break;
+    }
+  std::string output = outputPath.str();
+  std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(),
+                                    objectPath.c_str(), "-z", "noexecstack", "-z", "now",
+                                    "--as-needed"};
+  if (!libm.empty())
+    args.push_back(libm.c_str());
+  std::string messages;
+  llvm::raw_string_ostream errs(messages);
+  std::string ignored;
+  llvm::raw_string_ostream outs(ignored);
+  lld::Result result = lld::lldMain(args, outs, errs, {{lld::Gnu, &lld::elf::link}});
+  llvm::sys::fs::remove(objectPath);
+  if (result.retCode != 0)
+    return llvm::createStringError("linking the artifact failed: " + llvm::StringRef(messages).trim().str());
+  return llvm::Error::success();
+}
+
+static std::string cIdentifier(llvm::StringRef name) {
+  std::string out;
+  for (char c : name)
+    out += llvm::isAlnum(c) ? c : '_';
+  if (out.empty() || llvm::isDigit(out.front()))
+    out = "t_" + out;
+  return out;
+}
+
+std::string emitHeader(const ModelSignature &signature, const TargetOptions &options) {
+  std::string guard = llvm::StringRef(cIdentifier(options.functionName)).upper() + "_H";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "/* " << options.functionName << ": a model compiled by kilnc.\n"
+     << " *\n"
+     << " * Link with the artifact (the .kiln file is a shared object) or with the\n"
+     << " * object from kilnc --emit=obj. Every tensor is a dense row-major buffer;\n"
+     << " * inputs and outputs must not overlap. */\n"
+     << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <stdint.h>\n\n"
+     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  auto declare = [&](const TensorSignature &t, bool input, const char *kind) {
+    std::string id = cIdentifier(t.name);
+    os << "/* " << kind << " '" << t.name << "': " << t.dtype << "[" << shapeText(t.shape)
+       << "] */\n";
+    int64_t count = 1;
+    for (int64_t d : t.shape)
+      count *= d;
+    os << "#define " << guard.substr(0, guard.size() - 2) << "_" << llvm::StringRef(id).upper()
+       << "_ELEMENTS " << count << "\n";
+    (void)input;
+  };
+  for (const TensorSignature &t : signature.inputs)
+    declare(t, true, "input");
+  for (const TensorSignature &t : signature.outputs)
+    declare(t, false, "output");
+  os << "\nvoid " << options.functionName << "(";
+  bool first = true;
+  for (const TensorSignature &t : signature.inputs) {
+    os << (first ? "" : ", ") << "const " << cType(t.dtype) << " *" << cIdentifier(t.name);
+    first = false;
+  }
+  for (const TensorSignature &t : signature.outputs) {
+    os << (first ? "" : ", ") << cType(t.dtype) << " *" << cIdentifier(t.name);
+    first = false;
+  }
+  os << (first ? "void" : "") << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard
+     << " */\n";
+  return text;
+}
+
+} // namespace kiln

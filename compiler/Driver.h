@@ -1,0 +1,48 @@
+//===- Driver.h - The kilnc compilation driver ----------------*- C++ -*-===//
+#ifndef KILN_COMPILER_DRIVER_H
+#define KILN_COMPILER_DRIVER_H
+
+#include "compiler/Artifact.h"
+#include "compiler/OnnxImporter.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// kilnc's exit codes; test drivers rely on them.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,
+  kExitUsage = 2,
+  kExitUnsupported = 3,
+  kExitNeedsConstant = 4,
+};
+
+/// What kilnc writes.
+enum class Emit { Artifact, Mlir, Linalg, LLVMMlir, LLVMIR, Object, Header };
+
+struct CompilerOptions {
+  std::string inputPath;
+  std::string outputPath; // empty: derived from the input; "-": stdout
+  Emit emit = Emit::Artifact;
+  TargetOptions target;
+  std::vector<std::string> inputShapes;  // name=AxBxC
+  std::vector<std::string> frozenInputs; // name=tensor.pb
+  bool verbose = false;
+};
+
+/// Parses `name=2x3x4` into `options`; returns an error message or "".
+std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
+
+/// Prints diagnostics as one line each, `tool: error: file: node 'n': msg`.
+void installDiagnosticPrinter(mlir::MLIRContext &context, llvm::StringRef tool);
+
+/// Runs kilnc: import, graph passes, lowering, code generation, packaging.
+int runCompiler(const CompilerOptions &options, mlir::MLIRContext &context);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_DRIVER_H

@@ -1,0 +1,1308 @@
+//===- OnnxImporter.cpp - ONNX ModelProto to the kiln dialect -------------===//
+//
+// Translates an ONNX graph node by node. ONNX operands that decide shapes
+// (Reshape's shape, Slice's starts, ...) must be constants here and become
+// attributes; everything about shapes is then checked by the kiln ops' own
+// type inference, so an inconsistent model is reported at the ONNX node.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/OnnxImporter.h"
+
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <functional>
+#include <numeric>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// An ONNX node being imported: its operands (null where an optional input
+/// is absent), attributes and location.
+struct Node {
+  const onnx::NodeProto &proto;
+  Location loc;
+  SmallVector<Value> inputs;
+  int64_t opset;
+
+  Value input(size_t i) const { return i < inputs.size() ? inputs[i] : Value(); }
+  const onnx::AttributeProto *attr(StringRef name) const {
+    for (const auto &a : proto.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  int64_t getInt(StringRef name, int64_t dflt) const {
+    const auto *a = attr(name);
+    return a ? a->i() : dflt;
+  }
+  float getFloat(StringRef name, float dflt) const {
+    const auto *a = attr(name);
+    return a ? a->f() : dflt;
+  }
+  std::string getString(StringRef name, StringRef dflt) const {
+    const auto *a = attr(name);
+    return a ? a->s() : dflt.str();
+  }
+  std::optional<SmallVector<int64_t>> getInts(StringRef name) const {
+    const auto *a = attr(name);
+    if (!a)
+      return std::nullopt;
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+};
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+std::string describeShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The state of one import. Op handlers below use its builder and helpers.
+struct Importer {
+  Importer(MLIRContext &context, StringRef path, const ImportOptions &options)
+      : context(context), builder(&context), path(path.str()), options(options) {}
+
+  ImportResult run(llvm::StringRef bytes);
+
+  using Results = FailureOr<SmallVector<Value>>;
+  using Handler = std::function<Results(Importer &, Node &)>;
+
+  // Diagnostics.
+  LogicalResult fail(Location loc, ImportFailure kind, const Twine &message) {
+    if (failure == ImportFailure::None)
+      failure = kind;
+    emitError(loc) << message;
+    return mlir::failure();
+  }
+  Results failNode(Node &node, ImportFailure kind, const Twine &message) {
+    (void)fail(node.loc, kind, node.proto.op_type() + ": " + message);
+    return mlir::failure();
+  }
+  Location fileLoc() { return FileLineColLoc::get(&context, path, 0, 0); }
+  Location nodeLoc(const onnx::NodeProto &node, int index);
+
+  // Types and constants.
+  FailureOr<Type> elementType(int32_t onnxType, Location loc, const Twine &what);
+  FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor, Location loc);
+  Value constant(Location loc, DenseElementsAttr value) {
+    return ConstantOp::create(builder, loc, value);
+  }
+  Value splat(Location loc, Type element, double value) {
+    auto type = RankedTensorType::get({}, element);
+    if (llvm::isa<FloatType>(element))
+      return constant(loc, DenseElementsAttr::get(type, builder.getFloatAttr(element, value)));
+    return constant(loc, DenseElementsAttr::get(
+                             type, builder.getIntegerAttr(element, static_cast<int64_t>(value))));
+  }
+  Value i64Constant(Location loc, ArrayRef<int64_t> values, bool scalar = false) {
+    auto type = RankedTensorType::get(
+        scalar ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{static_cast<int64_t>(values.size())},
+        builder.getI64Type());
+    return constant(loc, DenseElementsAttr::get(type, values));
+  }
+
+  /// The integer values of operand `index`, which must be a constant.
+  FailureOr<SmallVector<int64_t>> constantInts(Node &node, size_t index, StringRef what);
+  /// The float value of scalar operand `index`, which must be a constant.
+  FailureOr<double> constantScalar(Node &node, size_t index, StringRef what);
+
+  // Graph structure.
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+
+  MLIRContext &context;
+  OpBuilder builder;
+  std::string path;
+  const ImportOptions &options;
+  ImportFailure failure = ImportFailure::None;
+  int64_t opset = 1;
+  llvm::StringMap<Value> values;
+  llvm::DenseMap<Value, std::string> graphInputNames;
+};
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
+  std::string name = node.name();
+  if (name.empty())
+    name = node.op_type() + "#" + std::to_string(index) +
+           (node.output_size() ? " -> " + node.output(0) : "");
+  return NameLoc::get(StringAttr::get(&context, name), fileLoc());
+}
+
+FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc, const Twine &what) {
+  MLIRContext *ctx = &context;
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return Type(Float32Type::get(ctx));
+  case onnx::TensorProto::DOUBLE:
+    return Type(Float64Type::get(ctx));
+  case onnx::TensorProto::FLOAT16:
+    return Type(Float16Type::get(ctx));
+  case onnx::TensorProto::BFLOAT16:
+    return Type(BFloat16Type::get(ctx));
+  case onnx::TensorProto::INT64:
+    return Type(IntegerType::get(ctx, 64));
+  case onnx::TensorProto::INT32:
+    return Type(IntegerType::get(ctx, 32));
+  case onnx::TensorProto::INT16:
+    return Type(IntegerType::get(ctx, 16));
+  case onnx::TensorProto::INT8:
+    return Type(IntegerType::get(ctx, 8));
+  case onnx::TensorProto::BOOL:
+    return Type(IntegerType::get(ctx, 1));
+  default:
+    break;
+  }
+  std::string name = onnx::TensorProto::DataType_IsValid(onnxType)
+                         ? onnx::TensorProto::DataType_Name(
+                               static_cast<onnx::TensorProto::DataType>(onnxType))
+                         : "type code " + std::to_string(onnxType);
+  (void)fail(loc, ImportFailure::Unsupported,
+             what + " has element type " + name +
+                 ", which Kiln does not support (supported: float, double, "
+                 "float16, bfloat16, int64, int32, int16, int8, bool)");
+  return mlir::failure();
+}
+
+FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tensor,
+                                                  Location loc) {
+  std::string what = "tensor '" + tensor.name() + "'";
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    (void)fail(loc, ImportFailure::Unsupported,
+               what + " stores its data in an external file, which Kiln does "
+                      "not read yet");
+    return mlir::failure();
+  }
+  FailureOr<Type> element = elementType(tensor.data_type(), loc, what);
+  if (failed(element))
+    return mlir::failure();
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      (void)fail(loc, ImportFailure::Invalid, what + " has a negative dimension");
+      return mlir::failure();
+    }
+    count *= d;
+  }
+  auto type = RankedTensorType::get(shape, *element);
+  unsigned bytes = element->isInteger(1) ? 1 : element->getIntOrFloatBitWidth() / 8;
+  // Collect the data as little-endian bytes, one element per `bytes`.
+  std::vector<char> raw;
+  if (tensor.has_raw_data()) {
+    raw.assign(tensor.raw_data().begin(), tensor.raw_data().end());
+  } else {
+    auto append = [&](auto value, unsigned size) {
+      const char *p = reinterpret_cast<const char *>(&value);
+      raw.insert(raw.end(), p, p + size);
+    };
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      for (float v : tensor.float_data())
+        append(v, 4);
+      break;
+    case onnx::TensorProto::DOUBLE:
+      for (double v : tensor.double_data())
+        append(v, 8);
+      break;
+    case onnx::TensorProto::INT64:
+      for (int64_t v : tensor.int64_data())
+        append(v, 8);
+      break;
+    default: // int32_data carries every narrower type, f16/bf16 as bits.
+      for (int32_t v : tensor.int32_data())
+        append(v, bytes);
+      break;
+    }
+  }
+  if (static_cast<int64_t>(raw.size()) != count * static_cast<int64_t>(bytes)) {
+    (void)fail(loc, ImportFailure::Invalid,
+               what + " holds " + Twine(raw.size()) + " bytes of data but its shape " +
+                   describeShape(shape) + " needs " + Twine(count * bytes));
+    return mlir::failure();
+  }
+  if (element->isInteger(1)) {
+    SmallVector<bool> bits;
+    for (char c : raw)
+      bits.push_back(c != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(bits));
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw));
+}
+
+FailureOr<SmallVector<int64_t>> Importer::constantInts(Node &node, size_t index,
+                                                       StringRef what) {
+  Value value = node.input(index);
+  if (!value)
+    return SmallVector<int64_t>{};
+  DenseElementsAttr attr;
+  if (auto cst = value.getDefiningOp<ConstantOp>())
+    attr = llvm::dyn_cast<DenseElementsAttr>(cst.getValue());
+  if (!attr || !llvm::isa<IntegerType>(attr.getElementType())) {
+    auto it = graphInputNames.find(value);
+    if (it != graphInputNames.end()) {
+      (void)failNode(node, ImportFailure::NeedsConstant,
+                     "operand '" + what + "' decides the output shape, so it must be "
+                     "known at compile time, but it is the graph input '" + it->second +
+                     "'; bind it to a tensor with --freeze-input " + it->second + "=FILE.pb");
+      return mlir::failure();
+    }
+    (void)failNode(node, ImportFailure::Unsupported,
+                   "operand '" + what + "' decides the output shape, so it must be a "
+                   "constant, but it is computed at run time (dynamic shapes are not "
+                   "supported)");
+    return mlir::failure();
+  }
+  SmallVector<int64_t> result;
+  for (const APInt &v : attr.getValues<APInt>())
+    result.push_back(v.getSExtValue());
+  return result;
+}
+
+FailureOr<double> Importer::constantScalar(Node &node, size_t index, StringRef what) {
+  Value value = node.input(index);
+  DenseElementsAttr attr;
+  if (value)
+    if (auto cst = value.getDefiningOp<ConstantOp>())
+      attr = llvm::dyn_cast<DenseElementsAttr>(cst.getValue());
+  if (!attr || attr.getNumElements() != 1) {
+    (void)failNode(node, ImportFailure::Unsupported,
+                   "operand '" + what + "' must be a constant scalar");
+    return mlir::failure();
+  }
+  if (llvm::isa<FloatType>(attr.getElementType()))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
+}
+
+/// Normalizes possibly negative `axes` for `rank`, sorted and unique.
+FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> result;
+  for (int64_t axis : axes) {
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+      return failure();
+    result.push_back(a);
+  }
+  llvm::sort(result);
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Op handlers
+//===----------------------------------------------------------------------===//
+
+using Results = FailureOr<SmallVector<Value>>;
+using Handler = Importer::Handler;
+
+Results one(Value v) { return SmallVector<Value>{v}; }
+
+template <typename Op>
+Handler unaryOp() {
+  return [](Importer &im, Node &n) -> Results {
+    return one(Op::create(im.builder, n.loc, n.input(0)));
+  };
+}
+
+/// Unary ops whose scalar parameters are the f32 attributes `names` with
+/// ONNX's defaults.
+template <typename Op>
+Handler paramOp(std::vector<std::pair<const char *, float>> params) {
+  return [params](Importer &im, Node &n) -> Results {
+    auto op = Op::create(im.builder, n.loc, n.input(0));
+    for (auto [name, dflt] : params)
+      op->setAttr(name, im.builder.getF32FloatAttr(n.getFloat(name, dflt)));
+    return one(op);
+  };
+}
+
+template <typename Op>
+Handler binaryOp() {
+  return [](Importer &im, Node &n) -> Results {
+    return one(Op::create(im.builder, n.loc, n.input(0), n.input(1)));
+  };
+}
+
+/// Sum/Max/Min/Mean take any number of inputs: a left fold of the binary op.
+template <typename Op>
+Handler variadicOp(bool mean = false) {
+  return [mean](Importer &im, Node &n) -> Results {
+    if (n.inputs.empty())
+      return im.failNode(n, ImportFailure::Invalid, "needs at least one input");
+    Value acc = n.inputs.front();
+    for (Value v : ArrayRef(n.inputs).drop_front())
+      acc = Op::create(im.builder, n.loc, acc, v);
+    if (mean && n.inputs.size() > 1)
+      acc = DivOp::create(im.builder, n.loc, acc,
+                          im.splat(n.loc, typeOf(acc).getElementType(), n.inputs.size()));
+    return one(acc);
+  };
+}
+
+Results importIdentity(Importer &, Node &n) { return one(n.input(0)); }
+
+Results importDropout(Importer &im, Node &n) {
+  if (n.input(2)) {
+    FailureOr<double> training = im.constantScalar(n, 2, "training_mode");
+    if (failed(training))
+      return failure();
+    if (*training != 0)
+      return im.failNode(n, ImportFailure::Unsupported,
+                         "training_mode = true is not supported (inference only)");
+  }
+  SmallVector<Value> results = {n.input(0)};
+  if (n.proto.output_size() > 1) {
+    auto maskType = RankedTensorType::get(typeOf(n.input(0)).getShape(), im.builder.getI1Type());
+    results.push_back(im.constant(n.loc, DenseElementsAttr::get(maskType, true)));
+  }
+  return results;
+}
+
+Results importCast(Importer &im, Node &n) {
+  FailureOr<Type> to = im.elementType(n.getInt("to", 0), n.loc, "Cast's 'to'");
+  if (failed(to))
+    return failure();
+  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(), *to);
+  return one(CastOp::create(im.builder, n.loc, type, n.input(0)));
+}
+
+Results importCastLike(Importer &im, Node &n) {
+  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(),
+                                    typeOf(n.input(1)).getElementType());
+  return one(CastOp::create(im.builder, n.loc, type, n.input(0)));
+}
+
+Results importClip(Importer &im, Node &n) {
+  Value x = n.input(0), lo = n.input(1), hi = n.input(2);
+  Type element = typeOf(x).getElementType();
+  if (n.opset < 11) {
+    lo = im.splat(n.loc, element, n.getFloat("min", -std::numeric_limits<float>::infinity()));
+    hi = im.splat(n.loc, element, n.getFloat("max", std::numeric_limits<float>::infinity()));
+  }
+  if (lo)
+    x = MaxOp::create(im.builder, n.loc, x, lo);
+  if (hi)
+    x = MinOp::create(im.builder, n.loc, x, hi);
+  return one(x);
+}
+
+Results importIsInf(Importer &im, Node &n) {
+  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(), im.builder.getI1Type());
+  return one(IsInfOp::create(im.builder, n.loc, type, n.input(0),
+                             n.getInt("detect_positive", 1) != 0,
+                             n.getInt("detect_negative", 1) != 0));
+}
+
+Results importIsNaN(Importer &im, Node &n) {
+  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(), im.builder.getI1Type());
+  return one(IsNaNOp::create(im.builder, n.loc, type, n.input(0)));
+}
+
+Results importMod(Importer &im, Node &n) {
+  bool fmod = n.getInt("fmod", 0) != 0;
+  if (!fmod && llvm::isa<FloatType>(typeOf(n.input(0)).getElementType()))
+    return im.failNode(n, ImportFailure::Invalid, "fmod must be 1 for floating-point inputs");
+  return one(ModOp::create(im.builder, n.loc, n.input(0), n.input(1), fmod));
+}
+
+Results importWhere(Importer &im, Node &n) {
+  return one(WhereOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2)));
+}
+
+Results importMatMul(Importer &im, Node &n) {
+  return one(MatMulOp::create(im.builder, n.loc, n.input(0), n.input(1)));
+}
+
+Results importGemm(Importer &im, Node &n) {
+  return one(GemmOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2),
+                            llvm::APFloat(n.getFloat("alpha", 1.0f)),
+                            llvm::APFloat(n.getFloat("beta", 1.0f)),
+                            n.getInt("transA", 0) != 0, n.getInt("transB", 0) != 0));
+}
+
+/// Resolves ONNX's auto_pad for a 2-D window op into explicit pads.
+FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64_t> input,
+                                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                           ArrayRef<int64_t> dilations) {
+  std::string autoPad = n.getString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    SmallVector<int64_t> pads = n.getInts("pads").value_or(SmallVector<int64_t>(4, 0));
+    if (pads.size() != 4) {
+      (void)im.failNode(n, ImportFailure::Invalid, "pads must have 4 values for a 2-D window");
+      return failure();
+    }
+    return pads;
+  }
+  SmallVector<int64_t> pads(4, 0);
+  if (autoPad == "VALID")
+    return pads;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER") {
+    (void)im.failNode(n, ImportFailure::Invalid, "unknown auto_pad '" + autoPad + "'");
+    return failure();
+  }
+  for (int i = 0; i < 2; ++i) {
+    int64_t out = (input[i] + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>(
+        0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - input[i]);
+    int64_t small = total / 2, large = total - small;
+    pads[i] = autoPad == "SAME_UPPER" ? small : large;
+    pads[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+  }
+  return pads;
+}
+
+Results importConv(Importer &im, Node &n) {
+  RankedTensorType x = typeOf(n.input(0)), w = typeOf(n.input(1));
+  if (x.getRank() != 4 || w.getRank() != 4)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "only 2-D convolution (4-D input) is supported, got input " +
+                           describeShape(x.getShape()));
+  SmallVector<int64_t> kernel(w.getShape().drop_front(2));
+  SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> dilations =
+      n.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+  FailureOr<SmallVector<int64_t>> pads =
+      windowPads(im, n, x.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  return one(ConvOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2), strides,
+                            *pads, dilations, n.getInt("group", 1)));
+}
+
+template <typename Op>
+Results importPool(Importer &im, Node &n) {
+  RankedTensorType x = typeOf(n.input(0));
+  if (x.getRank() != 4)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "only 2-D pooling (4-D input) is supported, got input " +
+                           describeShape(x.getShape()));
+  if (n.proto.output_size() > 1)
+    return im.failNode(n, ImportFailure::Unsupported, "the Indices output is not supported");
+  std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != 2)
+    return im.failNode(n, ImportFailure::Invalid, "kernel_shape must have 2 values");
+  SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> dilations =
+      n.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+  FailureOr<SmallVector<int64_t>> pads =
+      windowPads(im, n, x.getShape().drop_front(2), *kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  bool ceil = n.getInt("ceil_mode", 0) != 0;
+  auto op = Op::create(im.builder, n.loc, n.input(0), *kernel, strides, *pads, dilations, ceil);
+  if constexpr (std::is_same_v<Op, AveragePoolOp>)
+    op.setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
+  return one(op);
+}
+
+template <typename Op>
+Results importGlobalPool(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  return one(Op::create(im.builder, n.loc, n.input(0), axes, true));
+}
+
+Results importBatchNorm(Importer &im, Node &n) {
+  if (n.getInt("training_mode", 0) != 0 || n.proto.output_size() > 1)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "training mode (running statistics outputs) is not supported");
+  return one(BatchNormOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2),
+                                 n.input(3), n.input(4),
+                                 llvm::APFloat(n.getFloat("epsilon", 1e-5f))));
+}
+
+Results importLayerNorm(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", -1);
+  if (axis < 0)
+    axis += rank;
+  auto op = LayerNormOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2), axis,
+                                llvm::APFloat(n.getFloat("epsilon", 1e-5f)));
+  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
+}
+
+template <typename Op>
+Handler reduceOp() {
+  return [](Importer &im, Node &n) -> Results {
+    int64_t rank = typeOf(n.input(0)).getRank();
+    SmallVector<int64_t> axes;
+    bool fromInput = n.proto.op_type() == "ReduceSum" && n.opset >= 13;
+    if (fromInput) {
+      FailureOr<SmallVector<int64_t>> values = im.constantInts(n, 1, "axes");
+      if (failed(values))
+        return failure();
+      axes = *values;
+    } else {
+      axes = n.getInts("axes").value_or(SmallVector<int64_t>{});
+    }
+    if (axes.empty()) {
+      if (n.getInt("noop_with_empty_axes", 0) != 0)
+        return one(n.input(0));
+      for (int64_t i = 0; i < rank; ++i)
+        axes.push_back(i);
+    }
+    FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(axes, rank);
+    if (failed(normalized))
+      return im.failNode(n, ImportFailure::Invalid, "axes out of range");
+    return one(Op::create(im.builder, n.loc, n.input(0), *normalized,
+                          n.getInt("keepdims", 1) != 0));
+  };
+}
+
+template <typename Op>
+Results importArgReduce(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  return one(Op::create(im.builder, n.loc, n.input(0), axis, n.getInt("keepdims", 1) != 0,
+                        n.getInt("select_last_index", 0) != 0));
+}
+
+template <typename Op>
+Results importSoftmax(Importer &im, Node &n) {
+  Value x = n.input(0);
+  RankedTensorType type = typeOf(x);
+  int64_t rank = type.getRank();
+  int64_t axis = n.getInt("axis", n.opset < 13 ? 1 : -1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
+    return im.failNode(n, ImportFailure::Invalid, "axis out of range");
+  if (n.opset >= 13 || axis == rank - 1)
+    return one(Op::create(im.builder, n.loc, x, axis));
+  // Before opset 13 the input is coerced to a matrix split at `axis`.
+  auto flat = FlattenOp::create(im.builder, n.loc, x, axis);
+  Value y = Op::create(im.builder, n.loc, flat, 1);
+  return one(ReshapeOp::create(im.builder, n.loc, type, y));
+}
+
+Results importReshape(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<SmallVector<int64_t>> shape =
+      n.opset < 5 ? FailureOr<SmallVector<int64_t>>(
+                        n.getInts("shape").value_or(SmallVector<int64_t>{}))
+                  : im.constantInts(n, 1, "shape");
+  if (failed(shape))
+    return failure();
+  bool allowZero = n.getInt("allowzero", 0) != 0;
+  int64_t known = 1, inferred = -1;
+  SmallVector<int64_t> result(*shape);
+  for (auto [i, d] : llvm::enumerate(result)) {
+    if (d == 0 && !allowZero) {
+      if (i >= static_cast<size_t>(type.getRank()))
+        return im.failNode(n, ImportFailure::Invalid, "shape copies a missing dimension");
+      d = type.getDimSize(i);
+    }
+    if (d == -1) {
+      if (inferred >= 0)
+        return im.failNode(n, ImportFailure::Invalid, "shape has more than one -1");
+      inferred = i;
+      continue;
+    }
+    if (d < 0)
+      return im.failNode(n, ImportFailure::Invalid, "shape has a negative dimension");
+    known *= d;
+  }
+  if (inferred >= 0) {
+    if (known == 0 || type.getNumElements() % known != 0)
+      return im.failNode(n, ImportFailure::Invalid,
+                         "cannot reshape " + describeShape(type.getShape()) + " to " +
+                             describeShape(*shape));
+    result[inferred] = type.getNumElements() / known;
+  }
+  auto resultType = RankedTensorType::get(result, type.getElementType());
+  if (resultType.getNumElements() != type.getNumElements())
+    return im.failNode(n, ImportFailure::Invalid,
+                       "cannot reshape " + describeShape(type.getShape()) + " to " +
+                           describeShape(result));
+  return one(ReshapeOp::create(im.builder, n.loc, resultType, n.input(0)));
+}
+
+Results importFlatten(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", 1);
+  if (axis < 0)
+    axis += rank;
+  return one(FlattenOp::create(im.builder, n.loc, n.input(0), axis));
+}
+
+/// Axes from the `axes` attribute (before opset 13) or the second operand.
+FailureOr<SmallVector<int64_t>> axesOperand(Importer &im, Node &n) {
+  if (n.opset < 13)
+    return n.getInts("axes").value_or(SmallVector<int64_t>{});
+  return im.constantInts(n, 1, "axes");
+}
+
+Results importSqueeze(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<SmallVector<int64_t>> axes = axesOperand(im, n);
+  if (failed(axes))
+    return failure();
+  if (axes->empty())
+    for (auto [i, d] : llvm::enumerate(type.getShape()))
+      if (d == 1)
+        axes->push_back(i);
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(*axes, type.getRank());
+  if (failed(normalized))
+    return im.failNode(n, ImportFailure::Invalid, "axes out of range");
+  return one(SqueezeOp::create(im.builder, n.loc, n.input(0), *normalized));
+}
+
+Results importUnsqueeze(Importer &im, Node &n) {
+  FailureOr<SmallVector<int64_t>> axes = axesOperand(im, n);
+  if (failed(axes))
+    return failure();
+  int64_t rank = typeOf(n.input(0)).getRank() + axes->size();
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(*axes, rank);
+  if (failed(normalized) || normalized->size() != axes->size())
+    return im.failNode(n, ImportFailure::Invalid, "axes out of range or repeated");
+  return one(UnsqueezeOp::create(im.builder, n.loc, n.input(0), *normalized));
+}
+
+Results importTranspose(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  SmallVector<int64_t> perm;
+  if (auto given = n.getInts("perm")) {
+    perm = *given;
+  } else {
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  }
+  return one(TransposeOp::create(im.builder, n.loc, n.input(0), perm));
+}
+
+Results importConcat(Importer &im, Node &n) {
+  if (n.inputs.empty())
+    return im.failNode(n, ImportFailure::Invalid, "needs at least one input");
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  return one(ConcatOp::create(im.builder, n.loc, ValueRange(n.inputs), axis));
+}
+
+/// A kiln.slice of `x` taking, along each dimension, ONNX's
+/// start/end/step semantics (clamped, negative values counted from the end).
+Value sliceOf(Importer &im, Location loc, Value x, ArrayRef<int64_t> starts,
+              ArrayRef<int64_t> ends, ArrayRef<int64_t> axes, ArrayRef<int64_t> steps) {
+  RankedTensorType type = typeOf(x);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> start(rank, 0), step(rank, 1), size(type.getShape());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i], dim = type.getDimSize(axis);
+    int64_t s = starts[i], e = ends[i], st = steps[i];
+    if (s < 0)
+      s += dim;
+    if (e < 0)
+      e += dim;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      size[axis] = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      size[axis] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+    }
+    start[axis] = size[axis] == 0 ? 0 : s;
+    step[axis] = st;
+  }
+  auto resultType = RankedTensorType::get(size, type.getElementType());
+  return SliceOp::create(im.builder, loc, resultType, x, start, step);
+}
+
+Results importSlice(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (n.opset < 10) {
+    starts = n.getInts("starts").value_or(SmallVector<int64_t>{});
+    ends = n.getInts("ends").value_or(SmallVector<int64_t>{});
+    axes = n.getInts("axes").value_or(SmallVector<int64_t>{});
+  } else {
+    const char *names[] = {"starts", "ends", "axes", "steps"};
+    SmallVector<int64_t> *slots[] = {&starts, &ends, &axes, &steps};
+    for (int i = 0; i < 4; ++i) {
+      FailureOr<SmallVector<int64_t>> values = im.constantInts(n, 1 + i, names[i]);
+      if (failed(values))
+        return failure();
+      *slots[i] = *values;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return im.failNode(n, ImportFailure::Invalid, "starts, ends, axes and steps differ in length");
+  for (int64_t &axis : axes) {
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= rank)
+      return im.failNode(n, ImportFailure::Invalid, "axis out of range");
+  }
+  if (llvm::is_contained(steps, 0))
+    return im.failNode(n, ImportFailure::Invalid, "steps must not be 0");
+  return one(sliceOf(im, n.loc, n.input(0), starts, ends, axes, steps));
+}
+
+Results importSplit(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += type.getRank();
+  if (axis < 0 || axis >= type.getRank())
+    return im.failNode(n, ImportFailure::Invalid, "axis out of range");
+  SmallVector<int64_t> sizes;
+  if (n.opset < 13) {
+    sizes = n.getInts("split").value_or(SmallVector<int64_t>{});
+  } else if (n.input(1)) {
+    FailureOr<SmallVector<int64_t>> values = im.constantInts(n, 1, "split");
+    if (failed(values))
+      return failure();
+    sizes = *values;
+  }
+  int64_t outputs = n.proto.output_size(), dim = type.getDimSize(axis);
+  if (sizes.empty()) {
+    if (dim % outputs != 0)
+      return im.failNode(n, ImportFailure::Invalid, "dimension does not split evenly");
+    sizes.assign(outputs, dim / outputs);
+  }
+  if (static_cast<int64_t>(sizes.size()) != outputs ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
+    return im.failNode(n, ImportFailure::Invalid, "split sizes do not add up to the dimension");
+  SmallVector<Value> results;
+  int64_t offset = 0;
+  for (int64_t size : sizes) {
+    results.push_back(sliceOf(im, n.loc, n.input(0), {offset}, {offset + size}, {axis}, {1}));
+    offset += size;
+  }
+  return results;
+}
+
+Results importGather(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  return one(GatherOp::create(im.builder, n.loc, n.input(0), n.input(1), axis));
+}
+
+Results importExpand(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<SmallVector<int64_t>> shape = im.constantInts(n, 1, "shape");
+  if (failed(shape))
+    return failure();
+  SmallVector<int64_t> result;
+  if (failed(broadcastShapes({type.getShape(), *shape}, result)))
+    return im.failNode(n, ImportFailure::Invalid,
+                       "cannot expand " + describeShape(type.getShape()) + " to " +
+                           describeShape(*shape));
+  return one(ExpandOp::create(im.builder, n.loc,
+                              RankedTensorType::get(result, type.getElementType()),
+                              n.input(0)));
+}
+
+// tile(x, r) along d: reshape to [.., 1, s, ..], expand to [.., r, s, ..],
+// reshape to [.., r * s, ..].
+Results importTile(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<SmallVector<int64_t>> repeats = im.constantInts(n, 1, "repeats");
+  if (failed(repeats))
+    return failure();
+  if (static_cast<int64_t>(repeats->size()) != type.getRank())
+    return im.failNode(n, ImportFailure::Invalid, "repeats must have one value per dimension");
+  SmallVector<int64_t> split, expanded, result;
+  for (auto [size, r] : llvm::zip(type.getShape(), *repeats)) {
+    split.append({1, size});
+    expanded.append({r, size});
+    result.push_back(r * size);
+  }
+  Type element = type.getElementType();
+  Value v = ReshapeOp::create(im.builder, n.loc, RankedTensorType::get(split, element),
+                              n.input(0));
+  v = ExpandOp::create(im.builder, n.loc, RankedTensorType::get(expanded, element), v);
+  return one(ReshapeOp::create(im.builder, n.loc, RankedTensorType::get(result, element), v));
+}
+
+Results importTrilu(Importer &im, Node &n) {
+  int64_t k = 0;
+  if (n.input(1)) {
+    FailureOr<SmallVector<int64_t>> values = im.constantInts(n, 1, "k");
+    if (failed(values) || values->size() != 1)
+      return failed(values) ? Results(failure())
+                            : im.failNode(n, ImportFailure::Invalid, "k must be a scalar");
+    k = values->front();
+  }
+  return one(TriluOp::create(im.builder, n.loc, n.input(0), n.getInt("upper", 1) != 0, k));
+}
+
+// Shapes are static, so Shape and Size are constants.
+Results importShape(Importer &im, Node &n) {
+  ArrayRef<int64_t> shape = typeOf(n.input(0)).getShape();
+  int64_t rank = shape.size();
+  int64_t start = n.getInt("start", 0), end = n.getInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  return one(im.i64Constant(n.loc, shape.slice(start, end - start)));
+}
+
+Results importSize(Importer &im, Node &n) {
+  return one(im.i64Constant(n.loc, {typeOf(n.input(0)).getNumElements()}, /*scalar=*/true));
+}
+
+Results importConstantOfShape(Importer &im, Node &n) {
+  FailureOr<SmallVector<int64_t>> shape = im.constantInts(n, 0, "input");
+  if (failed(shape))
+    return failure();
+  DenseElementsAttr value;
+  if (const auto *attr = n.attr("value")) {
+    FailureOr<DenseElementsAttr> v = im.tensorAttr(attr->t(), n.loc);
+    if (failed(v))
+      return failure();
+    value = *v;
+  } else {
+    value = DenseElementsAttr::get(RankedTensorType::get({1}, im.builder.getF32Type()),
+                                   im.builder.getF32FloatAttr(0));
+  }
+  auto type = RankedTensorType::get(*shape, value.getElementType());
+  return one(im.constant(n.loc, DenseElementsAttr::get(type, value.getSplatValue<Attribute>())));
+}
+
+Results importConstant(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  if (const auto *a = n.attr("value")) {
+    FailureOr<DenseElementsAttr> v = im.tensorAttr(a->t(), n.loc);
+    if (failed(v))
+      return failure();
+    return one(im.constant(n.loc, *v));
+  }
+  if (const auto *a = n.attr("value_float"))
+    return one(im.constant(n.loc, DenseElementsAttr::get(
+                                      RankedTensorType::get({}, b.getF32Type()), a->f())));
+  if (const auto *a = n.attr("value_floats"))
+    return one(im.constant(
+        n.loc, DenseElementsAttr::get(
+                   RankedTensorType::get({a->floats_size()}, b.getF32Type()),
+                   ArrayRef<float>(a->floats().data(), a->floats_size()))));
+  if (const auto *a = n.attr("value_int"))
+    return one(im.i64Constant(n.loc, {a->i()}, /*scalar=*/true));
+  if (const auto *a = n.attr("value_ints"))
+    return one(im.i64Constant(n.loc, SmallVector<int64_t>(a->ints().begin(), a->ints().end())));
+  return im.failNode(n, ImportFailure::Unsupported,
+                     "only tensor, float and int values are supported (not sparse or "
+                     "string constants)");
+}
+
+Results importRange(Importer &im, Node &n) {
+  FailureOr<double> start = im.constantScalar(n, 0, "start");
+  FailureOr<double> limit = im.constantScalar(n, 1, "limit");
+  FailureOr<double> delta = im.constantScalar(n, 2, "delta");
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  if (*delta == 0)
+    return im.failNode(n, ImportFailure::Invalid, "delta must not be 0");
+  int64_t count = std::max<int64_t>(0, std::ceil((*limit - *start) / *delta));
+  Type element = typeOf(n.input(0)).getElementType();
+  auto type = RankedTensorType::get({count}, element);
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < count; ++i) {
+    double v = *start + i * *delta;
+    values.push_back(llvm::isa<FloatType>(element)
+                         ? Attribute(im.builder.getFloatAttr(element, v))
+                         : Attribute(im.builder.getIntegerAttr(element, static_cast<int64_t>(v))));
+  }
+  return one(im.constant(n.loc, DenseElementsAttr::get(type, values)));
+}
+
+const llvm::StringMap<Handler> &handlers() {
+  static const llvm::StringMap<Handler> table = [] {
+    llvm::StringMap<Handler> t;
+    t["Abs"] = unaryOp<AbsOp>();
+    t["Neg"] = unaryOp<NegOp>();
+    t["Sign"] = unaryOp<SignOp>();
+    t["Exp"] = unaryOp<ExpOp>();
+    t["Log"] = unaryOp<LogOp>();
+    t["Sqrt"] = unaryOp<SqrtOp>();
+    t["Reciprocal"] = unaryOp<ReciprocalOp>();
+    t["Tanh"] = unaryOp<TanhOp>();
+    t["Sigmoid"] = unaryOp<SigmoidOp>();
+    t["Relu"] = unaryOp<ReluOp>();
+    t["Erf"] = unaryOp<ErfOp>();
+    t["Floor"] = unaryOp<FloorOp>();
+    t["Ceil"] = unaryOp<CeilOp>();
+    t["Round"] = unaryOp<RoundOp>();
+    t["Sin"] = unaryOp<SinOp>();
+    t["Cos"] = unaryOp<CosOp>();
+    t["Tan"] = unaryOp<TanOp>();
+    t["Asin"] = unaryOp<AsinOp>();
+    t["Acos"] = unaryOp<AcosOp>();
+    t["Atan"] = unaryOp<AtanOp>();
+    t["Sinh"] = unaryOp<SinhOp>();
+    t["Cosh"] = unaryOp<CoshOp>();
+    t["Asinh"] = unaryOp<AsinhOp>();
+    t["Acosh"] = unaryOp<AcoshOp>();
+    t["Atanh"] = unaryOp<AtanhOp>();
+    t["Softplus"] = unaryOp<SoftplusOp>();
+    t["Softsign"] = unaryOp<SoftsignOp>();
+    t["HardSwish"] = unaryOp<HardSwishOp>();
+    t["Not"] = unaryOp<NotOp>();
+    t["LeakyRelu"] = paramOp<LeakyReluOp>({{"alpha", 0.01f}});
+    t["Elu"] = paramOp<EluOp>({{"alpha", 1.0f}});
+    t["Celu"] = paramOp<CeluOp>({{"alpha", 1.0f}});
+    t["Selu"] = paramOp<SeluOp>({{"alpha", 1.67326319217681884765625f},
+                                 {"gamma", 1.05070102214813232421875f}});
+    t["HardSigmoid"] = paramOp<HardSigmoidOp>({{"alpha", 0.2f}, {"beta", 0.5f}});
+    t["ThresholdedRelu"] = paramOp<ThresholdedReluOp>({{"alpha", 1.0f}});
+    t["IsNaN"] = importIsNaN;
+    t["IsInf"] = importIsInf;
+    t["Identity"] = importIdentity;
+    t["Dropout"] = importDropout;
+    t["Cast"] = importCast;
+    t["CastLike"] = importCastLike;
+    t["Clip"] = importClip;
+    t["Add"] = binaryOp<AddOp>();
+    t["Sub"] = binaryOp<SubOp>();
+    t["Mul"] = binaryOp<MulOp>();
+    t["Div"] = binaryOp<DivOp>();
+    t["Pow"] = binaryOp<PowOp>();
+    t["PRelu"] = binaryOp<PReluOp>();
+    t["And"] = binaryOp<AndOp>();
+    t["Or"] = binaryOp<OrOp>();
+    t["Xor"] = binaryOp<XorOp>();
+    t["Equal"] = binaryOp<EqualOp>();
+    t["Less"] = binaryOp<LessOp>();
+    t["LessOrEqual"] = binaryOp<LessEqualOp>();
+    t["Greater"] = binaryOp<GreaterOp>();
+    t["GreaterOrEqual"] = binaryOp<GreaterEqualOp>();
+    t["Mod"] = importMod;
+    t["Max"] = variadicOp<MaxOp>();
+    t["Min"] = variadicOp<MinOp>();
+    t["Sum"] = variadicOp<AddOp>();
+    t["Mean"] = variadicOp<AddOp>(/*mean=*/true);
+    t["Where"] = importWhere;
+    t["MatMul"] = importMatMul;
+    t["Gemm"] = importGemm;
+    t["Conv"] = importConv;
+    t["MaxPool"] = importPool<MaxPoolOp>;
+    t["AveragePool"] = importPool<AveragePoolOp>;
+    t["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
+    t["GlobalAveragePool"] = importGlobalPool<ReduceMeanOp>;
+    t["BatchNormalization"] = importBatchNorm;
+    t["LayerNormalization"] = importLayerNorm;
+    t["ReduceSum"] = reduceOp<ReduceSumOp>();
+    t["ReduceMean"] = reduceOp<ReduceMeanOp>();
+    t["ReduceMax"] = reduceOp<ReduceMaxOp>();
+    t["ReduceMin"] = reduceOp<ReduceMinOp>();
+    t["ReduceProd"] = reduceOp<ReduceProdOp>();
+    t["ReduceL1"] = reduceOp<ReduceL1Op>();
+    t["ReduceL2"] = reduceOp<ReduceL2Op>();
+    t["ReduceSumSquare"] = reduceOp<ReduceSumSquareOp>();
+    t["ReduceLogSum"] = reduceOp<ReduceLogSumOp>();
+    t["ReduceLogSumExp"] = reduceOp<ReduceLogSumExpOp>();
+    t["ArgMax"] = importArgReduce<ArgMaxOp>;
+    t["ArgMin"] = importArgReduce<ArgMinOp>;
+    t["Softmax"] = importSoftmax<SoftmaxOp>;
+    t["LogSoftmax"] = importSoftmax<LogSoftmaxOp>;
+    t["Reshape"] = importReshape;
+    t["Flatten"] = importFlatten;
+    t["Squeeze"] = importSqueeze;
+    t["Unsqueeze"] = importUnsqueeze;
+    t["Transpose"] = importTranspose;
+    t["Concat"] = importConcat;
+    t["Slice"] = importSlice;
+    t["Split"] = importSplit;
+    t["Gather"] = importGather;
+    t["Expand"] = importExpand;
+    t["Tile"] = importTile;
+    t["Trilu"] = importTrilu;
+    t["Shape"] = importShape;
+    t["Size"] = importSize;
+    t["ConstantOfShape"] = importConstantOfShape;
+    t["Constant"] = importConstant;
+    t["Range"] = importRange;
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
+  Location loc = nodeLoc(proto, index);
+  if (!proto.domain().empty() && proto.domain() != "ai.onnx")
+    return fail(loc, ImportFailure::Unsupported,
+                proto.op_type() + ": ops of domain '" + proto.domain() +
+                    "' are not supported");
+  const auto &table = handlers();
+  auto it = table.find(proto.op_type());
+  if (it == table.end())
+    return fail(loc, ImportFailure::Unsupported,
+                "op type '" + proto.op_type() + "' is not supported by Kiln");
+  Node node{proto, loc, {}, opset};
+  for (const std::string &name : proto.input()) {
+    if (name.empty()) {
+      node.inputs.push_back(Value());
+      continue;
+    }
+    auto value = values.find(name);
+    if (value == values.end())
+      return fail(loc, ImportFailure::Invalid,
+                  proto.op_type() + ": input '" + name + "' is not produced by any "
+                  "earlier node, initializer or graph input");
+    node.inputs.push_back(value->second);
+  }
+  // Drop trailing absent optionals so handlers can test input(i) simply.
+  while (!node.inputs.empty() && !node.inputs.back())
+    node.inputs.pop_back();
+
+  // Ops verify their operands through type inference; failures surface as
+  // diagnostics at the node, caught here to classify them as invalid.
+  FailureOr<SmallVector<Value>> results = it->second(*this, node);
+  if (failed(results)) {
+    if (failure == ImportFailure::None)
+      failure = ImportFailure::Invalid;
+    return mlir::failure();
+  }
+  if (results->size() < static_cast<size_t>(proto.output_size())) {
+    for (int i = results->size(); i < proto.output_size(); ++i)
+      if (!proto.output(i).empty())
+        return fail(loc, ImportFailure::Unsupported,
+                    proto.op_type() + ": output " + Twine(i) + " ('" + proto.output(i) +
+                        "') is not supported");
+  }
+  for (int i = 0; i < proto.output_size(); ++i)
+    if (!proto.output(i).empty())
+      values[proto.output(i)] = (*results)[i];
+  return success();
+}
+
+ImportResult Importer::run(llvm::StringRef bytes) {
+  ImportResult result;
+  auto finish = [&]() {
+    result.failure = failure == ImportFailure::None ? ImportFailure::Invalid : failure;
+    result.module = nullptr;
+    return std::move(result);
+  };
+
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), bytes.size());
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  bool parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  // Protobuf text format makes readable test models; accept it as well.
+  if (!parsed || !model.has_graph()) {
+    onnx::ModelProto text;
+    if (google::protobuf::TextFormat::ParseFromString(std::string(bytes), &text) &&
+        text.has_graph()) {
+      model = std::move(text);
+      parsed = true;
+    }
+  }
+  if (!parsed || !model.has_graph()) {
+    (void)fail(fileLoc(), ImportFailure::Invalid,
+               parsed ? "not an ONNX model: the file has no graph"
+                      : "not an ONNX model: the file does not parse as an ONNX "
+                        "ModelProto (truncated or not ONNX)");
+    return finish();
+  }
+  for (const auto &import : model.opset_import())
+    if (import.domain().empty() || import.domain() == "ai.onnx")
+      opset = import.version();
+
+  // ONNX's checker and shape inference catch malformed graphs before we
+  // build anything; their messages name the node.
+  try {
+    onnx::checker::check_model(model);
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception &e) {
+    std::string message = e.what();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    (void)fail(fileLoc(), ImportFailure::Invalid, "invalid ONNX model: " + message);
+    return finish();
+  }
+
+  const onnx::GraphProto &graph = model.graph();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  builder.setInsertionPointToEnd(module->getBody());
+  std::string modelName = graph.name();
+
+  // Initializers, then real inputs (old IR versions list initializers as
+  // inputs too).
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  SmallVector<std::pair<std::string, std::string>> frozen;
+  for (const auto &input : graph.input()) {
+    if (initializerNames.contains(input.name()))
+      continue;
+    Location loc = NameLoc::get(StringAttr::get(&context, "input '" + input.name() + "'"),
+                                fileLoc());
+    if (options.frozenInputs.count(input.name())) {
+      frozen.push_back({input.name(), options.frozenInputs.lookup(input.name())});
+      continue;
+    }
+    if (!input.type().has_tensor_type()) {
+      (void)fail(loc, ImportFailure::Unsupported,
+                 "graph input '" + input.name() + "' is not a tensor (sequences, maps "
+                 "and optionals are not supported)");
+      return finish();
+    }
+    const auto &tensorType = input.type().tensor_type();
+    FailureOr<Type> element =
+        elementType(tensorType.elem_type(), loc, "graph input '" + input.name() + "'");
+    if (failed(element))
+      return finish();
+    SmallVector<int64_t> shape;
+    auto given = options.inputShapes.find(input.name());
+    if (given != options.inputShapes.end()) {
+      shape = given->second;
+      if (tensorType.has_shape() &&
+          tensorType.shape().dim_size() != static_cast<int>(shape.size())) {
+        (void)fail(loc, ImportFailure::Invalid,
+                   "--input-shape gives " + Twine(shape.size()) + " dimensions for '" +
+                       input.name() + "', the model declares " +
+                       Twine(tensorType.shape().dim_size()));
+        return finish();
+      }
+    } else if (!tensorType.has_shape()) {
+      (void)fail(loc, ImportFailure::Invalid,
+                 "graph input '" + input.name() + "' has no shape; give one with "
+                 "--input-shape " + input.name() + "=DIMxDIM...");
+      return finish();
+    } else {
+      for (const auto &dim : tensorType.shape().dim()) {
+        if (!dim.has_dim_value() || dim.dim_value() < 0) {
+          std::string symbol = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unknown";
+          (void)fail(loc, ImportFailure::Invalid,
+                     "graph input '" + input.name() + "' has the symbolic dimension " +
+                         symbol + "; give a static shape with --input-shape " +
+                         input.name() + "=DIMxDIM...");
+          return finish();
+        }
+        shape.push_back(dim.dim_value());
+      }
+    }
+    argTypes.push_back(RankedTensorType::get(shape, *element));
+    argNames.push_back(input.name());
+  }
+  for (const auto &entry : options.frozenInputs) {
+    bool known = llvm::any_of(frozen, [&](const auto &f) { return f.first == entry.first(); });
+    if (!known) {
+      (void)fail(fileLoc(), ImportFailure::Invalid,
+                 "--freeze-input names '" + entry.first() + "', which is not a graph input");
+      return finish();
+    }
+  }
+
+  auto func = func::FuncOp::create(builder, fileLoc(), "main",
+                                   builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    values[name] = entry->getArgument(i);
+    graphInputNames[entry->getArgument(i)] = name;
+    func.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
+  }
+  for (const auto &init : graph.initializer()) {
+    Location loc = NameLoc::get(StringAttr::get(&context, "initializer '" + init.name() + "'"),
+                                fileLoc());
+    FailureOr<DenseElementsAttr> value = tensorAttr(init, loc);
+    if (failed(value))
+      return finish();
+    values[init.name()] = constant(loc, *value);
+  }
+  for (const auto &[name, file] : frozen) {
+    Location loc = NameLoc::get(StringAttr::get(&context, "input '" + name + "'"), fileLoc());
+    auto data = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    onnx::TensorProto tensor;
+    if (!data || !tensor.ParseFromArray((*data)->getBufferStart(), (*data)->getBufferSize())) {
+      (void)fail(loc, ImportFailure::Invalid,
+                 "--freeze-input " + name + ": cannot read a TensorProto from '" + file + "'");
+      return finish();
+    }
+    FailureOr<DenseElementsAttr> value = tensorAttr(tensor, loc);
+    if (failed(value))
+      return finish();
+    values[name] = constant(loc, *value);
+  }
+
+  for (auto [index, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, index)))
+      return finish();
+
+  SmallVector<Value> results;
+  for (const auto &output : graph.output()) {
+    auto it = values.find(output.name());
+    if (it == values.end()) {
+      (void)fail(fileLoc(), ImportFailure::Invalid,
+                 "graph output '" + output.name() + "' is not produced by any node");
+      return finish();
+    }
+    results.push_back(it->second);
+  }
+  func::ReturnOp::create(builder, fileLoc(), results);
+  func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));
+  if (!modelName.empty())
+    (*module)->setAttr("kiln.model_name", builder.getStringAttr(modelName));
+  (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));
+
+  result.module = std::move(module);
+  return result;
+}
+
+} // namespace
+
+ImportResult importOnnx(StringRef bytes, StringRef path, MLIRContext &context,
+                        const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+  return Importer(context, path, options).run(bytes);
+}
+
+ImportResult importOnnxFile(StringRef path, MLIRContext &context,
+                            const ImportOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buffer) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read the model: " << buffer.getError().message();
+    return {nullptr, ImportFailure::Invalid};
+  }
+  return importOnnx((*buffer)->getBuffer(), path, context, options);
+}
+
+} // namespace kiln

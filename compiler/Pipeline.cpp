@@ -1,0 +1,26 @@
+//===- Pipeline.cpp - kilnc's phases from ONNX to an artifact -------------===//
+#include "compiler/Pipeline.h"
+
+#include "codegen/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+namespace kiln {
+
+void buildGraphPipeline(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase) {
+  if (phase == Phase::Kiln)
+    return;
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  if (phase == Phase::Linalg)
+    return;
+  buildCPULoweringPipeline(pm);
+}
+
+} // namespace kiln

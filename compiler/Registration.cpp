@@ -1,0 +1,27 @@
+//===- Registration.cpp - Dialects, passes and translations Kiln uses -----===//
+#include "compiler/Registration.h"
+
+#include "codegen/Passes.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+namespace kiln {
+
+void registerKilnDialects(mlir::DialectRegistry &registry) {
+  registry.insert<KilnDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+}
+
+void registerKilnPasses() {
+  mlir::registerAllPasses();
+  registerKilnCodegenPasses();
+  registerCodegenPipelines();
+}
+
+} // namespace kiln

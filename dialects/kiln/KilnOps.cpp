@@ -1,0 +1,644 @@
+//===- KilnOps.cpp - Shape inference and verifiers of kiln ops ------------===//
+//
+// Result types are derived here, once, so the importer and every rewrite get
+// the same answer, and the verifier reports a mismatch with the op's location
+// (the ONNX node name).
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+LogicalResult kiln::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
+                                    SmallVectorImpl<int64_t> &result) {
+  result.clear();
+  for (ArrayRef<int64_t> shape : shapes) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(result, shape, next))
+      return failure();
+    result = std::move(next);
+  }
+  return success();
+}
+
+int64_t kiln::windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
+                               int64_t kernel, int64_t stride,
+                               int64_t dilation, bool ceilMode) {
+  int64_t span = input + padBegin + padEnd - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t size = (ceilMode ? llvm::divideCeil(span, stride) : span / stride) + 1;
+  // With ceil_mode, a window must start inside the input or the left padding.
+  if (ceilMode && (size - 1) * stride >= input + padBegin)
+    --size;
+  return size;
+}
+
+static RankedTensorType rankedType(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleave(shape, os, "x");
+  os << "]";
+  return text;
+}
+
+/// Infers the broadcast result of `operands`, with `elementType` as result
+/// element type (null: that of the last operand).
+static LogicalResult inferBroadcast(std::optional<Location> loc,
+                                    ValueRange operands, Type elementType,
+                                    SmallVectorImpl<Type> &results) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value operand : operands)
+    shapes.push_back(rankedType(operand).getShape());
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(shapes, shape))) {
+    std::string list;
+    for (ArrayRef<int64_t> s : shapes)
+      list += (list.empty() ? "" : ", ") + shapeString(s);
+    return emitOptionalError(loc, "operand shapes ", list,
+                             " do not broadcast (NumPy rules)");
+  }
+  if (!elementType)
+    elementType = rankedType(operands.back()).getElementType();
+  results.push_back(RankedTensorType::get(shape, elementType));
+  return success();
+}
+
+/// Checks that every operand of a broadcasting op but `skip` leading ones has
+/// the same element type.
+static LogicalResult verifySameElementTypes(Operation *op, unsigned skip = 0) {
+  Type expected;
+  for (Value operand : op->getOperands().drop_front(skip)) {
+    Type type = rankedType(operand).getElementType();
+    if (!expected)
+      expected = type;
+    else if (type != expected)
+      return op->emitOpError("operands have different element types: ")
+             << expected << " and " << type;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constant
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  auto type = llvm::dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type)
+    return emitOptionalError(loc, "value must be a ranked tensor");
+  results.push_back(type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define KILN_BROADCAST_OP(Op, ResultElement, Skip)                             \
+  LogicalResult Op::inferReturnTypes(MLIRContext *ctx,                         \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    (void)ctx;                                                                 \
+    return inferBroadcast(loc, adaptor.getOperands(), ResultElement, results); \
+  }                                                                            \
+  LogicalResult Op::verify() { return verifySameElementTypes(*this, Skip); }
+
+#define KILN_BINARY_OP(Op) KILN_BROADCAST_OP(Op, Type(), 0)
+KILN_BINARY_OP(AddOp)
+KILN_BINARY_OP(SubOp)
+KILN_BINARY_OP(MulOp)
+KILN_BINARY_OP(DivOp)
+KILN_BINARY_OP(MaxOp)
+KILN_BINARY_OP(MinOp)
+KILN_BINARY_OP(PReluOp)
+KILN_BINARY_OP(AndOp)
+KILN_BINARY_OP(OrOp)
+KILN_BINARY_OP(XorOp)
+#undef KILN_BINARY_OP
+
+// Pow allows an exponent of another numeric type, as ONNX does.
+KILN_BROADCAST_OP(PowOp, Type(), 2)
+// Where's condition is i1 while both branches share a type.
+KILN_BROADCAST_OP(WhereOp, Type(), 1)
+
+#define KILN_COMPARE_OP(Op) KILN_BROADCAST_OP(Op, IntegerType::get(ctx, 1), 0)
+KILN_COMPARE_OP(EqualOp)
+KILN_COMPARE_OP(LessOp)
+KILN_COMPARE_OP(LessEqualOp)
+KILN_COMPARE_OP(GreaterOp)
+KILN_COMPARE_OP(GreaterEqualOp)
+#undef KILN_COMPARE_OP
+
+LogicalResult ModOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferBroadcast(loc, adaptor.getOperands(), Type(), results);
+}
+
+LogicalResult ModOp::verify() {
+  if (failed(verifySameElementTypes(*this)))
+    return failure();
+  if (!getFmod() && !llvm::isa<IntegerType>(getElementTypeOrSelf(getLhs())))
+    return emitOpError("integer modulo (fmod = false) needs integer operands, "
+                       "got ")
+           << getLhs().getType();
+  return success();
+}
+#undef KILN_BROADCAST_OP
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RankedTensorType lhs = rankedType(adaptor.getLhs());
+  RankedTensorType rhs = rankedType(adaptor.getRhs());
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operands have different element types: ",
+                             lhs.getElementType(), " and ",
+                             rhs.getElementType());
+  if (lhs.getRank() == 0 || rhs.getRank() == 0)
+    return emitOptionalError(loc, "operands must have rank >= 1");
+  SmallVector<int64_t> a(lhs.getShape()), b(rhs.getShape());
+  bool vecLhs = a.size() == 1, vecRhs = b.size() == 1;
+  if (vecLhs)
+    a.insert(a.begin(), 1);
+  if (vecRhs)
+    b.push_back(1);
+  int64_t k = a.back(), kb = b[b.size() - 2];
+  if (k != kb)
+    return emitOptionalError(loc, "contracting dimensions differ: lhs ",
+                             shapeString(lhs.getShape()), " has ", k,
+                             ", rhs ", shapeString(rhs.getShape()), " has ",
+                             kb);
+  SmallVector<int64_t> batch;
+  ArrayRef<int64_t> batchA = ArrayRef(a).drop_back(2);
+  ArrayRef<int64_t> batchB = ArrayRef(b).drop_back(2);
+  if (failed(broadcastShapes({batchA, batchB}, batch)))
+    return emitOptionalError(loc, "batch dimensions ", shapeString(batchA),
+                             " and ", shapeString(batchB),
+                             " do not broadcast");
+  SmallVector<int64_t> shape(batch);
+  if (!vecLhs)
+    shape.push_back(a[a.size() - 2]);
+  if (!vecRhs)
+    shape.push_back(b.back());
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RankedTensorType a = rankedType(adaptor.getA());
+  RankedTensorType b = rankedType(adaptor.getB());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOptionalError(loc, "A and B must be matrices, got ", a, " and ",
+                             b);
+  int64_t m = a.getDimSize(adaptor.getTransA() ? 1 : 0);
+  int64_t ka = a.getDimSize(adaptor.getTransA() ? 0 : 1);
+  int64_t kb = b.getDimSize(adaptor.getTransB() ? 1 : 0);
+  int64_t n = b.getDimSize(adaptor.getTransB() ? 0 : 1);
+  if (ka != kb)
+    return emitOptionalError(loc, "contracting dimensions differ: ", ka,
+                             " vs ", kb);
+  results.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  if (failed(verifySameElementTypes(*this)))
+    return failure();
+  if (Value c = getC()) {
+    SmallVector<int64_t> shape;
+    ArrayRef<int64_t> result = getType().getShape();
+    if (failed(broadcastShapes({rankedType(c).getShape(), result}, shape)) ||
+        ArrayRef<int64_t>(shape) != result)
+      return emitOpError("C of shape ")
+             << shapeString(rankedType(c).getShape())
+             << " does not broadcast to the result " << shapeString(result);
+  }
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  RankedTensorType filter = rankedType(adaptor.getFilter());
+  if (input.getRank() != 4 || filter.getRank() != 4)
+    return emitOptionalError(loc, "input and filter must be 4-D (NCHW, "
+                             "MCHW), got ", input, " and ", filter);
+  if (adaptor.getStrides().size() != 2 || adaptor.getDilations().size() != 2 ||
+      adaptor.getPads().size() != 4)
+    return emitOptionalError(loc, "expected 2 strides, 2 dilations, 4 pads");
+  if (llvm::any_of(adaptor.getStrides(), [](int64_t s) { return s < 1; }) ||
+      llvm::any_of(adaptor.getDilations(), [](int64_t d) { return d < 1; }) ||
+      llvm::any_of(adaptor.getPads(), [](int64_t p) { return p < 0; }))
+    return emitOptionalError(loc, "strides and dilations must be >= 1, pads >= 0");
+  int64_t group = adaptor.getGroup();
+  int64_t channels = input.getDimSize(1), filters = filter.getDimSize(0);
+  if (group < 1 || channels % group != 0 || filters % group != 0 ||
+      filter.getDimSize(1) != channels / group)
+    return emitOptionalError(loc, "with group = ", group, ", input channels ",
+                             channels, " and filter ", shapeString(filter.getShape()),
+                             " do not match");
+  if (Value bias = adaptor.getBias()) {
+    RankedTensorType biasType = rankedType(bias);
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
+      return emitOptionalError(loc, "bias must have ", filters,
+                               " elements, got ", biasType);
+  }
+  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
+  for (int i = 0; i < 2; ++i)
+    shape.push_back(windowOutputSize(
+        input.getDimSize(2 + i), adaptor.getPads()[i], adaptor.getPads()[2 + i],
+        filter.getDimSize(2 + i), adaptor.getStrides()[i],
+        adaptor.getDilations()[i], /*ceilMode=*/false));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+template <typename PoolOp>
+static LogicalResult inferPool(std::optional<Location> loc,
+                               typename PoolOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, "input must be 4-D (NCHW), got ", input);
+  if (adaptor.getKernelShape().size() != 2 || adaptor.getStrides().size() != 2 ||
+      adaptor.getDilations().size() != 2 || adaptor.getPads().size() != 4)
+    return emitOptionalError(loc, "expected 2 kernel sizes, strides and "
+                             "dilations, and 4 pads");
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  for (int i = 0; i < 2; ++i) {
+    int64_t kernel = adaptor.getKernelShape()[i];
+    if (kernel < 1 || adaptor.getStrides()[i] < 1 || adaptor.getDilations()[i] < 1)
+      return emitOptionalError(loc, "kernel sizes, strides and dilations must be >= 1");
+    if (adaptor.getPads()[i] >= kernel || adaptor.getPads()[2 + i] >= kernel)
+      return emitOptionalError(loc, "padding must be smaller than the kernel");
+    shape.push_back(windowOutputSize(
+        input.getDimSize(2 + i), adaptor.getPads()[i], adaptor.getPads()[2 + i],
+        kernel, adaptor.getStrides()[i], adaptor.getDilations()[i],
+        adaptor.getCeilMode()));
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferPool<MaxPoolOp>(loc, adaptor, results);
+}
+
+LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  return inferPool<AveragePoolOp>(loc, adaptor, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkAxes(std::optional<Location> loc, ArrayRef<int64_t> axes,
+                               int64_t rank) {
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank)
+      return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                               rank);
+    if (i > 0 && axes[i - 1] >= axis)
+      return emitOptionalError(loc, "axes must be sorted and unique");
+  }
+  return success();
+}
+
+static SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
+                                         ArrayRef<int64_t> axes, bool keepDims) {
+  SmallVector<int64_t> result;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(size);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+#define KILN_REDUCE_OP(Op)                                                     \
+  LogicalResult Op::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &results) {         \
+    RankedTensorType input = rankedType(adaptor.getInput());                   \
+    if (failed(checkAxes(loc, adaptor.getAxes(), input.getRank())))            \
+      return failure();                                                        \
+    results.push_back(RankedTensorType::get(                                   \
+        reducedShape(input.getShape(), adaptor.getAxes(),                      \
+                     adaptor.getKeepdims()),                                   \
+        input.getElementType()));                                              \
+    return success();                                                          \
+  }                                                                            \
+  LogicalResult Op::verify() {                                                 \
+    return checkAxes(getLoc(), getAxes(), getInput().getType().getRank());     \
+  }
+KILN_REDUCE_OP(ReduceSumOp)
+KILN_REDUCE_OP(ReduceMeanOp)
+KILN_REDUCE_OP(ReduceMaxOp)
+KILN_REDUCE_OP(ReduceMinOp)
+KILN_REDUCE_OP(ReduceProdOp)
+KILN_REDUCE_OP(ReduceL1Op)
+KILN_REDUCE_OP(ReduceL2Op)
+KILN_REDUCE_OP(ReduceSumSquareOp)
+KILN_REDUCE_OP(ReduceLogSumOp)
+KILN_REDUCE_OP(ReduceLogSumExpOp)
+#undef KILN_REDUCE_OP
+
+template <typename ArgOp>
+static LogicalResult inferArgReduce(MLIRContext *ctx, std::optional<Location> loc,
+                                    typename ArgOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (failed(checkAxes(loc, {axis}, input.getRank())))
+    return failure();
+  results.push_back(RankedTensorType::get(
+      reducedShape(input.getShape(), {axis}, adaptor.getKeepdims()),
+      IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  return inferArgReduce<ArgMaxOp>(ctx, loc, adaptor, results);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  return inferArgReduce<ArgMinOp>(ctx, loc, adaptor, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  return checkAxes(getLoc(), {getAxis()}, getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return checkAxes(getLoc(), {getAxis()}, getType().getRank());
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "input must have rank >= 2, got ", input);
+  results.push_back(input);
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  int64_t channels = getInput().getType().getDimSize(1);
+  for (Value operand : getOperands().drop_front()) {
+    RankedTensorType type = rankedType(operand);
+    if (type.getRank() != 1 || type.getDimSize(0) != channels)
+      return emitOpError("per-channel operands must have ")
+             << channels << " elements, got " << type;
+    if (type.getElementType() != getInput().getType().getElementType())
+      return emitOpError("per-channel operand type ")
+             << type << " differs from the input element type";
+  }
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= std::max<int64_t>(input.getRank(), 1))
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             input.getRank());
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
+  for (Value param : {adaptor.getScale(), adaptor.getBias()}) {
+    if (!param)
+      continue;
+    SmallVector<int64_t> shape;
+    if (failed(broadcastShapes({rankedType(param).getShape(), normalized}, shape)) ||
+        ArrayRef<int64_t>(shape) != normalized)
+      return emitOptionalError(loc, "scale and bias must broadcast to the "
+                               "normalized shape ", shapeString(normalized),
+                               ", got ", param.getType());
+  }
+  SmallVector<int64_t> statShape(input.getShape());
+  for (int64_t i = axis; i < input.getRank(); ++i)
+    statShape[i] = 1;
+  results.push_back(input);
+  results.push_back(RankedTensorType::get(statShape, input.getElementType()));
+  results.push_back(RankedTensorType::get(statShape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (getInput().getType().getNumElements() != getType().getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeString(getInput().getType().getShape()) << " ("
+           << getInput().getType().getNumElements() << " elements) to "
+           << shapeString(getType().getShape()) << " ("
+           << getType().getNumElements() << " elements)";
+  if (getInput().getType().getElementType() != getType().getElementType())
+    return emitOpError("must not change the element type");
+  return success();
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (failed(checkAxes(loc, adaptor.getAxes(), input.getRank())))
+    return failure();
+  for (int64_t axis : adaptor.getAxes())
+    if (input.getDimSize(axis) != 1)
+      return emitOptionalError(loc, "cannot squeeze dimension ", axis,
+                               " of size ", input.getDimSize(axis));
+  results.push_back(RankedTensorType::get(
+      reducedShape(input.getShape(), adaptor.getAxes(), false),
+      input.getElementType()));
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  int64_t rank = input.getRank() + adaptor.getAxes().size();
+  if (failed(checkAxes(loc, adaptor.getAxes(), rank)))
+    return failure();
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> rest = input.getShape();
+  for (int64_t i = 0; i < rank; ++i) {
+    if (llvm::is_contained(adaptor.getAxes(), i)) {
+      shape.push_back(1);
+    } else {
+      shape.push_back(rest.front());
+      rest = rest.drop_front();
+    }
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis > input.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             input.getRank());
+  int64_t outer = 1, inner = 1;
+  for (auto [i, size] : llvm::enumerate(input.getShape()))
+    (static_cast<int64_t>(i) < axis ? outer : inner) *= size;
+  results.push_back(RankedTensorType::get({outer, inner}, input.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if (static_cast<int64_t>(perm.size()) != input.getRank() ||
+      llvm::any_of(llvm::enumerate(sorted), [](auto it) {
+        return it.value() != static_cast<int64_t>(it.index());
+      }))
+    return emitOptionalError(loc, "perm ", shapeString(perm),
+                             " is not a permutation of ", input.getRank(),
+                             " dimensions");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input.getDimSize(p));
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "needs at least one input");
+  RankedTensorType first = rankedType(adaptor.getInputs().front());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (Value input : adaptor.getInputs()) {
+    RankedTensorType type = rankedType(input);
+    if (type.getElementType() != first.getElementType() ||
+        type.getRank() != first.getRank())
+      return emitOptionalError(loc, "inputs ", first, " and ", type,
+                               " cannot be concatenated");
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (i != axis && type.getDimSize(i) != first.getDimSize(i))
+        return emitOptionalError(loc, "inputs ", first, " and ", type,
+                                 " differ in dimension ", i);
+    shape[axis] += type.getDimSize(axis);
+  }
+  results.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType input = getInput().getType();
+  int64_t rank = input.getRank();
+  if (getType().getRank() != rank || static_cast<int64_t>(getStart().size()) != rank ||
+      static_cast<int64_t>(getStep().size()) != rank)
+    return emitOpError("start, step and result must all have rank ") << rank;
+  if (getType().getElementType() != input.getElementType())
+    return emitOpError("must not change the element type");
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t start = getStart()[i], step = getStep()[i];
+    int64_t count = getType().getDimSize(i), size = input.getDimSize(i);
+    if (step == 0)
+      return emitOpError("step of dimension ") << i << " is zero";
+    if (count == 0)
+      continue;
+    int64_t last = start + (count - 1) * step;
+    if (start < 0 || start >= size || last < 0 || last >= size)
+      return emitOpError("dimension ")
+             << i << " reads indices " << start << ".." << last
+             << " outside [0, " << size << ")";
+  }
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RankedTensorType data = rankedType(adaptor.getData());
+  RankedTensorType indices = rankedType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             data.getRank());
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(axis + 1));
+  results.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult ExpandOp::verify() {
+  SmallVector<int64_t> shape;
+  ArrayRef<int64_t> result = getType().getShape();
+  if (failed(broadcastShapes({getInput().getType().getShape(), result}, shape)) ||
+      ArrayRef<int64_t>(shape) != result)
+    return emitOpError("cannot broadcast ")
+           << shapeString(getInput().getType().getShape()) << " to "
+           << shapeString(result);
+  if (getType().getElementType() != getInput().getType().getElementType())
+    return emitOpError("must not change the element type");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/kiln/KilnOps.cpp.inc"

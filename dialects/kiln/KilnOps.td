@@ -1,0 +1,626 @@
+//===- KilnOps.td - Operations of the kiln dialect ----------*- tablegen -*-===//
+//
+// One definition per ONNX operator family. The descriptions state the
+// semantics Kiln implements; where they differ from ONNX (attributes in place
+// of shape operands, normalized axes) the importer performs the translation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "dialects/kiln/KilnBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, !listconcat([Pure], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, InferTypeOpAdaptor]> {
+  let summary = "A tensor known at compile time (ONNX Constant and initializers)";
+  let description = [{
+    Produces the tensor held in `value`. Model weights (ONNX initializers) are
+    imported as `kiln.constant` and end up in the artifact's read-only data.
+
+    ```mlir
+    %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops
+//===----------------------------------------------------------------------===//
+
+class Kiln_UnaryOp<string mnemonic, string onnx, string formula,
+                   Type type = Kiln_FloatTensor, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat([Elementwise, SameOperandsAndResultType],
+                                    traits)> {
+  let summary = "Elementwise " # formula # " (ONNX " # onnx # ")";
+  let description = "Computes `" # formula # "` for every element of `input`."
+    # "\n\n```mlir\n%y = kiln." # mnemonic # " %x : tensor<2x3xf32>\n```\n";
+  let arguments = (ins type:$input);
+  let results = (outs type:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor>;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_NumericTensor>;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", "Sign", "sign(x)", Kiln_NumericTensor>;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "e^x">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "ln(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + e^-x)">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_NumericTensor>;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "Floor", "floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "Ceil", "ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "Round", "round half to even(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "Tan", "tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "Asin", "asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "Acos", "acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "Atan", "atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "Sinh", "sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "Cosh", "cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "Asinh", "asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "Acosh", "acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "Atanh", "atanh(x)">;
+def Kiln_SoftplusOp : Kiln_UnaryOp<"softplus", "Softplus", "ln(e^x + 1)">;
+def Kiln_SoftsignOp : Kiln_UnaryOp<"softsign", "Softsign", "x / (1 + |x|)">;
+def Kiln_HardSwishOp
+    : Kiln_UnaryOp<"hard_swish", "HardSwish", "x * max(0, min(1, x / 6 + 0.5))">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "!x", Kiln_BoolTensor>;
+
+// Unary ops with scalar parameters. The parameters are f32 attributes as in
+// ONNX; they are applied in the element type of the tensor.
+class Kiln_ParamUnaryOp<string mnemonic, string onnx, string formula,
+                        dag params>
+    : Kiln_UnaryOp<mnemonic, onnx, formula> {
+  let arguments = !con((ins Kiln_FloatTensor:$input), params);
+  let description = "Computes `" # formula # "` for every element of `input`."
+    # "\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x {alpha = 0.5 : f32} : tensor<2x3xf32>\n```\n";
+}
+
+def Kiln_LeakyReluOp : Kiln_ParamUnaryOp<"leaky_relu", "LeakyRelu",
+    "x < 0 ? alpha * x : x", (ins DefaultValuedAttr<F32Attr, "0.01">:$alpha)>;
+def Kiln_EluOp : Kiln_ParamUnaryOp<"elu", "Elu",
+    "x < 0 ? alpha * (e^x - 1) : x", (ins DefaultValuedAttr<F32Attr, "1.0">:$alpha)>;
+def Kiln_CeluOp : Kiln_ParamUnaryOp<"celu", "Celu",
+    "max(0, x) + min(0, alpha * (e^(x / alpha) - 1))",
+    (ins DefaultValuedAttr<F32Attr, "1.0">:$alpha)>;
+def Kiln_SeluOp : Kiln_ParamUnaryOp<"selu", "Selu",
+    "gamma * (x <= 0 ? alpha * (e^x - 1) : x)",
+    (ins DefaultValuedAttr<F32Attr, "1.67326319217681884765625">:$alpha,
+         DefaultValuedAttr<F32Attr, "1.05070102214813232421875">:$gamma)>;
+def Kiln_HardSigmoidOp : Kiln_ParamUnaryOp<"hard_sigmoid", "HardSigmoid",
+    "max(0, min(1, alpha * x + beta))",
+    (ins DefaultValuedAttr<F32Attr, "0.2">:$alpha,
+         DefaultValuedAttr<F32Attr, "0.5">:$beta)>;
+def Kiln_ThresholdedReluOp : Kiln_ParamUnaryOp<"thresholded_relu",
+    "ThresholdedRelu", "x > alpha ? x : 0",
+    (ins DefaultValuedAttr<F32Attr, "1.0">:$alpha)>;
+
+class Kiln_ClassifyOp<string mnemonic, string onnx, string formula, dag params>
+    : Kiln_Op<mnemonic, [Elementwise, SameOperandsAndResultShape]> {
+  let summary = "Elementwise test " # formula # " (ONNX " # onnx # ")";
+  let description = "Yields `true` where `" # formula # "` holds."
+    # "\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x : tensor<4xf32> -> tensor<4xi1>\n```\n";
+  let arguments = !con((ins Kiln_FloatTensor:$input), params);
+  let results = (outs Kiln_BoolTensor:$output);
+  let assemblyFormat =
+    "$input attr-dict `:` type($input) `->` type($output)";
+}
+
+def Kiln_IsNaNOp : Kiln_ClassifyOp<"is_nan", "IsNaN", "x is NaN", (ins)>;
+def Kiln_IsInfOp : Kiln_ClassifyOp<"is_inf", "IsInf", "x is an infinity",
+    (ins DefaultValuedAttr<BoolAttr, "true">:$detect_positive,
+         DefaultValuedAttr<BoolAttr, "true">:$detect_negative)>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops with NumPy broadcasting
+//===----------------------------------------------------------------------===//
+
+class Kiln_BroadcastOp<string mnemonic, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat([InferTypeOpAdaptor], traits)> {
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+class Kiln_BinaryOp<string mnemonic, string onnx, string formula,
+                    Type type = Kiln_NumericTensor, list<Trait> traits = []>
+    : Kiln_BroadcastOp<mnemonic, traits> {
+  let summary = "Elementwise " # formula # " with broadcasting (ONNX " # onnx # ")";
+  let description = "Computes `" # formula # "` elementwise after "
+    # "broadcasting `lhs` and `rhs` to a common shape by NumPy's rules."
+    # "\n\n```mlir\n%z = kiln." # mnemonic
+    # " %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>\n```\n";
+  let arguments = (ins type:$lhs, type:$rhs);
+  let results = (outs type:$output);
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", "Add", "lhs + rhs", Kiln_NumericTensor, [Commutative]>;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "Sub", "lhs - rhs">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "Mul", "lhs * rhs", Kiln_NumericTensor, [Commutative]>;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "Div", "lhs / rhs (integers truncate)">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "Pow", "lhs ^ rhs">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "Max", "max(lhs, rhs)", Kiln_NumericTensor, [Commutative]>;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "Min", "min(lhs, rhs)", Kiln_NumericTensor, [Commutative]>;
+def Kiln_PReluOp : Kiln_BinaryOp<"prelu", "PRelu", "lhs < 0 ? rhs * lhs : lhs",
+                                 Kiln_FloatTensor>;
+def Kiln_ModOp : Kiln_BinaryOp<"mod", "Mod", "lhs mod rhs"> {
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let description = [{
+    The remainder of `lhs / rhs` after broadcasting. With `fmod = false`
+    (integers only) the result takes the sign of the divisor, as Python's
+    `%`; with `fmod = true` it takes the sign of the dividend, as C's `fmod`.
+
+    ```mlir
+    %z = kiln.mod %x, %y {fmod = true} : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+    ```
+  }];
+}
+def Kiln_AndOp : Kiln_BinaryOp<"and", "And", "lhs && rhs", Kiln_BoolTensor, [Commutative]>;
+def Kiln_OrOp : Kiln_BinaryOp<"or", "Or", "lhs || rhs", Kiln_BoolTensor, [Commutative]>;
+def Kiln_XorOp : Kiln_BinaryOp<"xor", "Xor", "lhs != rhs", Kiln_BoolTensor, [Commutative]>;
+
+class Kiln_CompareOp<string mnemonic, string onnx, string formula,
+                     list<Trait> traits = []>
+    : Kiln_BroadcastOp<mnemonic, traits> {
+  let summary = "Elementwise comparison " # formula # " (ONNX " # onnx # ")";
+  let description = "Yields `true` where `" # formula # "` holds, after "
+    # "broadcasting `lhs` and `rhs` to a common shape."
+    # "\n\n```mlir\n%z = kiln." # mnemonic
+    # " %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>\n```\n";
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$output);
+}
+
+def Kiln_EqualOp : Kiln_CompareOp<"equal", "Equal", "lhs == rhs", [Commutative]>;
+def Kiln_LessOp : Kiln_CompareOp<"less", "Less", "lhs < rhs">;
+def Kiln_LessEqualOp : Kiln_CompareOp<"less_equal", "LessOrEqual", "lhs <= rhs">;
+def Kiln_GreaterOp : Kiln_CompareOp<"greater", "Greater", "lhs > rhs">;
+def Kiln_GreaterEqualOp
+    : Kiln_CompareOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs">;
+
+def Kiln_WhereOp : Kiln_BroadcastOp<"where"> {
+  let summary = "Elementwise select with broadcasting (ONNX Where)";
+  let description = [{
+    Picks `on_true` where `condition` is true and `on_false` elsewhere, after
+    broadcasting all three operands to a common shape.
+
+    ```mlir
+    %z = kiln.where %c, %x, %y : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$on_true,
+                   Kiln_Tensor:$on_false);
+  let results = (outs Kiln_Tensor:$output);
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Elementwise, SameOperandsAndResultShape]> {
+  let summary = "Elementwise conversion of the element type (ONNX Cast)";
+  let description = [{
+    Converts every element to the result's element type. Float to integer
+    truncates toward zero; to `i1`, non-zero is `true`; from `i1`, `true` is 1.
+
+    ```mlir
+    %y = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatMulOp : Kiln_Op<"matmul", [InferTypeOpAdaptor]> {
+  let summary = "Matrix product with NumPy semantics (ONNX MatMul)";
+  let description = [{
+    `numpy.matmul`: 1-D operands are promoted to matrices (and the added
+    dimension removed from the result); leading batch dimensions broadcast.
+
+    ```mlir
+    %c = kiln.matmul %a, %b : (tensor<8x4x16xf32>, tensor<16x32xf32>) -> tensor<8x4x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
+  let results = (outs Kiln_NumericTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_GemmOp : Kiln_Op<"gemm", [InferTypeOpAdaptor]> {
+  let summary = "General matrix multiply alpha * A' * B' + beta * C (ONNX Gemm)";
+  let description = [{
+    `A'` is `A` transposed when `trans_a`, likewise `B'`; `C` is optional and
+    broadcasts to the `M x N` result.
+
+    ```mlir
+    %y = kiln.gemm %a, %b, %c {trans_b = true} : (tensor<64x784xf32>, tensor<1024x784xf32>, tensor<1024xf32>) -> tensor<64x1024xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$a, Kiln_NumericTensor:$b,
+                   Optional<Kiln_NumericTensor>:$c,
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                   DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs Kiln_NumericTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW, with groups (ONNX Conv)";
+  let description = [{
+    `input` is `N x C x H x W`, `filter` is `M x C/group x KH x KW`, the
+    optional `bias` has `M` elements. `pads` holds `[top, left, bottom,
+    right]`; the result is `N x M x OH x OW` with
+    `OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1`.
+
+    ```mlir
+    %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64}
+        : (tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+                   Optional<Kiln_FloatTensor>:$bias,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+class Kiln_PoolOp<string mnemonic, string onnx, string what, dag extra>
+    : Kiln_Op<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "2-D " # what # " pooling over NCHW windows (ONNX " # onnx # ")";
+  let description = "Takes the " # what # " over each `kernel_shape` window. "
+    # "`pads` is `[top, left, bottom, right]`; with `ceil_mode` the output "
+    # "size rounds up, and windows that start inside the padded input are kept."
+    # "\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, "
+    # "pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}"
+    # " : (tensor<1x3x32x32xf32>) -> tensor<1x3x16x16xf32>\n```\n";
+  let arguments = !con((ins Kiln_FloatTensor:$input,
+                        DenseI64ArrayAttr:$kernel_shape,
+                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                        DenseI64ArrayAttr:$dilations,
+                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
+                       extra);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_MaxPoolOp : Kiln_PoolOp<"max_pool", "MaxPool", "maximum", (ins)>;
+def Kiln_AveragePoolOp : Kiln_PoolOp<"average_pool", "AveragePool", "mean",
+    (ins DefaultValuedAttr<BoolAttr, "false">:$count_include_pad)>;
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Kiln_ReduceOp<string mnemonic, string onnx, string what,
+                    Type type = Kiln_NumericTensor>
+    : Kiln_Op<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "Reduces by " # what # " over `axes` (ONNX " # onnx # ")";
+  let description = "Reduces `input` by " # what # " over the dimensions in "
+    # "`axes` (sorted, unique, non-negative). With `keepdims` the reduced "
+    # "dimensions stay as size 1."
+    # "\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x {axes = array<i64: 1>, keepdims = false}"
+    # " : (tensor<4x8xf32>) -> tensor<4xf32>\n```\n";
+  let arguments = (ins type:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs type:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "ReduceSum", "sum">;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "ReduceMean", "mean">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "ReduceMax", "maximum">;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "minimum">;
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "ReduceProd", "product">;
+def Kiln_ReduceL1Op : Kiln_ReduceOp<"reduce_l1", "ReduceL1", "sum of |x|">;
+def Kiln_ReduceL2Op : Kiln_ReduceOp<"reduce_l2", "ReduceL2",
+                                    "sqrt(sum of x^2)", Kiln_FloatTensor>;
+def Kiln_ReduceSumSquareOp : Kiln_ReduceOp<"reduce_sum_square",
+                                           "ReduceSumSquare", "sum of x^2">;
+def Kiln_ReduceLogSumOp : Kiln_ReduceOp<"reduce_log_sum", "ReduceLogSum",
+                                        "ln(sum of x)", Kiln_FloatTensor>;
+def Kiln_ReduceLogSumExpOp : Kiln_ReduceOp<"reduce_log_sum_exp",
+    "ReduceLogSumExp", "ln(sum of e^x)", Kiln_FloatTensor>;
+
+class Kiln_ArgReduceOp<string mnemonic, string onnx, string what>
+    : Kiln_Op<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = "Index of the " # what # " along `axis` (ONNX " # onnx # ")";
+  let description = "Yields the index of the " # what # " element along "
+    # "`axis`; ties go to the first index, or the last with "
+    # "`select_last_index`."
+    # "\n\n```mlir\n%i = kiln." # mnemonic
+    # " %x {axis = 1 : i64, keepdims = true}"
+    # " : (tensor<4x8xf32>) -> tensor<4x1xi64>\n```\n";
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                   DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs Kiln_I64Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_ArgMaxOp : Kiln_ArgReduceOp<"argmax", "ArgMax", "largest">;
+def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin", "ArgMin", "smallest">;
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+class Kiln_SoftmaxLikeOp<string mnemonic, string onnx, string formula>
+    : Kiln_Op<mnemonic, [SameOperandsAndResultType]> {
+  let summary = formula # " along one axis (ONNX " # onnx # ", opset 13)";
+  let description = "Computes `" # formula # "` along `axis`, subtracting "
+    # "the maximum first so large inputs do not overflow."
+    # "\n\n```mlir\n%y = kiln." # mnemonic
+    # " %x {axis = 1 : i64} : tensor<4x10xf32>\n```\n";
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SoftmaxOp
+    : Kiln_SoftmaxLikeOp<"softmax", "Softmax", "e^x / sum(e^x)">;
+def Kiln_LogSoftmaxOp
+    : Kiln_SoftmaxLikeOp<"log_softmax", "LogSoftmax", "x - ln(sum(e^x))">;
+
+def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
+  let summary = "Batch normalization for inference (ONNX BatchNormalization)";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, where the per-channel
+    operands broadcast along dimension 1 of `input`.
+
+    ```mlir
+    %y = kiln.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32}
+        : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
+                   Kiln_FloatTensor:$variance,
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [InferTypeOpAdaptor]> {
+  let summary = "Layer normalization over trailing axes (ONNX LayerNormalization)";
+  let description = [{
+    Normalizes over the dimensions from `axis` to the last: `(x - mean) *
+    inv_std_dev * scale + bias` with `inv_std_dev = 1 / sqrt(var + epsilon)`.
+    Also yields `mean` and `inv_std_dev`, shaped like `input` with the
+    normalized dimensions set to 1. `scale` and the optional `bias`
+    broadcast to the normalized dimensions.
+
+    ```mlir
+    %y, %mean, %rstd = kiln.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   Optional<Kiln_FloatTensor>:$bias, I64Attr:$axis,
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$output, Kiln_FloatTensor:$mean,
+                 Kiln_FloatTensor:$inv_std_dev);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement and shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
+  let summary = "Reinterprets the shape, keeping row-major order (ONNX Reshape)";
+  let description = [{
+    The result type gives the new shape; it must hold as many elements as
+    the input. ONNX's `0` and `-1` in the shape are resolved at import.
+
+    ```mlir
+    %y = kiln.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [InferTypeOpAdaptor]> {
+  let summary = "Removes size-1 dimensions listed in `axes` (ONNX Squeeze)";
+  let description = [{
+    A reshape that drops the size-1 dimensions in `axes`; canonicalization
+    turns it into `kiln.reshape`.
+
+    ```mlir
+    %y = kiln.squeeze %x {axes = array<i64: 0, 2>} : (tensor<1x3x1xf32>) -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [InferTypeOpAdaptor]> {
+  let summary = "Inserts size-1 dimensions at `axes` (ONNX Unsqueeze)";
+  let description = [{
+    `axes` index the result. Canonicalization turns it into `kiln.reshape`.
+
+    ```mlir
+    %y = kiln.unsqueeze %x {axes = array<i64: 0, 2>} : (tensor<3xf32>) -> tensor<1x3x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_FlattenOp : Kiln_Op<"flatten", [InferTypeOpAdaptor]> {
+  let summary = "Collapses to a matrix split at `axis` (ONNX Flatten)";
+  let description = [{
+    The result is `prod(d[0:axis]) x prod(d[axis:])`. Canonicalization turns
+    it into `kiln.reshape`.
+
+    ```mlir
+    %y = kiln.flatten %x {axis = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "Permutes dimensions (ONNX Transpose)";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`.
+
+    ```mlir
+    %y = kiln.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [InferTypeOpAdaptor]> {
+  let summary = "Joins tensors along `axis` (ONNX Concat)";
+  let description = [{
+    All inputs agree on every dimension but `axis`.
+
+    ```mlir
+    %z = kiln.concat %x, %y {axis = 0 : i64} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice"> {
+  let summary = "Strided window of a tensor (ONNX Slice)";
+  let description = [{
+    Result element `i` (per dimension) is input element `start + i * step`;
+    the result type gives the number of elements taken per dimension, and
+    `step` may be negative. ONNX's clamping of `starts`/`ends` is resolved
+    at import, so every index read is in bounds.
+
+    ```mlir
+    %y = kiln.slice %x {start = array<i64: 0, 3>, step = array<i64: 1, -1>} : tensor<2x4xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$start,
+                   DenseI64ArrayAttr:$step);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [InferTypeOpAdaptor]> {
+  let summary = "Picks slices along `axis` by index (ONNX Gather)";
+  let description = [{
+    The result shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. Negative indices count from the end.
+
+    ```mlir
+    %y = kiln.gather %emb, %ids {axis = 0 : i64} : (tensor<1000x64xf32>, tensor<8x16xi64>) -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand"> {
+  let summary = "Broadcasts to a larger shape (ONNX Expand)";
+  let description = [{
+    The result type, NumPy-broadcast-compatible with the input, gives the
+    shape.
+
+    ```mlir
+    %y = kiln.expand %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TriluOp : Kiln_Op<"trilu", [SameOperandsAndResultType]> {
+  let summary = "Keeps the upper or lower triangle of the last two dims (ONNX Trilu)";
+  let description = [{
+    With `upper`, keeps elements with `col - row >= k`; otherwise elements
+    with `col - row <= k`. Others become zero.
+
+    ```mlir
+    %y = kiln.trilu %x {upper = true, k = 0 : i64} : tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input,
+                   DefaultValuedAttr<BoolAttr, "true">:$upper,
+                   DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+#endif // KILN_OPS_TD

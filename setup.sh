@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package Kiln's build and tests need. Safe to run again.
+set -euo pipefail
+
+packages=(
+  # Build tools.
+  cmake ninja-build ccache g++ git
+  # Compiler infrastructure: LLVM/MLIR 22 with lit and FileCheck.
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools liblld-22-dev
+  # Graph format: ONNX protobuf schema, checker, shape inference; the node tests.
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  # Unit tests.
+  libgtest-dev
+  # lit runs on Python.
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

@@ -1,0 +1,87 @@
+//===- kilnc.cpp - Compiles a model graph to a Kiln artifact --------------===//
+#include "compiler/Driver.h"
+#include "compiler/Registration.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+namespace cl = llvm::cl;
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::OptionCategory category("kilnc options");
+  cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx | model.mlir>"),
+                             cl::Required, cl::cat(category));
+  cl::opt<std::string> output("o", cl::desc("Output file ('-' for stdout, text outputs "
+                                            "only). Default: the model's name with the "
+                                            "emitted kind's extension"),
+                              cl::value_desc("file"), cl::cat(category));
+  cl::opt<kiln::Emit> emit(
+      "emit", cl::desc("What to write:"), cl::init(kiln::Emit::Artifact),
+      cl::values(
+          clEnumValN(kiln::Emit::Artifact, "artifact",
+                     "the .kiln artifact: shared object + weights + manifest (default)"),
+          clEnumValN(kiln::Emit::Mlir, "mlir", "the kiln dialect after graph passes"),
+          clEnumValN(kiln::Emit::Linalg, "linalg", "linalg on tensors, before bufferization"),
+          clEnumValN(kiln::Emit::LLVMMlir, "llvm-mlir", "the MLIR LLVM dialect"),
+          clEnumValN(kiln::Emit::LLVMIR, "llvm", "optimized LLVM IR"),
+          clEnumValN(kiln::Emit::Object, "obj", "a native object file"),
+          clEnumValN(kiln::Emit::Header, "header",
+                     "a C header declaring the compiled function")),
+      cl::cat(category));
+  cl::opt<std::string> cpu("cpu",
+                           cl::desc("Target CPU: 'native' (this machine, the default) or "
+                                    "an LLVM CPU name such as x86-64-v3 or skylake-avx512"),
+                           cl::init("native"), cl::cat(category));
+  cl::opt<std::string> name("name",
+                            cl::desc("Symbol of the compiled function, as declared by "
+                                     "--emit=header (default: kiln_model)"),
+                            cl::init("kiln_model"), cl::cat(category));
+  cl::list<std::string> inputShapes(
+      "input-shape",
+      cl::desc("Static shape for a graph input, NAME=DIMxDIM... ('scalar' for rank 0); "
+               "required for inputs with symbolic dimensions. Repeatable"),
+      cl::value_desc("name=shape"), cl::cat(category));
+  cl::list<std::string> freezeInputs(
+      "freeze-input",
+      cl::desc("Bind a graph input to the tensor in an ONNX TensorProto file, making it a "
+               "compile-time constant (needed when it decides shapes). Repeatable"),
+      cl::value_desc("name=file.pb"), cl::cat(category));
+  cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
+  cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
+
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  kiln::registerKilnPasses();
+  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kilnc: compiles an ONNX model to a native Kiln artifact\n\n"
+      "  kilnc model.onnx -o model.kiln\n"
+      "  kilnc model.onnx --emit=header -o model.h\n"
+      "  kilnc model.onnx --input-shape x=1x3x224x224 --emit=mlir\n\n"
+      "Exit codes: 0 success, 1 error, 2 bad usage, 3 the model uses something Kiln\n"
+      "does not support, 4 a shape-deciding operand is a graph input (see\n"
+      "--freeze-input). MLIR's debugging flags (--mlir-print-ir-after-all,\n"
+      "--mlir-timing, ...) are listed by --help-hidden.\n");
+
+  mlir::DialectRegistry registry;
+  kiln::registerKilnDialects(registry);
+  mlir::MLIRContext context(registry);
+  kiln::installDiagnosticPrinter(context, "kilnc");
+
+  kiln::CompilerOptions options;
+  options.inputPath = input;
+  options.outputPath = output;
+  options.emit = emit;
+  options.target.cpu = cpu;
+  options.target.functionName = name;
+  options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
+  options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
+  options.verbose = verbose;
+  return kiln::runCompiler(options, context);
+}
