@@ -1,0 +1,50 @@
+// Parser for the text manifest (kiln_manifest) that every Kiln artifact embeds.
+#ifndef KILN_MANIFEST_H
+#define KILN_MANIFEST_H
+
+#include "kiln/tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::rt {
+
+struct TensorSpec {
+  std::string name; // decoded
+  DType dtype = KILN_DTYPE_INVALID;
+  std::vector<int64_t> dims;
+
+  std::string typeString() const { return kiln::rt::typeString(dtype, dims); }
+};
+
+struct Manifest {
+  int version = 0;
+  std::string name;
+  std::string target;
+  std::string cpu;
+  std::vector<std::string> features; // as written, e.g. "avx2"
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+};
+
+// The manifest is well-formed but written in a format version this runtime does not read.
+class ManifestVersionError : public Error {
+public:
+  using Error::Error;
+};
+
+// Parses manifest text. `source` (usually the artifact path) prefixes every error, e.g.
+// "model.kiln: manifest line 4: unknown dtype 'f33'". Throws ManifestVersionError for format
+// versions other than KILN_ARTIFACT_FORMAT_VERSION; ignores unknown record keywords.
+Manifest parseManifest(std::string_view text, const std::string &source);
+
+// Undoes the manifest's percent-encoding ("a%20b" -> "a b"); throws Error on a bad escape.
+std::string percentDecode(std::string_view text, const std::string &context);
+// The inverse, for tools that write manifests (space, '%' and bytes outside 0x21..0x7e).
+std::string percentEncode(std::string_view text);
+
+} // namespace kiln::rt
+
+#endif // KILN_MANIFEST_H

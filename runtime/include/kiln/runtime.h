@@ -1,0 +1,106 @@
+/* Kiln runtime C ABI: load a compiled Kiln artifact (model.kiln), inspect its signature, run it. */
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The artifact format version this runtime reads (first manifest line: "kiln-artifact 1"). */
+#define KILN_ARTIFACT_FORMAT_VERSION 1
+
+/* Generated code may assume this alignment for every buffer handed to kiln_entry. The runtime
+ * stages misaligned caller buffers through aligned copies, so callers only pay for it, never
+ * crash on it. */
+#define KILN_BUFFER_ALIGNMENT 64
+
+/* Status codes. Every fallible function returns one; on failure kiln_last_error() says why. */
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR_IO = 1,               /* file missing, unreadable, not a regular file */
+  KILN_ERROR_INVALID_ARTIFACT = 2, /* not an ELF shared object, truncated, bad manifest, missing symbol */
+  KILN_ERROR_UNSUPPORTED = 3,      /* well-formed but not loadable here: format version, machine */
+  KILN_ERROR_CPU_FEATURES = 4,     /* compiled for CPU features this host lacks */
+  KILN_ERROR_INVALID_ARGUMENT = 5  /* null pointer, index out of range, missing buffer */
+} kiln_status;
+
+/* Element types. The numeric values are part of the ABI and never change. */
+typedef enum kiln_dtype {
+  KILN_DTYPE_INVALID = 0,
+  KILN_DTYPE_F32 = 1,
+  KILN_DTYPE_F16 = 2,
+  KILN_DTYPE_BF16 = 3,
+  KILN_DTYPE_F64 = 4,
+  KILN_DTYPE_I64 = 5,
+  KILN_DTYPE_I32 = 6,
+  KILN_DTYPE_I16 = 7,
+  KILN_DTYPE_I8 = 8,
+  KILN_DTYPE_U8 = 9,
+  KILN_DTYPE_U16 = 10,
+  KILN_DTYPE_U32 = 11,
+  KILN_DTYPE_U64 = 12,
+  KILN_DTYPE_BOOL = 13 /* one byte per element, 0 or 1 */
+} kiln_dtype;
+
+/* One tensor of an artifact's signature. The pointers stay valid until the artifact is closed. */
+typedef struct kiln_tensor_info {
+  const char *name;    /* decoded (no percent-encoding), NUL-terminated */
+  kiln_dtype dtype;
+  int rank;            /* 0 for a scalar */
+  const int64_t *dims; /* rank entries, row-major; a dim may be 0 */
+} kiln_tensor_info;
+
+typedef struct kiln_artifact kiln_artifact;
+
+/* Message of the last failure on the calling thread ("" if none). Valid until the next failing
+ * call on the same thread. Messages are one line and start with the artifact path. */
+const char *kiln_last_error(void);
+
+/* Validates the file (ELF x86-64 shared object, not truncated), loads it, reads its manifest and
+ * checks the host has the CPU features it was compiled for. On success *out owns the artifact. */
+kiln_status kiln_artifact_open(const char *path, kiln_artifact **out);
+
+/* Unloads the artifact. Accepts NULL. */
+void kiln_artifact_close(kiln_artifact *artifact);
+
+/* Manifest metadata; never NULL for an open artifact ("" where the manifest omits the record). */
+const char *kiln_artifact_path(const kiln_artifact *artifact);
+const char *kiln_artifact_name(const kiln_artifact *artifact);
+const char *kiln_artifact_target(const kiln_artifact *artifact);
+const char *kiln_artifact_cpu(const kiln_artifact *artifact);
+/* The CPU features as written in the manifest, comma-separated ("" when none). */
+const char *kiln_artifact_features(const kiln_artifact *artifact);
+
+int kiln_artifact_num_inputs(const kiln_artifact *artifact);
+int kiln_artifact_num_outputs(const kiln_artifact *artifact);
+kiln_status kiln_artifact_input(const kiln_artifact *artifact, int index, kiln_tensor_info *out);
+kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_tensor_info *out);
+/* Index of the input/output with this (decoded) name, or -1. */
+int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name);
+int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name);
+
+/* Runs the model once. inputs/outputs hold one dense row-major buffer per tensor, in manifest
+ * order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes may be NULL.
+ * Calls on one artifact are serialized, because generated code may keep state in static
+ * buffers; use separate processes for parallel runs of the same model. */
+kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void *const *outputs);
+
+/* Bytes per element (bool is 1); 0 for an invalid dtype. */
+size_t kiln_dtype_size(kiln_dtype dtype);
+/* Manifest spelling ("f32", "bool", ...); "invalid" for an unknown value. */
+const char *kiln_dtype_name(kiln_dtype dtype);
+/* Parses a manifest spelling; KILN_DTYPE_INVALID if unknown. */
+kiln_dtype kiln_dtype_from_name(const char *name);
+
+/* Element count and byte size of a tensor (1 element for a scalar); -1 on int64 overflow. */
+int64_t kiln_tensor_info_num_elements(const kiln_tensor_info *info);
+int64_t kiln_tensor_info_byte_size(const kiln_tensor_info *info);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,482 @@
+// The runtime C ABI: artifact validation (ELF checks before dlopen), loading, signature, running.
+#include "kiln/runtime.h"
+
+#include "CpuFeatures.h"
+#include "kiln/manifest.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using kiln::rt::Error;
+using kiln::rt::Manifest;
+using kiln::rt::TensorSpec;
+
+struct kiln_artifact {
+  std::string path;
+  void *library = nullptr;
+  void (*entry)(void **) = nullptr;
+  Manifest manifest;
+  std::string features;
+  std::shared_ptr<std::mutex> runMutex;
+};
+
+namespace {
+
+thread_local std::string gLastError;
+
+// An Error that also carries the C status to report.
+class StatusError : public Error {
+public:
+  StatusError(kiln_status status, const std::string &message) : Error(message), status_(status) {}
+  kiln_status status() const { return status_; }
+
+private:
+  kiln_status status_;
+};
+
+kiln_status fail(kiln_status status, std::string message) {
+  gLastError = std::move(message);
+  return status;
+}
+
+// Runs `body`, turning any exception into a status plus kiln_last_error(); nothing may unwind
+// through the C ABI.
+template <typename Fn> kiln_status guarded(Fn &&body) {
+  try {
+    return body();
+  } catch (const StatusError &e) {
+    return fail(e.status(), e.what());
+  } catch (const std::bad_alloc &) {
+    return fail(KILN_ERROR_IO, "out of memory");
+  } catch (const std::exception &e) {
+    return fail(KILN_ERROR_INVALID_ARTIFACT, e.what());
+  }
+}
+
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#else
+constexpr uint16_t kHostMachine = EM_NONE; // no machine check on other hosts
+#endif
+
+std::string machineName(uint16_t machine) {
+  switch (machine) {
+  case EM_X86_64: return "x86-64";
+  case EM_386: return "x86";
+  case EM_AARCH64: return "aarch64";
+  case EM_ARM: return "arm";
+  case EM_RISCV: return "riscv";
+  case EM_PPC64: return "ppc64";
+  case EM_S390: return "s390x";
+  default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
+std::string elfTypeName(uint16_t type) {
+  switch (type) {
+  case ET_REL: return "a relocatable object (.o)";
+  case ET_EXEC: return "an executable";
+  case ET_CORE: return "a core dump";
+  default: return "ELF type " + std::to_string(type);
+  }
+}
+
+class File {
+public:
+  explicit File(int fd) : fd_(fd) {}
+  ~File() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  File(const File &) = delete;
+  File &operator=(const File &) = delete;
+  int fd() const { return fd_; }
+
+private:
+  int fd_;
+};
+
+void readAt(const File &file, void *out, std::size_t size, uint64_t offset, const std::string &path) {
+  auto *bytes = static_cast<char *>(out);
+  while (size > 0) {
+    ssize_t got = ::pread(file.fd(), bytes, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      throw StatusError(KILN_ERROR_IO, path + ": read error: " +
+                                           (got < 0 ? std::strerror(errno) : "unexpected end of file"));
+    bytes += got;
+    size -= static_cast<std::size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+}
+
+// Where a table of `count` entries of `entrySize` bytes at `offset` ends; saturates so that a
+// hostile header cannot wrap around and pass the size check.
+uint64_t tableEnd(uint64_t offset, uint64_t count, uint64_t entrySize) {
+  unsigned __int128 end = static_cast<unsigned __int128>(count) * entrySize + offset;
+  return end > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(end);
+}
+
+// Checks everything dlopen would otherwise report badly (or crash on): kind of file, ELF class,
+// byte order, machine, type, and that every table and segment lies inside the file, which is how
+// a truncated copy is caught.
+void validateElf(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw StatusError(KILN_ERROR_IO, path + ": cannot open artifact: " + std::strerror(errno));
+  File file(fd);
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    throw StatusError(KILN_ERROR_IO, path + ": cannot stat artifact: " + std::strerror(errno));
+  if (S_ISDIR(info.st_mode))
+    throw StatusError(KILN_ERROR_IO, path + ": is a directory, not an artifact");
+  if (!S_ISREG(info.st_mode))
+    throw StatusError(KILN_ERROR_IO, path + ": not a regular file");
+  uint64_t size = static_cast<uint64_t>(info.st_size);
+  std::string sizeText = "file has " + std::to_string(size) + " bytes";
+
+  Elf64_Ehdr header;
+  std::memset(&header, 0, sizeof header);
+  readAt(file, &header, static_cast<std::size_t>(std::min<uint64_t>(size, sizeof header)), 0, path);
+  if (size < SELFMAG || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": not a Kiln artifact (no ELF header)");
+  if (size < EI_NIDENT)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": truncated artifact (ELF header cut short, " + sizeText + ")");
+  if (header.e_ident[EI_CLASS] != ELFCLASS64)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": not a Kiln artifact (32-bit ELF file; artifacts are 64-bit)");
+  if (header.e_ident[EI_DATA] != ELFDATA2LSB)
+    throw StatusError(KILN_ERROR_UNSUPPORTED,
+                      path + ": big-endian ELF file; this runtime loads little-endian artifacts");
+  if (size < sizeof header)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": truncated artifact (ELF header ends at byte " +
+                          std::to_string(sizeof header) + ", " + sizeText + ")");
+  if (kHostMachine != EM_NONE && header.e_machine != kHostMachine)
+    throw StatusError(KILN_ERROR_UNSUPPORTED, path + ": artifact was compiled for " +
+                                                  machineName(header.e_machine) +
+                                                  ", this host is " + machineName(kHostMachine));
+  if (header.e_type != ET_DYN)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": not a Kiln artifact (" + elfTypeName(header.e_type) +
+                          ", expected a shared object)");
+
+  if (header.e_phnum == 0 || header.e_phentsize != sizeof(Elf64_Phdr))
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": not a Kiln artifact (missing or malformed program header table)");
+  uint64_t phEnd = tableEnd(header.e_phoff, header.e_phnum, header.e_phentsize);
+  if (phEnd > size)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": truncated artifact (program header table ends at byte " +
+                          std::to_string(phEnd) + ", " + sizeText + ")");
+
+  if (header.e_shoff != 0) {
+    if (header.e_shentsize != sizeof(Elf64_Shdr))
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": not a Kiln artifact (malformed section header table)");
+    uint64_t sectionCount = header.e_shnum;
+    uint64_t firstEnd = tableEnd(header.e_shoff, 1, sizeof(Elf64_Shdr));
+    if (firstEnd > size)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": truncated artifact (section table ends at byte " +
+                            std::to_string(tableEnd(header.e_shoff, std::max<uint64_t>(sectionCount, 1),
+                                                    sizeof(Elf64_Shdr))) +
+                            ", " + sizeText + ")");
+    if (sectionCount == 0) {
+      // Extended numbering: with 0xff00+ sections the real count lives in section 0's sh_size.
+      Elf64_Shdr first;
+      readAt(file, &first, sizeof first, header.e_shoff, path);
+      sectionCount = first.sh_size;
+    }
+    uint64_t shEnd = tableEnd(header.e_shoff, sectionCount, sizeof(Elf64_Shdr));
+    if (shEnd > size)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": truncated artifact (section table ends at byte " +
+                            std::to_string(shEnd) + ", " + sizeText + ")");
+  }
+
+  for (uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    readAt(file, &segment, sizeof segment, header.e_phoff + uint64_t(i) * sizeof segment, path);
+    uint64_t end = tableEnd(segment.p_offset, 1, segment.p_filesz);
+    if (segment.p_filesz != 0 && end > size)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": truncated artifact (segment " + std::to_string(i) +
+                            " ends at byte " + std::to_string(end) + ", " + sizeText + ")");
+  }
+}
+
+// Messages can embed bytes from a corrupt file; keep them printable and on one line.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
+  return out;
+}
+
+std::string readManifestText(void *library, const std::string &path) {
+  dlerror();
+  void *symbol = dlsym(library, "kiln_manifest");
+  if (!symbol)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": not a Kiln artifact (no kiln_manifest symbol)");
+  const char *text = static_cast<const char *>(symbol);
+  // The symbol table knows the array's size; use it so a missing NUL cannot run off the end.
+  Dl_info info;
+  void *extra = nullptr;
+  const ElfW(Sym) *entry = nullptr;
+  if (dladdr1(symbol, &info, &extra, RTLD_DL_SYMENT))
+    entry = static_cast<const ElfW(Sym) *>(extra);
+  if (entry) {
+    if (ELF64_ST_TYPE(entry->st_info) == STT_FUNC)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": kiln_manifest is a function, expected a char array");
+    if (entry->st_size > 0) {
+      std::size_t length = strnlen(text, entry->st_size);
+      if (length == entry->st_size)
+        throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                          path + ": kiln_manifest is not NUL-terminated");
+      return std::string(text, length);
+    }
+  }
+  return std::string(text);
+}
+
+// One mutex per loaded library (dlopen hands out the same handle for the same file), because
+// generated code may keep scratch state in static buffers.
+std::shared_ptr<std::mutex> runMutexFor(void *library) {
+  static std::mutex registryMutex;
+  static std::map<void *, std::weak_ptr<std::mutex>> registry;
+  std::lock_guard<std::mutex> lock(registryMutex);
+  for (auto it = registry.begin(); it != registry.end();)
+    it = it->second.expired() ? registry.erase(it) : std::next(it);
+  std::shared_ptr<std::mutex> mutex = registry[library].lock();
+  if (!mutex) {
+    mutex = std::make_shared<std::mutex>();
+    registry[library] = mutex;
+  }
+  return mutex;
+}
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+} // namespace
+
+extern "C" {
+
+const char *kiln_last_error(void) { return gLastError.c_str(); }
+
+kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
+  if (out)
+    *out = nullptr;
+  if (!path || !out)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_open: path and out must not be NULL");
+  return guarded([&]() -> kiln_status {
+    std::string name = path;
+    if (name.empty())
+      return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_open: empty artifact path");
+    validateElf(name);
+
+    // Without a slash dlopen searches the library path instead of opening this file.
+    std::string loadPath = name.find('/') == std::string::npos ? "./" + name : name;
+    dlerror();
+    void *library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *error = dlerror();
+      std::string why = error ? error : "unknown dlopen error";
+      // dlerror repeats the path; the message already starts with it.
+      if (why.rfind(loadPath + ": ", 0) == 0)
+        why.erase(0, loadPath.size() + 2);
+      return fail(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
+    }
+    auto artifact = std::make_unique<kiln_artifact>();
+    artifact->path = name;
+    artifact->library = library;
+    try {
+      std::string text = readManifestText(library, name);
+      artifact->manifest = kiln::rt::parseManifest(text, name);
+      dlerror();
+      void *entry = dlsym(library, "kiln_entry");
+      if (!entry)
+        throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": artifact has no kiln_entry symbol");
+      artifact->entry = reinterpret_cast<void (*)(void **)>(entry);
+
+      std::vector<std::string> missing = kiln::rt::detail::missingCpuFeatures(artifact->manifest.features);
+      if (!missing.empty()) {
+        std::string list;
+        for (const std::string &feature : missing)
+          list += (list.empty() ? "" : ", ") + feature;
+        throw StatusError(KILN_ERROR_CPU_FEATURES,
+                          name + ": compiled for CPU features the host lacks: " + list +
+                              " (recompile with kilnc --cpu=native or a lower --cpu)");
+      }
+      for (const std::string &feature : artifact->manifest.features)
+        artifact->features += (artifact->features.empty() ? "" : ",") + feature;
+      artifact->runMutex = runMutexFor(library);
+    } catch (const StatusError &) {
+      dlclose(library);
+      throw;
+    } catch (const kiln::rt::ManifestVersionError &e) {
+      dlclose(library);
+      throw StatusError(KILN_ERROR_UNSUPPORTED, e.what());
+    } catch (...) {
+      dlclose(library);
+      throw;
+    }
+    *out = artifact.release();
+    return KILN_OK;
+  });
+}
+
+void kiln_artifact_close(kiln_artifact *artifact) {
+  if (!artifact)
+    return;
+  void *library = artifact->library;
+  artifact->runMutex.reset();
+  delete artifact;
+  if (library)
+    dlclose(library);
+}
+
+const char *kiln_artifact_path(const kiln_artifact *artifact) {
+  return artifact ? artifact->path.c_str() : "";
+}
+const char *kiln_artifact_name(const kiln_artifact *artifact) {
+  return artifact ? artifact->manifest.name.c_str() : "";
+}
+const char *kiln_artifact_target(const kiln_artifact *artifact) {
+  return artifact ? artifact->manifest.target.c_str() : "";
+}
+const char *kiln_artifact_cpu(const kiln_artifact *artifact) {
+  return artifact ? artifact->manifest.cpu.c_str() : "";
+}
+const char *kiln_artifact_features(const kiln_artifact *artifact) {
+  return artifact ? artifact->features.c_str() : "";
+}
+
+int kiln_artifact_num_inputs(const kiln_artifact *artifact) {
+  return artifact ? static_cast<int>(artifact->manifest.inputs.size()) : 0;
+}
+int kiln_artifact_num_outputs(const kiln_artifact *artifact) {
+  return artifact ? static_cast<int>(artifact->manifest.outputs.size()) : 0;
+}
+
+static kiln_status describe(const kiln_artifact *artifact, int index, kiln_tensor_info *out,
+                            bool input) {
+  const char *kind = input ? "input" : "output";
+  if (!artifact || !out)
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                std::string("kiln_artifact_") + kind + ": artifact and out must not be NULL");
+  const std::vector<TensorSpec> &specs = input ? artifact->manifest.inputs : artifact->manifest.outputs;
+  if (index < 0 || static_cast<std::size_t>(index) >= specs.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": " + kind + " index " + std::to_string(index) +
+                    " out of range (artifact has " + std::to_string(specs.size()) + " " + kind + "s)");
+  const TensorSpec &spec = specs[static_cast<std::size_t>(index)];
+  out->name = spec.name.c_str();
+  out->dtype = spec.dtype;
+  out->rank = static_cast<int>(spec.dims.size());
+  out->dims = spec.dims.data();
+  return KILN_OK;
+}
+
+kiln_status kiln_artifact_input(const kiln_artifact *artifact, int index, kiln_tensor_info *out) {
+  return describe(artifact, index, out, true);
+}
+kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_tensor_info *out) {
+  return describe(artifact, index, out, false);
+}
+
+static int findByName(const std::vector<TensorSpec> &specs, const char *name) {
+  if (!name)
+    return -1;
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name) {
+  return artifact ? findByName(artifact->manifest.inputs, name) : -1;
+}
+int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name) {
+  return artifact ? findByName(artifact->manifest.outputs, name) : -1;
+}
+
+kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void *const *outputs) {
+  if (!artifact)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_run: artifact is NULL");
+  return guarded([&]() -> kiln_status {
+    const Manifest &manifest = artifact->manifest;
+    std::size_t numInputs = manifest.inputs.size();
+    std::size_t total = numInputs + manifest.outputs.size();
+    if ((numInputs && !inputs) || (total > numInputs && !outputs))
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  artifact->path + ": kiln_artifact_run: inputs/outputs array is NULL");
+
+    // Zero-byte tensors still get a valid, aligned address.
+    alignas(KILN_BUFFER_ALIGNMENT) static char emptyBuffer[KILN_BUFFER_ALIGNMENT];
+    std::vector<void *> buffers(total);
+    std::vector<std::unique_ptr<void, FreeDeleter>> staged(total);
+    for (std::size_t i = 0; i < total; ++i) {
+      bool isInput = i < numInputs;
+      const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
+      void *user = isInput ? inputs[i] : outputs[i - numInputs];
+      std::size_t bytes = static_cast<std::size_t>(kiln::rt::checkedNumElements(spec.dims, spec.name)) *
+                          kiln::rt::dtypeSize(spec.dtype);
+      if (bytes == 0) {
+        buffers[i] = emptyBuffer;
+        continue;
+      }
+      if (!user)
+        return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " +
+                                                     (isInput ? "input '" : "output '") + spec.name +
+                                                     "' buffer is NULL");
+      if (reinterpret_cast<uintptr_t>(user) % KILN_BUFFER_ALIGNMENT == 0) {
+        buffers[i] = user;
+        continue;
+      }
+      std::size_t rounded = (bytes + KILN_BUFFER_ALIGNMENT - 1) / KILN_BUFFER_ALIGNMENT * KILN_BUFFER_ALIGNMENT;
+      staged[i].reset(std::aligned_alloc(KILN_BUFFER_ALIGNMENT, rounded));
+      if (!staged[i])
+        throw std::bad_alloc();
+      if (isInput)
+        std::memcpy(staged[i].get(), user, bytes);
+      buffers[i] = staged[i].get();
+    }
+
+    {
+      std::lock_guard<std::mutex> lock(*artifact->runMutex);
+      artifact->entry(buffers.data());
+    }
+
+    for (std::size_t i = numInputs; i < total; ++i) {
+      if (!staged[i])
+        continue;
+      const TensorSpec &spec = manifest.outputs[i - numInputs];
+      std::size_t bytes = static_cast<std::size_t>(kiln::rt::checkedNumElements(spec.dims, spec.name)) *
+                          kiln::rt::dtypeSize(spec.dtype);
+      std::memcpy(outputs[i - numInputs], staged[i].get(), bytes);
+    }
+    return KILN_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,203 @@
+// Parser for the line-oriented kiln_manifest text embedded in every artifact.
+#include "kiln/manifest.h"
+
+#include <cstdint>
+#include <set>
+
+namespace kiln::rt {
+namespace {
+
+std::vector<std::string_view> splitFields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0;
+  while (pos < line.size()) {
+    while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
+      ++pos;
+    std::size_t start = pos;
+    while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t')
+      ++pos;
+    if (pos > start)
+      fields.push_back(line.substr(start, pos - start));
+  }
+  return fields;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+bool parseCount(std::string_view text, int64_t &value) {
+  value = 0;
+  if (text.empty())
+    return false;
+  for (char c : text) {
+    if (c < '0' || c > '9' || value > (INT64_MAX - (c - '0')) / 10)
+      return false;
+    value = value * 10 + (c - '0');
+  }
+  return true;
+}
+
+bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
+  dims.clear();
+  if (text == "scalar")
+    return true;
+  std::size_t pos = 0;
+  for (;;) {
+    std::size_t end = text.find('x', pos);
+    int64_t value;
+    if (!parseCount(text.substr(pos, end == std::string_view::npos ? end : end - pos), value))
+      return false;
+    dims.push_back(value);
+    if (end == std::string_view::npos)
+      return true;
+    pos = end + 1;
+  }
+}
+
+// Echoed manifest text may be garbage from a corrupt file; keep messages printable.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
+  return out;
+}
+
+} // namespace
+
+std::string percentDecode(std::string_view text, const std::string &context) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    bool complete = i + 2 < text.size();
+    int hi = complete ? hexValue(text[i + 1]) : -1;
+    int lo = complete ? hexValue(text[i + 2]) : -1;
+    if (hi < 0 || lo < 0)
+      throw Error(context + ": bad percent-escape in '" + printable(text) + "'");
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string percentEncode(std::string_view text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x21 || byte > 0x7e || byte == '%') {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Manifest parseManifest(std::string_view text, const std::string &source) {
+  Manifest manifest;
+  std::set<std::string> inputNames, outputNames;
+  std::size_t lineStart = 0;
+  int lineNumber = 0;
+  bool sawHeader = false;
+  while (lineStart <= text.size()) {
+    std::size_t lineEnd = text.find('\n', lineStart);
+    if (lineEnd == std::string_view::npos)
+      lineEnd = text.size();
+    std::string_view line = text.substr(lineStart, lineEnd - lineStart);
+    lineStart = lineEnd + 1;
+    ++lineNumber;
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+
+    std::vector<std::string_view> fields = splitFields(line);
+    std::string where = source + ": manifest line " + std::to_string(lineNumber);
+
+    if (!sawHeader) {
+      // The version line comes first so a future format can change everything after it.
+      if (fields.size() != 2 || fields[0] != "kiln-artifact")
+        throw Error(source + ": not a Kiln artifact manifest (first line must be "
+                             "'kiln-artifact <version>', got '" + printable(line.substr(0, 60)) + "')");
+      int64_t version;
+      if (!parseCount(fields[1], version) || version > INT32_MAX)
+        throw Error(where + ": bad format version '" + printable(fields[1]) + "'");
+      manifest.version = static_cast<int>(version);
+      if (manifest.version != KILN_ARTIFACT_FORMAT_VERSION)
+        throw ManifestVersionError(source + ": artifact format version " + std::to_string(manifest.version) +
+                    " is not supported by this runtime (reads version " +
+                    std::to_string(KILN_ARTIFACT_FORMAT_VERSION) + ")");
+      sawHeader = true;
+      continue;
+    }
+    if (fields.empty())
+      continue;
+
+    std::string_view keyword = fields[0];
+    if (keyword == "name" || keyword == "target" || keyword == "cpu") {
+      if (fields.size() != 2)
+        throw Error(where + ": expected '" + std::string(keyword) + " VALUE'");
+      std::string value = percentDecode(fields[1], where);
+      if (keyword == "name")
+        manifest.name = value;
+      else if (keyword == "target")
+        manifest.target = value;
+      else
+        manifest.cpu = value;
+    } else if (keyword == "features") {
+      if (fields.size() > 2)
+        throw Error(where + ": expected 'features A,B,...' (no spaces)");
+      manifest.features.clear();
+      if (fields.size() == 2) {
+        std::string_view list = fields[1];
+        std::size_t pos = 0;
+        while (pos <= list.size()) {
+          std::size_t comma = list.find(',', pos);
+          if (comma == std::string_view::npos)
+            comma = list.size();
+          if (comma > pos)
+            manifest.features.emplace_back(list.substr(pos, comma - pos));
+          pos = comma + 1;
+        }
+      }
+    } else if (keyword == "input" || keyword == "output") {
+      // Extra trailing fields are allowed so later format revisions can annotate tensors.
+      if (fields.size() < 4)
+        throw Error(where + ": expected '" + std::string(keyword) + " NAME DTYPE DIMS'");
+      TensorSpec spec;
+      spec.name = percentDecode(fields[1], where);
+      std::optional<DType> dtype = parseDType(fields[2]);
+      if (!dtype)
+        throw Error(where + ": unknown dtype '" + printable(fields[2]) + "' for " +
+                    std::string(keyword) + " '" + spec.name + "'");
+      spec.dtype = *dtype;
+      if (!parseDims(fields[3], spec.dims))
+        throw Error(where + ": bad dims '" + printable(fields[3]) + "' for " +
+                    std::string(keyword) + " '" + spec.name + "' (expected AxBxC or scalar)");
+      int64_t count = checkedNumElements(spec.dims, where);
+      // Callers size buffers as count * element size; make sure that product is representable.
+      if (count > INT64_MAX / static_cast<int64_t>(dtypeSize(spec.dtype)))
+        throw Error(where + ": " + std::string(keyword) + " '" + spec.name + "' of type " +
+                    spec.typeString() + " is too large");
+      bool isInput = keyword == "input";
+      if (!(isInput ? inputNames : outputNames).insert(spec.name).second)
+        throw Error(where + ": duplicate " + std::string(keyword) + " name '" + spec.name + "'");
+      (isInput ? manifest.inputs : manifest.outputs).push_back(std::move(spec));
+    }
+    // Any other keyword is a newer record this runtime does not need.
+  }
+  return manifest;
+}
+
+} // namespace kiln::rt

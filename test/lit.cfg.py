@@ -1,0 +1,24 @@
+# lit configuration for Kiln's compiler and tool tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%onnx_node_tests", config.onnx_node_tests))
+
+tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "FileCheck", "not", "count"],
+    tool_dirs)
+llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
+if os.path.isdir(config.onnx_node_tests):
+    config.available_features.add("onnx-testdata")

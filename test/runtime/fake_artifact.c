@@ -1,0 +1,68 @@
+/* Stand-in Kiln artifacts for the runtime tests; -D switches select the manifest variant. */
+#include <stdint.h>
+
+#define KILN_STR2(x) #x
+#define KILN_STR(x) KILN_STR2(x)
+
+#ifndef KILN_FAKE_VERSION
+#define KILN_FAKE_VERSION 1
+#endif
+
+/* A lone "features" line means an empty list; sse2 is on every x86-64 host and the made-up name
+ * must be ignored. */
+#ifdef KILN_FAKE_FEATURES
+#define KILN_FAKE_FEATURE_LINE "features " KILN_STR(KILN_FAKE_FEATURES) "\n"
+#else
+#define KILN_FAKE_FEATURE_LINE "features sse2,not-a-real-feature\n"
+#endif
+
+#ifdef KILN_FAKE_MULTI
+/* y = flag ? x + 1 : x - 1; "total count" = number of elements of x. */
+const char kiln_manifest[] = "kiln-artifact " KILN_STR(KILN_FAKE_VERSION) "\n"
+                             "name fake_multi\n"
+                             "target x86_64-unknown-linux-gnu\n"
+                             "cpu generic\n"
+                             "features\n"
+                             "input x f32 2x3\n"
+                             "input flag bool scalar\n"
+                             "output y f32 2x3\n"
+                             "output total%20count i64 scalar\n";
+
+void kiln_entry(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  const uint8_t *flag = (const uint8_t *)buffers[1];
+  float *y = (float *)buffers[2];
+  int64_t *count = (int64_t *)buffers[3];
+  for (int i = 0; i < 6; ++i)
+    y[i] = *flag ? x[i] + 1.0f : x[i] - 1.0f;
+  *count = 6;
+}
+#else
+/* y = x + 1 over f32[2x3]. */
+const char kiln_manifest[] = "kiln-artifact " KILN_STR(KILN_FAKE_VERSION) "\n"
+                             "name fake%20add_one\n"
+                             "target x86_64-unknown-linux-gnu\n"
+                             "cpu generic\n"
+                             KILN_FAKE_FEATURE_LINE
+                             "future-record from a newer compiler\n"
+                             "input x f32 2x3\n"
+                             "output y f32 2x3\n";
+
+#if defined(KILN_FAKE_UNDEFINED_SYMBOL)
+/* Left undefined on purpose: loading must fail the way an artifact missing a runtime helper does. */
+extern float kiln_fake_missing_helper(float);
+void kiln_entry(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  float *y = (float *)buffers[1];
+  for (int i = 0; i < 6; ++i)
+    y[i] = kiln_fake_missing_helper(x[i]);
+}
+#elif !defined(KILN_FAKE_NO_ENTRY)
+void kiln_entry(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  float *y = (float *)buffers[1];
+  for (int i = 0; i < 6; ++i)
+    y[i] = x[i] + 1.0f;
+}
+#endif
+#endif

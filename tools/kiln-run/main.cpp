@@ -1,0 +1,360 @@
+// kiln-run: load a Kiln artifact, bind .npy/.pb inputs, run it, and write or print the outputs.
+#include "kiln/artifact.h"
+#include "kiln/tensor.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+using kiln::rt::Artifact;
+using kiln::rt::Error;
+using kiln::rt::Tensor;
+using kiln::rt::TensorFileFormat;
+using kiln::rt::TensorSpec;
+
+constexpr int kPrintedValues = 10;
+
+const char kUsage[] = R"(usage: kiln-run MODEL.kiln [options] [FILE...]
+
+Runs a compiled Kiln artifact once (or --repeat N times) on tensors read from .npy or ONNX
+TensorProto .pb files, and writes or prints its outputs.
+
+Inputs:
+  FILE...                  positional files bind to the model's inputs in manifest order
+  --input NAME=FILE        bind the input called NAME (repeatable; mixes with positional
+                           files as long as no input is bound twice)
+  The format comes from the extension: .npy (NumPy) or .pb (ONNX TensorProto). Each input's
+  dtype and shape must match the manifest exactly. bf16 inputs may be given as uint16 tensors
+  (.npy <u2 or TensorProto UINT16) holding the raw bfloat16 bits.
+
+Outputs:
+  --output-dir DIR         write every output to DIR/<name>.<ext> (DIR is created; names are
+                           reduced to [A-Za-z0-9._-]); .pb files carry the real name
+  --output-format npy|pb   file format for --output-dir (default npy; bf16 goes to .npy as <u2)
+  --print                  print each output's type and first values to stdout
+  Without --output-dir or --repeat, --print is implied.
+
+Other:
+  --repeat N               run N times and print the median wall time per run
+  --info                   print the artifact's name, target and signature, then exit
+  --help                   show this help
+
+Examples:
+  kiln-run mlp.kiln x.npy --print
+  kiln-run mlp.kiln --input x=batch.pb --input flag=flag.npy --output-dir out --output-format pb
+  kiln-run mlp.kiln x.npy --repeat 100
+)";
+
+struct Options {
+  std::string model;
+  std::vector<std::string> positional;
+  std::vector<std::string> named; // raw NAME=FILE
+  std::optional<std::string> outputDir;
+  TensorFileFormat format = TensorFileFormat::Npy;
+  bool formatGiven = false;
+  bool print = false;
+  bool info = false;
+  long repeat = 0; // 0: not given
+};
+
+[[noreturn]] void usageError(const std::string &message) {
+  throw Error(message + " (see kiln-run --help)");
+}
+
+long parseRepeat(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > 100000000)
+    usageError("--repeat expects a positive integer, got '" + text + "'");
+  return value;
+}
+
+// Returns std::nullopt after printing --help.
+std::optional<Options> parseArgs(int argc, char **argv) {
+  Options options;
+  bool flagsDone = false;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (flagsDone || arg.size() < 2 || arg[0] != '-') {
+      files.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      flagsDone = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return std::nullopt;
+    }
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    if (std::size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    auto takeValue = [&]() -> std::string {
+      if (inlineValue)
+        return value;
+      if (i + 1 >= argc)
+        usageError(flag + " needs a value");
+      return argv[++i];
+    };
+    auto noValue = [&] {
+      if (inlineValue)
+        usageError(flag + " takes no value");
+    };
+    if (flag == "--input") {
+      options.named.push_back(takeValue());
+    } else if (flag == "--output-dir") {
+      options.outputDir = takeValue();
+      if (options.outputDir->empty())
+        usageError("--output-dir needs a directory");
+    } else if (flag == "--output-format") {
+      std::string format = takeValue();
+      options.formatGiven = true;
+      if (format == "npy")
+        options.format = TensorFileFormat::Npy;
+      else if (format == "pb")
+        options.format = TensorFileFormat::TensorProto;
+      else
+        usageError("--output-format must be npy or pb, got '" + format + "'");
+    } else if (flag == "--print") {
+      noValue();
+      options.print = true;
+    } else if (flag == "--info") {
+      noValue();
+      options.info = true;
+    } else if (flag == "--repeat") {
+      options.repeat = parseRepeat(takeValue());
+    } else {
+      usageError("unknown option '" + flag + "'");
+    }
+  }
+  if (files.empty())
+    usageError("no model given");
+  options.model = files.front();
+  options.positional.assign(files.begin() + 1, files.end());
+  if (options.formatGiven && !options.outputDir)
+    usageError("--output-format only applies with --output-dir");
+  if (!options.outputDir && options.repeat == 0)
+    options.print = true;
+  return options;
+}
+
+std::string listNames(const std::vector<TensorSpec> &specs) {
+  std::string out;
+  for (const TensorSpec &spec : specs)
+    out += (out.empty() ? "" : ", ") + spec.name;
+  return out.empty() ? "none" : out;
+}
+
+int findSpec(const std::vector<TensorSpec> &specs, const std::string &name) {
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+struct Binding {
+  std::string file;
+  std::string how; // for "bound twice" messages
+};
+
+std::vector<Binding> bindInputs(const Options &options, const std::vector<TensorSpec> &specs) {
+  std::vector<std::optional<Binding>> bound(specs.size());
+  if (options.positional.size() > specs.size())
+    usageError(std::to_string(options.positional.size()) + " input files given, but the model has " +
+               std::to_string(specs.size()) + " input" + (specs.size() == 1 ? "" : "s") + " (" +
+               listNames(specs) + ")");
+  for (std::size_t i = 0; i < options.positional.size(); ++i)
+    bound[i] = Binding{options.positional[i], "positional file " + options.positional[i]};
+
+  for (const std::string &pair : options.named) {
+    // Names and paths may both contain '=', so take the first split whose left side names an
+    // input.
+    int index = -1;
+    std::size_t split = std::string::npos;
+    for (std::size_t eq = pair.find('='); eq != std::string::npos; eq = pair.find('=', eq + 1)) {
+      index = findSpec(specs, pair.substr(0, eq));
+      if (index >= 0) {
+        split = eq;
+        break;
+      }
+    }
+    if (index < 0) {
+      std::size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq + 1 == pair.size())
+        usageError("--input expects NAME=FILE, got '" + pair + "'");
+      throw Error("unknown input '" + pair.substr(0, eq) + "' (model inputs: " + listNames(specs) + ")");
+    }
+    std::string file = pair.substr(split + 1);
+    if (file.empty())
+      usageError("--input " + pair + " names no file");
+    auto &slot = bound[static_cast<std::size_t>(index)];
+    if (slot)
+      throw Error("input '" + specs[index].name + "' given twice (" + slot->how + " and --input " +
+                  pair + ")");
+    slot = Binding{file, "--input " + pair};
+  }
+
+  std::string missing;
+  int missingCount = 0;
+  std::vector<Binding> bindings;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (!bound[i]) {
+      missing += (missingCount++ ? ", '" : "'") + specs[i].name + "' (" + specs[i].typeString() + ")";
+      continue;
+    }
+    bindings.push_back(*bound[i]);
+  }
+  if (missingCount)
+    throw Error(std::string(missingCount > 1 ? "missing inputs: " : "missing input: ") + missing +
+                "; pass FILEs in manifest order or --input NAME=FILE");
+  return bindings;
+}
+
+Tensor loadInput(const TensorSpec &spec, const Binding &binding) {
+  Tensor tensor = kiln::rt::readTensorFile(binding.file);
+  // NumPy has no bfloat16, so .npy files (and ONNX test data written from
+  // NumPy) carry bf16 tensors as their raw uint16 bits.
+  if (spec.dtype == KILN_DTYPE_BF16 && tensor.dtype() == KILN_DTYPE_U16)
+    tensor.reinterpret(KILN_DTYPE_BF16);
+  if (tensor.dtype() != spec.dtype || tensor.shape() != spec.dims)
+    throw Error("input '" + spec.name + "': expected " + spec.typeString() + ", got " +
+                tensor.typeString() + " from " + binding.file);
+  return tensor;
+}
+
+std::string sanitizeFileName(const std::string &name) {
+  std::string out;
+  for (char c : name) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-';
+    out += keep ? c : '_';
+  }
+  if (out.empty())
+    out = "output";
+  if (out[0] == '.') // never "." / ".." or a hidden file
+    out[0] = '_';
+  return out;
+}
+
+void writeOutputs(const Options &options, const std::vector<Tensor> &outputs) {
+  std::filesystem::path dir(*options.outputDir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw Error("cannot create output directory " + dir.string() + ": " + ec.message());
+  const char *extension = options.format == TensorFileFormat::Npy ? ".npy" : ".pb";
+  std::set<std::string> used;
+  for (const Tensor &tensor : outputs) {
+    std::string base = sanitizeFileName(tensor.name());
+    std::string stem = base;
+    for (int n = 2; !used.insert(stem).second; ++n)
+      stem = base + "_" + std::to_string(n);
+    kiln::rt::writeTensorFile(tensor, (dir / (stem + extension)).string(), options.format);
+  }
+}
+
+void printOutputs(const std::vector<Tensor> &outputs) {
+  for (const Tensor &tensor : outputs) {
+    std::string line = tensor.name() + ": " + tensor.typeString() + " [";
+    int64_t shown = std::min<int64_t>(tensor.numElements(), kPrintedValues);
+    for (int64_t i = 0; i < shown; ++i)
+      line += (i ? ", " : "") + tensor.formatElement(i);
+    if (tensor.numElements() > shown)
+      line += ", ... (" + std::to_string(tensor.numElements() - shown) + " more)";
+    line += "]";
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void printInfo(const Artifact &artifact) {
+  std::printf("artifact %s\n", artifact.path().c_str());
+  std::printf("name     %s\n", artifact.name().c_str());
+  std::printf("target   %s\n", artifact.target().c_str());
+  std::printf("cpu      %s\n", artifact.cpu().c_str());
+  for (const TensorSpec &spec : artifact.inputs())
+    std::printf("input    %s %s\n", spec.name.c_str(), spec.typeString().c_str());
+  for (const TensorSpec &spec : artifact.outputs())
+    std::printf("output   %s %s\n", spec.name.c_str(), spec.typeString().c_str());
+}
+
+int run(int argc, char **argv) {
+  std::optional<Options> parsed = parseArgs(argc, argv);
+  if (!parsed)
+    return 0;
+  const Options &options = *parsed;
+
+  Artifact artifact = Artifact::open(options.model);
+  if (options.info) {
+    printInfo(artifact);
+    return 0;
+  }
+
+  std::vector<Binding> bindings = bindInputs(options, artifact.inputs());
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < bindings.size(); ++i)
+    inputs.push_back(loadInput(artifact.inputs()[i], bindings[i]));
+  std::vector<Tensor> outputs = artifact.allocateOutputs();
+
+  std::vector<const Tensor *> inputPtrs;
+  for (const Tensor &tensor : inputs)
+    inputPtrs.push_back(&tensor);
+  std::vector<Tensor *> outputPtrs;
+  for (Tensor &tensor : outputs)
+    outputPtrs.push_back(&tensor);
+
+  long runs = std::max(options.repeat, 1L);
+  std::vector<double> millis;
+  millis.reserve(static_cast<std::size_t>(runs));
+  for (long i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    artifact.run(inputPtrs, outputPtrs);
+    auto stop = std::chrono::steady_clock::now();
+    millis.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+
+  if (options.outputDir)
+    writeOutputs(options, outputs);
+  if (options.print)
+    printOutputs(outputs);
+  if (options.repeat > 0) {
+    std::sort(millis.begin(), millis.end());
+    std::size_t mid = millis.size() / 2;
+    double median = millis.size() % 2 ? millis[mid] : (millis[mid - 1] + millis[mid]) / 2;
+    std::printf("%ld run%s: median %.4f ms per run (min %.4f ms, max %.4f ms)\n", runs,
+                runs == 1 ? "" : "s", median, millis.front(), millis.back());
+  }
+  if (std::fflush(stdout) != 0)
+    throw Error(std::string("cannot write to stdout: ") + std::strerror(errno));
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "kiln-run: error: out of memory\n");
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "kiln-run: error: %s\n", e.what());
+  }
+  return 1;
+}
