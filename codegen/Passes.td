@@ -41,4 +41,27 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def KilnExpandStridedCopiesPass
+    : Pass<"kiln-expand-strided-copies", "mlir::func::FuncOp"> {
+  let summary = "Rewrites copies between strided buffers into linalg.copy";
+  let description = [{
+    Bufferization copies into and out of subviews (concatenation, padding,
+    slices) with `memref.copy`. A copy between two contiguous buffers becomes
+    a `memcpy`, but a copy involving a strided view would lower to a call
+    into MLIR's C runner library, which a self-contained artifact cannot
+    depend on. This pass rewrites exactly those copies into `linalg.copy`,
+    which later becomes plain loops; contiguous copies are left alone.
+
+    Before:
+    ```mlir
+    memref.copy %a, %view : memref<2x2xf32> to memref<2x2xf32, strided<[4, 1]>>
+    ```
+    After:
+    ```mlir
+    linalg.copy ins(%a : memref<2x2xf32>) outs(%view : memref<2x2xf32, strided<[4, 1]>>)
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

@@ -47,7 +47,8 @@ static std::string describeLocation(Location loc) {
   if (auto name = llvm::dyn_cast<NameLoc>(loc)) {
     std::string where = describeLocation(name.getChildLoc());
     llvm::StringRef text = name.getName().strref();
-    bool isNode = !text.starts_with("input '") && !text.starts_with("initializer '");
+    bool isNode = !text.starts_with("input '") && !text.starts_with("output '") &&
+                  !text.starts_with("initializer '");
     return where + (isNode ? "node '" + text.str() + "': " : text.str() + ": ");
   }
   if (auto file = llvm::dyn_cast<FileLineColLoc>(loc)) {

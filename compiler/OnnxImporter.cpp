@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -260,15 +261,15 @@ FailureOr<SmallVector<int64_t>> Importer::constantInts(Node &node, size_t index,
     auto it = graphInputNames.find(value);
     if (it != graphInputNames.end()) {
       (void)failNode(node, ImportFailure::NeedsConstant,
-                     "operand '" + what + "' decides the output shape, so it must be "
-                     "known at compile time, but it is the graph input '" + it->second +
+                     "operand '" + what + "' must be known at compile time (Kiln "
+                     "compiles shapes and attributes into the code), but it is the graph input '" + it->second +
                      "'; bind it to a tensor with --freeze-input " + it->second + "=FILE.pb");
       return mlir::failure();
     }
     (void)failNode(node, ImportFailure::Unsupported,
-                   "operand '" + what + "' decides the output shape, so it must be a "
-                   "constant, but it is computed at run time (dynamic shapes are not "
-                   "supported)");
+                   "operand '" + what + "' must be known at compile time (Kiln "
+                   "compiles shapes and attributes into the code), but it is computed at "
+                   "run time (dynamic shapes are not supported)");
     return mlir::failure();
   }
   SmallVector<int64_t> result;
@@ -1216,6 +1217,12 @@ ImportResult Importer::run(llvm::StringRef bytes) {
         shape.push_back(dim.dim_value());
       }
     }
+    if (llvm::is_contained(shape, 0)) {
+      (void)fail(loc, ImportFailure::Unsupported,
+                 "graph input '" + input.name() + "' has no elements (a dimension of "
+                 "size 0); Kiln does not compile empty tensors");
+      return finish();
+    }
     argTypes.push_back(RankedTensorType::get(shape, *element));
     argNames.push_back(input.name());
   }
@@ -1270,6 +1277,18 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     if (it == values.end()) {
       (void)fail(fileLoc(), ImportFailure::Invalid,
                  "graph output '" + output.name() + "' is not produced by any node");
+      return finish();
+    }
+    auto type = llvm::cast<RankedTensorType>(it->second.getType());
+    if (llvm::is_contained(type.getShape(), 0)) {
+      (void)fail(NameLoc::get(StringAttr::get(&context, "output '" + output.name() + "'"),
+                              fileLoc()),
+                 ImportFailure::Unsupported,
+                 "graph output '" + output.name() + "' has no elements (shape " +
+                     llvm::join(llvm::map_range(type.getShape(),
+                                                [](int64_t d) { return std::to_string(d); }),
+                                "x") +
+                     "); Kiln does not compile empty tensors");
       return finish();
     }
     results.push_back(it->second);

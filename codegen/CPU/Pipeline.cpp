@@ -22,7 +22,7 @@ static constexpr const char *kCPULoweringPipeline =
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
     "buffer-deallocation-pipeline,"
     // Loops.
-    "func.func(convert-linalg-to-loops),"
+    "func.func(kiln-expand-strided-copies,convert-linalg-to-loops),"
     "fold-memref-alias-ops,"
     "lower-affine,"
     "convert-scf-to-cf,"

@@ -85,27 +85,43 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
   }
 };
 
-// A slice reads input[start + i * step]: an affine map, negative steps too.
+// A slice is an extract_slice with positive strides; dimensions read with a
+// negative step are then reversed by a generic.
 struct SliceLowering : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
                                 PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets, sizes, strides;
     SmallVector<AffineExpr> exprs;
-    for (int64_t i = 0; i < rank; ++i)
-      exprs.push_back(getAffineDimExpr(i, ctx) * op.getStep()[i] + op.getStart()[i]);
-    auto generic = linalg::GenericOp::create(
-        rewriter, op.getLoc(), type, op.getInput(),
-        emptyTensor(rewriter, op.getLoc(), type),
-        SmallVector<AffineMap>{AffineMap::get(rank, 0, exprs, ctx),
-                               rewriter.getMultiDimIdentityMap(rank)},
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-        [](OpBuilder &b, Location loc, ValueRange args) {
-          linalg::YieldOp::create(b, loc, args[0]);
-        });
-    rewriter.replaceOp(op, generic.getResult(0));
+    bool reverse = false;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t start = op.getStart()[i], step = op.getStep()[i];
+      int64_t count = type.getDimSize(i);
+      int64_t first = step > 0 || count == 0 ? start : start + (count - 1) * step;
+      offsets.push_back(rewriter.getIndexAttr(first));
+      sizes.push_back(rewriter.getIndexAttr(count));
+      strides.push_back(rewriter.getIndexAttr(std::abs(step)));
+      AffineExpr d = getAffineDimExpr(i, ctx);
+      exprs.push_back(step < 0 ? (count - 1) - d : d);
+      reverse |= step < 0 && count > 1;
+    }
+    Value result = tensor::ExtractSliceOp::create(rewriter, loc, type, op.getInput(),
+                                                  offsets, sizes, strides);
+    if (reverse)
+      result = linalg::GenericOp::create(
+                   rewriter, loc, type, result, emptyTensor(rewriter, loc, type),
+                   SmallVector<AffineMap>{AffineMap::get(rank, 0, exprs, ctx),
+                                          rewriter.getMultiDimIdentityMap(rank)},
+                   SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+                   [](OpBuilder &b, Location loc, ValueRange args) {
+                     linalg::YieldOp::create(b, loc, args[0]);
+                   })
+                   .getResult(0);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

@@ -54,6 +54,15 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return text;
 }
 
+static std::string listString(ArrayRef<int64_t> values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(values, os);
+  os << "]";
+  return text;
+}
+
 /// Infers the broadcast result of `operands`, with `elementType` as result
 /// element type (null: that of the last operand).
 static LogicalResult inferBroadcast(std::optional<Location> loc,
@@ -132,8 +141,14 @@ KILN_BINARY_OP(OrOp)
 KILN_BINARY_OP(XorOp)
 #undef KILN_BINARY_OP
 
-// Pow allows an exponent of another numeric type, as ONNX does.
-KILN_BROADCAST_OP(PowOp, Type(), 2)
+// Pow allows an exponent of another numeric type, as ONNX does; the result
+// has the base's type.
+LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  return inferBroadcast(loc, adaptor.getOperands(),
+                        rankedType(adaptor.getLhs()).getElementType(), results);
+}
+LogicalResult PowOp::verify() { return success(); }
 // Where's condition is i1 while both branches share a type.
 KILN_BROADCAST_OP(WhereOp, Type(), 1)
 
@@ -426,6 +441,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult BatchNormOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError("input must have rank >= 2, got ") << getInput().getType();
   int64_t channels = getInput().getType().getDimSize(1);
   for (Value operand : getOperands().drop_front()) {
     RankedTensorType type = rankedType(operand);
@@ -549,7 +566,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
       llvm::any_of(llvm::enumerate(sorted), [](auto it) {
         return it.value() != static_cast<int64_t>(it.index());
       }))
-    return emitOptionalError(loc, "perm ", shapeString(perm),
+    return emitOptionalError(loc, "perm ", listString(perm),
                              " is not a permutation of ", input.getRank(),
                              " dimensions");
   SmallVector<int64_t> shape;

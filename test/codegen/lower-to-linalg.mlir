@@ -1,0 +1,169 @@
+// RUN: kiln-opt %s -split-input-file -kiln-lower-to-linalg | FileCheck %s
+
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @relu
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK: %[[R:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]]], iterator_types = ["parallel"]} ins(%[[X]] : tensor<4xf32>) outs(%[[E]] : tensor<4xf32>)
+// CHECK: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[NEG:.*]] = arith.cmpf olt, %[[IN]], %{{.*}} : f32
+// CHECK: %[[SEL:.*]] = arith.select %[[NEG]], %{{.*}}, %[[IN]] : f32
+// CHECK: linalg.yield %[[SEL]] : f32
+// CHECK: return %[[R]]
+func.func @relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.relu %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Broadcasting is an indexing map: the smaller operand is read with fewer dims.
+// CHECK-DAG: #[[ID2:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[ID2]], #[[ROW]], #[[ID2]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+func.func @add_broadcast(%a: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3x4xf32> {
+  %0 = kiln.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Half-precision math runs in f32 and is rounded once at the end.
+// CHECK-LABEL: func @exp_f16
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: math.exp %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: return %{{.*}} : tensor<4xf16>
+func.func @exp_f16(%a: tensor<4xf16>) -> tensor<4xf16> {
+  %0 = kiln.exp %a : tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func @batched_matmul_broadcast_rhs
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[FILL:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<2x3x5xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%[[FILL]] : tensor<2x3x5xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @batched_matmul_broadcast_rhs(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[KEEP:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func @reduce_sum_keepdims
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x1xf32>)
+// CHECK: linalg.generic {{.*}}#[[KEEP]]]{{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+func.func @reduce_sum_keepdims(%x: tensor<3x4xf32>) -> tensor<3x1xf32> {
+  %0 = kiln.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  return %0 : tensor<3x1xf32>
+}
+
+// -----
+
+// Softmax is max-subtracted for stability: max, subtract, exp, sum, divide.
+// CHECK-LABEL: func @softmax
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @softmax(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = kiln.softmax %x {axis = 1 : i64} : tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Grouped convolution: padding, then channels split into (group, channel).
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 * 2 + d6, d4 * 2 + d7)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+// CHECK-LABEL: func @grouped_conv
+// CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor<1x4x7x5xf32> to tensor<1x4x9x7xf32>
+// CHECK: %[[XG:.*]] = tensor.expand_shape %[[P]] {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 9, 7]
+// CHECK: %[[WG:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] output_shape [2, 3, 2, 3, 3]
+// CHECK: %[[BIAS:.*]] = linalg.generic
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[IN]], #[[W]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[XG]], %[[WG]] : {{.*}}) outs(%[[BIAS]] : tensor<1x2x3x4x3xf32>)
+// CHECK: tensor.collapse_shape %[[Y]] {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x3x4x3xf32> into tensor<1x6x4x3xf32>
+func.func @grouped_conv(%x: tensor<1x4x7x5xf32>, %w: tensor<6x2x3x3xf32>, %bias: tensor<6xf32>) -> tensor<1x6x4x3xf32> {
+  %0 = kiln.conv %x, %w, %bias {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x7x5xf32>, tensor<6x2x3x3xf32>, tensor<6xf32>) -> tensor<1x6x4x3xf32>
+  return %0 : tensor<1x6x4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @max_pool
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK: arith.maximumf
+func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @concat
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<2x1xf32>)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<2x4xf32>
+// CHECK: %[[S0:.*]] = tensor.insert_slice %[[X]] into %[[E]][0, 0] [2, 3] [1, 1]
+// CHECK: %[[S1:.*]] = tensor.insert_slice %[[Y]] into %[[S0]][0, 3] [2, 1] [1, 1]
+// CHECK: return %[[S1]]
+func.func @concat(%x: tensor<2x3xf32>, %y: tensor<2x1xf32>) -> tensor<2x4xf32> {
+  %0 = kiln.concat %x, %y {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// A negative step reads a forward strided window and reverses it.
+// CHECK-DAG: #[[REV:.*]] = affine_map<(d0, d1) -> (d0, -d1 + 1)>
+// CHECK-LABEL: func @reversing_slice
+// CHECK: %[[W:.*]] = tensor.extract_slice %{{.*}}[0, 1] [2, 2] [1, 2] : tensor<2x4xf32> to tensor<2x2xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[REV]], {{.*}}]{{.*}} ins(%[[W]] : tensor<2x2xf32>)
+func.func @reversing_slice(%x: tensor<2x4xf32>) -> tensor<2x2xf32> {
+  %0 = kiln.slice %x {start = array<i64: 0, 3>, step = array<i64: 1, -2>} : tensor<2x4xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @forward_slice
+// CHECK: %[[W:.*]] = tensor.extract_slice %{{.*}}[1, 0] [1, 2] [1, 2] : tensor<2x4xf32> to tensor<1x2xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[W]]
+func.func @forward_slice(%x: tensor<2x4xf32>) -> tensor<1x2xf32> {
+  %0 = kiln.slice %x {start = array<i64: 1, 0>, step = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// Negative indices wrap and every index is clamped into range, so a bad
+// index never reads out of bounds.
+// CHECK-LABEL: func @gather
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: arith.cmpi slt, %[[I]]
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<5x3xf32>
+func.func @gather(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
+  %0 = kiln.gather %x, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -1,0 +1,271 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<3x4xf32>, %b: tensor<5xf32>) -> tensor<3x4xf32> {
+  // expected-error @+2 {{operand shapes [3x4], [5] do not broadcast (NumPy rules)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.add %a, %b : (tensor<3x4xf32>, tensor<5xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @element_type_mismatch(%a: tensor<3xf32>, %b: tensor<3xf16>) -> tensor<3xf32> {
+  // expected-error @+1 {{operands have different element types}}
+  %0 = kiln.mul %a, %b : (tensor<3xf32>, tensor<3xf16>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @wrong_result_shape(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<3xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  %0 = kiln.sub %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @integer_mod_of_floats(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{integer modulo (fmod = false) needs integer operands}}
+  %0 = kiln.mod %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @matmul_contracting(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+2 {{contracting dimensions differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<3x3x5xf32>) -> tensor<3x2x5xf32> {
+  // expected-error @+2 {{batch dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : (tensor<2x2x3xf32>, tensor<3x3x5xf32>) -> tensor<3x2x5xf32>
+  return %0 : tensor<3x2x5xf32>
+}
+
+// -----
+
+func.func @gemm_not_matrix(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<3x5xf32> {
+  // expected-error @+2 {{A and B must be matrices}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gemm %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+func.func @gemm_bias(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>, %c: tensor<4xf32>) -> tensor<3x5xf32> {
+  // expected-error @+1 {{C of shape}}
+  %0 = kiln.gemm %a, %b, %c : (tensor<3x4xf32>, tensor<4x5xf32>, tensor<4xf32>) -> tensor<3x5xf32>
+  return %0 : tensor<3x5xf32>
+}
+
+// -----
+
+func.func @conv_rank(%x: tensor<1x4x7xf32>, %w: tensor<6x4x3xf32>) -> tensor<1x6x5xf32> {
+  // expected-error @+2 {{input and filter must be 4-D}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1>, pads = array<i64: 0, 0>, strides = array<i64: 1>} : (tensor<1x4x7xf32>, tensor<6x4x3xf32>) -> tensor<1x6x5xf32>
+  return %0 : tensor<1x6x5xf32>
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x4x7x7xf32>, %w: tensor<6x3x3x3xf32>) -> tensor<1x6x5x5xf32> {
+  // expected-error @+2 {{with group = 2, input channels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x7x7xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x5x5xf32>
+  return %0 : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+func.func @conv_strides(%x: tensor<1x4x7x7xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x5x5xf32> {
+  // expected-error @+2 {{strides and dilations must be >= 1, pads >= 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 0, 1>} : (tensor<1x4x7x7xf32>, tensor<6x4x3x3xf32>) -> tensor<1x6x5x5xf32>
+  return %0 : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+func.func @conv_bias(%x: tensor<1x4x7x7xf32>, %w: tensor<6x4x3x3xf32>, %b: tensor<4xf32>) -> tensor<1x6x5x5xf32> {
+  // expected-error @+2 {{bias must have 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x7x7xf32>, tensor<6x4x3x3xf32>, tensor<4xf32>) -> tensor<1x6x5x5xf32>
+  return %0 : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<4x7x7xf32>) -> tensor<4x3x3xf32> {
+  // expected-error @+2 {{input must be 4-D (NCHW)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x7x7xf32>) -> tensor<4x3x3xf32>
+  return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+func.func @pool_padding(%x: tensor<1x4x7x7xf32>) -> tensor<1x4x10x10xf32> {
+  // expected-error @+2 {{padding must be smaller than the kernel}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<1x4x7x7xf32>) -> tensor<1x4x10x10xf32>
+  return %0 : tensor<1x4x10x10xf32>
+}
+
+// -----
+
+func.func @reduce_axis(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = kiln.reduce_sum %x {axes = array<i64: 2>} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @reduce_axes_order(%x: tensor<3x4xf32>) -> tensor<1x1xf32> {
+  // expected-error @+1 {{axes must be sorted and unique}}
+  %0 = kiln.reduce_sum %x {axes = array<i64: 1, 0>} : (tensor<3x4xf32>) -> tensor<1x1xf32>
+  return %0 : tensor<1x1xf32>
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{axis -1 is out of range for rank 2}}
+  %0 = kiln.softmax %x {axis = -1 : i64} : tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @batch_norm_rank(%x: tensor<3xf32>, %c: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{input must have rank >= 2}}
+  %0 = kiln.batch_norm %x, %c, %c, %c, %c : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @batch_norm_channels(%x: tensor<2x3x4xf32>, %c: tensor<4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{per-channel operands must have}}
+  %0 = kiln.batch_norm %x, %c, %c, %c, %c : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x3x4xf32>, %s: tensor<5xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+2 {{scale and bias must broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %m, %i = kiln.layer_norm %x, %s, %s {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<5xf32>, tensor<5xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  return %y : tensor<2x3x4xf32>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{cannot reshape}}
+  %0 = kiln.reshape %x : tensor<2x3xf32> -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x3xf32>) -> tensor<6xi32> {
+  // expected-error @+1 {{must not change the element type}}
+  %0 = kiln.reshape %x : tensor<2x3xf32> -> tensor<6xi32>
+  return %0 : tensor<6xi32>
+}
+
+// -----
+
+func.func @squeeze_non_unit(%x: tensor<2x3xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{cannot squeeze dimension 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.squeeze %x {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{perm [1, 1] is not a permutation of 2 dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %x {perm = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @concat_shapes(%x: tensor<2x3xf32>, %y: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{inputs}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.concat %x, %y {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{start, step and result must all have rank 2}}
+  %0 = kiln.slice %x {start = array<i64: 0>, step = array<i64: 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{step of dimension 1 is zero}}
+  %0 = kiln.slice %x {start = array<i64: 0, 0>, step = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slice_out_of_bounds(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dimension 1}}
+  %0 = kiln.slice %x {start = array<i64: 0, 1>, step = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<2x3xf32>, %i: tensor<4xi64>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather %x, %i {axis = 2 : i64} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @expand_shape(%x: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{cannot broadcast}}
+  %0 = kiln.expand %x : tensor<2x3xf32> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{expected builtin.tensor, but found 'tensor<*xf32>'}}
+  %0 = kiln.abs %x : tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @unsupported_element_type(%x: tensor<3xcomplex<f32>>) -> tensor<3xcomplex<f32>> {
+  // expected-error @+1 {{operand #0 must be}}
+  %0 = kiln.exp %x : tensor<3xcomplex<f32>>
+  return %0 : tensor<3xcomplex<f32>>
+}
