@@ -65,12 +65,13 @@ static std::string describeLocation(Location loc) {
   return "";
 }
 
-void installDiagnosticPrinter(MLIRContext &context, llvm::StringRef tool) {
+DiagnosticEngine::HandlerID installDiagnosticPrinter(MLIRContext &context,
+                                                     llvm::StringRef tool) {
   std::string prefix = tool.str();
   // One line per problem: the op dump MLIR attaches helps compiler authors,
   // who get it back with --mlir-print-op-on-diagnostic.
   context.printOpOnDiagnostic(false);
-  context.getDiagEngine().registerHandler([prefix](Diagnostic &diag) {
+  return context.getDiagEngine().registerHandler([prefix](Diagnostic &diag) {
     const char *severity = diag.getSeverity() == DiagnosticSeverity::Error     ? "error"
                            : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning"
                            : diag.getSeverity() == DiagnosticSeverity::Note    ? "note"
@@ -196,11 +197,12 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   FailureOr<ModelSignature> signature = readSignature(*module);
   if (failed(signature))
     return kExitError;
-  stripSignatureNames(*module);
-
   Phase phase = options.emit == Emit::Mlir     ? Phase::Kiln
                 : options.emit == Emit::Linalg ? Phase::Linalg
                                                : Phase::LLVMDialect;
+  // The names live on in the manifest; lowering must not carry them along.
+  if (phase != Phase::Kiln)
+    stripSignatureNames(*module);
   PassManager lowering(&context);
   if (failed(applyPassManagerCLOptions(lowering)))
     return kExitUsage;

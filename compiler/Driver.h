@@ -38,7 +38,8 @@ struct CompilerOptions {
 std::string parseInputShape(llvm::StringRef spec, ImportOptions &options);
 
 /// Prints diagnostics as one line each, `tool: error: file: node 'n': msg`.
-void installDiagnosticPrinter(mlir::MLIRContext &context, llvm::StringRef tool);
+mlir::DiagnosticEngine::HandlerID installDiagnosticPrinter(mlir::MLIRContext &context,
+                                                           llvm::StringRef tool);
 
 /// Runs kilnc: import, graph passes, lowering, code generation, packaging.
 int runCompiler(const CompilerOptions &options, mlir::MLIRContext &context);

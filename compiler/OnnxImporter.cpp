@@ -21,6 +21,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -1107,6 +1108,27 @@ LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
   return success();
 }
 
+namespace {
+/// Keeps the first protobuf text-format error instead of logging every one.
+struct FirstTextError : google::protobuf::io::ErrorCollector {
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string &text) override {
+    if (message.empty())
+      message = std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + text;
+  }
+  std::string message;
+};
+
+/// Whether `bytes` could be protobuf text format (printable ASCII and
+/// whitespace); binary models never are.
+bool looksLikeText(llvm::StringRef bytes) {
+  return !bytes.empty() && llvm::all_of(bytes, [](char c) {
+    unsigned char u = static_cast<unsigned char>(c);
+    return u == '\n' || u == '\r' || u == '\t' || (u >= 0x20 && u < 0x7f);
+  });
+}
+} // namespace
+
 ImportResult Importer::run(llvm::StringRef bytes) {
   ImportResult result;
   auto finish = [&]() {
@@ -1121,19 +1143,27 @@ ImportResult Importer::run(llvm::StringRef bytes) {
   coded.SetTotalBytesLimit(INT_MAX);
   bool parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
   // Protobuf text format makes readable test models; accept it as well.
-  if (!parsed || !model.has_graph()) {
+  std::string textError;
+  if ((!parsed || !model.has_graph()) && looksLikeText(bytes)) {
     onnx::ModelProto text;
-    if (google::protobuf::TextFormat::ParseFromString(std::string(bytes), &text) &&
-        text.has_graph()) {
+    FirstTextError collector;
+    google::protobuf::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&collector);
+    if (parser.ParseFromString(std::string(bytes), &text) && text.has_graph()) {
       model = std::move(text);
       parsed = true;
+    } else {
+      textError = collector.message;
     }
   }
   if (!parsed || !model.has_graph()) {
     (void)fail(fileLoc(), ImportFailure::Invalid,
-               parsed ? "not an ONNX model: the file has no graph"
-                      : "not an ONNX model: the file does not parse as an ONNX "
-                        "ModelProto (truncated or not ONNX)");
+               !textError.empty()
+                   ? "not an ONNX model: the file does not parse as ONNX text format: " +
+                         textError
+               : parsed ? "not an ONNX model: the file has no graph"
+                        : "not an ONNX model: the file does not parse as an ONNX "
+                          "ModelProto (truncated or not ONNX)");
     return finish();
   }
   for (const auto &import : model.opset_import())
@@ -1146,9 +1176,16 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     onnx::checker::check_model(model);
     onnx::shape_inference::InferShapes(model);
   } catch (const std::exception &e) {
-    std::string message = e.what();
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
-      message.pop_back();
+    // ONNX's messages span lines ("...\n\n==> Context: Bad node spec for
+    // node. Name: n OpType: T"); diagnostics are one line.
+    std::string message;
+    for (llvm::StringRef line : llvm::split(llvm::StringRef(e.what()).trim(), '\n')) {
+      line = line.trim();
+      if (line.consume_front("==> Context:"))
+        line = line.trim();
+      if (!line.empty())
+        message += (message.empty() ? "" : "; ") + line.str();
+    }
     (void)fail(fileLoc(), ImportFailure::Invalid, "invalid ONNX model: " + message);
     return finish();
   }

@@ -869,7 +869,12 @@ int run(int argc, char **argv) {
   std::vector<std::string> tests;
   for (const fs::directory_entry &entry : fs::directory_iterator(options.dataDir, ec)) {
     std::string name = entry.path().filename().string();
-    if (entry.is_directory(ec) && name.rfind("test_", 0) == 0 && (!filter || std::regex_search(name, *filter)))
+    // A test is a folder named test_* (ONNX's convention; one without a
+    // model.onnx fails) or any other folder with a model.onnx.
+    std::error_code modelEc;
+    bool isTest = name.rfind("test_", 0) == 0 ||
+                  fs::is_regular_file(entry.path() / "model.onnx", modelEc);
+    if (entry.is_directory(ec) && isTest && (!filter || std::regex_search(name, *filter)))
       tests.push_back(name);
   }
   if (ec)

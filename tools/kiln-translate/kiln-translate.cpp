@@ -46,8 +46,12 @@ int main(int argc, char **argv) {
           options.frozenInputs[name] = file.str();
         }
         const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        // Import errors print as kilnc prints them: one line naming the
+        // file and the ONNX node.
+        auto handler = kiln::installDiagnosticPrinter(*context, "kiln-translate");
         kiln::ImportResult result = kiln::importOnnx(
             buffer->getBuffer(), buffer->getBufferIdentifier(), *context, options);
+        context->getDiagEngine().eraseHandler(handler);
         if (!result.module)
           return nullptr;
         return mlir::OwningOpRef<mlir::Operation *>(result.module.release());
