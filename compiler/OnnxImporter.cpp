@@ -9,6 +9,7 @@
 #include "compiler/OnnxImporter.h"
 
 #include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -130,6 +131,7 @@ struct Importer {
 
   // Graph structure.
   LogicalResult importNode(const onnx::NodeProto &node, int index);
+  void foldNewOps(Operation *previous, SmallVectorImpl<Value> &results);
 
   MLIRContext &context;
   OpBuilder builder;
@@ -1059,6 +1061,28 @@ const llvm::StringMap<Handler> &handlers() {
 // Graph
 //===----------------------------------------------------------------------===//
 
+/// Evaluates the ops just created after `previous` whose operands are all
+/// constants, so that constant subgraphs (typically shape arithmetic) are
+/// constants by the time a later node needs one at compile time.
+void Importer::foldNewOps(Operation *previous, SmallVectorImpl<Value> &results) {
+  Block *block = builder.getInsertionBlock();
+  Block::iterator begin = previous ? std::next(previous->getIterator()) : block->begin();
+  for (Operation &op : llvm::make_early_inc_range(llvm::make_range(begin, block->end()))) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(&op);
+    FailureOr<SmallVector<Value>> folded =
+        foldToConstants(builder, &op, kDefaultFoldMaxElements);
+    if (failed(folded))
+      continue;
+    for (auto [from, to] : llvm::zip(op.getResults(), *folded))
+      for (Value &result : results)
+        if (result == from)
+          result = to;
+    op.replaceAllUsesWith(*folded);
+    op.erase();
+  }
+}
+
 LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
   Location loc = nodeLoc(proto, index);
   if (!proto.domain().empty() && proto.domain() != "ai.onnx")
@@ -1089,12 +1113,15 @@ LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
 
   // Ops verify their operands through type inference; failures surface as
   // diagnostics at the node, caught here to classify them as invalid.
+  Block *block = builder.getInsertionBlock();
+  Operation *previous = block->empty() ? nullptr : &block->back();
   FailureOr<SmallVector<Value>> results = it->second(*this, node);
   if (failed(results)) {
     if (failure == ImportFailure::None)
       failure = ImportFailure::Invalid;
     return mlir::failure();
   }
+  foldNewOps(previous, *results);
   if (results->size() < static_cast<size_t>(proto.output_size())) {
     for (int i = results->size(); i < proto.output_size(); ++i)
       if (!proto.output(i).empty())

@@ -2,12 +2,15 @@
 #include "compiler/Pipeline.h"
 
 #include "codegen/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Transforms/Passes.h"
 
 namespace kiln {
 
 void buildGraphPipeline(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnFoldConstantsPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }

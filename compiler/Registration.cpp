@@ -2,6 +2,7 @@
 #include "compiler/Registration.h"
 
 #include "codegen/Passes.h"
+#include "passes/Passes.h"
 #include "dialects/kiln/KilnOps.h"
 
 #include "mlir/InitAllDialects.h"
@@ -20,6 +21,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
 
 void registerKilnPasses() {
   mlir::registerAllPasses();
+  registerKilnGraphPasses();
   registerKilnCodegenPasses();
   registerCodegenPipelines();
 }

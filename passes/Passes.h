@@ -1,0 +1,29 @@
+//===- Passes.h - Kiln graph passes ----------------------------*- C++ -*-===//
+#ifndef KILN_PASSES_PASSES_H
+#define KILN_PASSES_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// Default for kiln-fold-constants' max-elements, also used by the importer.
+constexpr int64_t kDefaultFoldMaxElements = 1 << 20;
+
+/// When every operand of the kiln op `op` is a constant, computes its results
+/// and materializes them as kiln.constant ops at `builder`'s insertion point.
+/// Fails (creating nothing) for ops it cannot evaluate and when the results
+/// hold more than `maxElements` elements. `op` itself is left in place.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+foldToConstants(mlir::OpBuilder &builder, mlir::Operation *op, int64_t maxElements);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_PASSES_H
