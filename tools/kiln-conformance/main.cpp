@@ -1,4 +1,5 @@
 // kiln-conformance: compiles and runs the ONNX backend node tests through kilnc and kiln-run.
+#include "common/Flags.h"
 #include "kiln/artifact.h"
 #include "kiln/manifest.h"
 #include "kiln/tensor.h"
@@ -756,22 +757,16 @@ std::optional<Options> parseArgs(int argc, char **argv) {
   Options options;
   bool sawKilnc = false, sawKilnRun = false;
   for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], flag = arg, value;
-    bool inlineValue = false;
-    if (std::size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inlineValue = true;
-    }
+    std::string arg = argv[i];
+    kiln::tools::Flag parsed = kiln::tools::splitFlag(arg);
+    const std::string &flag = parsed.name;
     auto takeValue = [&]() -> std::string {
-      if (inlineValue)
-        return value;
-      if (i + 1 >= argc)
-        throw UsageError(flag + " needs a value");
-      return argv[++i];
+      if (std::optional<std::string> value = kiln::tools::flagValue(parsed, argc, argv, i))
+        return *value;
+      throw UsageError(flag + " needs a value");
     };
     auto noValue = [&] {
-      if (inlineValue)
+      if (parsed.inlineValue)
         throw UsageError(flag + " takes no value");
     };
     if (flag == "--help" || flag == "-h") {

@@ -1,4 +1,5 @@
 // kiln-run: load a Kiln artifact, bind .npy/.pb inputs, run it, and write or print the outputs.
+#include "common/Flags.h"
 #include "kiln/artifact.h"
 #include "kiln/tensor.h"
 
@@ -100,22 +101,15 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       std::fputs(kUsage, stdout);
       return std::nullopt;
     }
-    std::string flag = arg, value;
-    bool inlineValue = false;
-    if (std::size_t eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      inlineValue = true;
-    }
+    kiln::tools::Flag parsed = kiln::tools::splitFlag(arg);
+    const std::string &flag = parsed.name;
     auto takeValue = [&]() -> std::string {
-      if (inlineValue)
-        return value;
-      if (i + 1 >= argc)
-        usageError(flag + " needs a value");
-      return argv[++i];
+      if (std::optional<std::string> value = kiln::tools::flagValue(parsed, argc, argv, i))
+        return *value;
+      usageError(flag + " needs a value");
     };
     auto noValue = [&] {
-      if (inlineValue)
+      if (parsed.inlineValue)
         usageError(flag + " takes no value");
     };
     if (flag == "--input") {
