@@ -14,6 +14,9 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     exponential and a sum; Gemm into transposes, a matmul and an epilogue;
     layer and batch normalization into reductions and broadcasts. f16 and
     bf16 arithmetic is computed in f32 and rounded once.
+    Integer division and remainder define what ONNX leaves undefined and
+    x86 would trap on: `x / 0 = x % 0 = 0`, `x / -1 = -x` (wrapping) and
+    `x % -1 = 0`.
 
     Precondition: all tensors are statically shaped (the importer ensures it).
 

@@ -210,10 +210,33 @@ Value scalar(IsInfOp op, OpBuilder &b, Location loc, ValueRange a) {
 KILN_ARITH_BINARY(AddOp, AddFOp, AddIOp)
 KILN_ARITH_BINARY(SubOp, SubFOp, SubIOp)
 KILN_ARITH_BINARY(MulOp, MulFOp, MulIOp)
-KILN_ARITH_BINARY(DivOp, DivFOp, DivSIOp)
 KILN_ARITH_BINARY(MaxOp, MaximumFOp, MaxSIOp)
 KILN_ARITH_BINARY(MinOp, MinimumFOp, MinSIOp)
 #undef KILN_ARITH_BINARY
+/// Signed division and remainder with the two cases that trap on x86 made
+/// harmless: ONNX leaves x / 0 and INT_MIN / -1 undefined, and Kiln defines
+/// x / 0 = x % 0 = 0 and x / -1 = -x (wrapping), x % -1 = 0, so that bad data
+/// cannot crash the program.
+Value safeIntDivision(OpBuilder &b, Location loc, Value x, Value y, bool remainder) {
+  Value zero = cst(b, loc, y, 0), one = cst(b, loc, y, 1), minusOne = cst(b, loc, y, -1);
+  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value isMinusOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, minusOne);
+  Value special = arith::OrIOp::create(b, loc, isZero, isMinusOne);
+  Value divisor = arith::SelectOp::create(b, loc, special, one, y);
+  if (remainder) {
+    Value rem = arith::RemSIOp::create(b, loc, x, divisor);
+    return arith::SelectOp::create(b, loc, special, zero, rem);
+  }
+  Value quotient = arith::DivSIOp::create(b, loc, x, divisor);
+  Value negated = arith::SubIOp::create(b, loc, zero, x);
+  Value edge = arith::SelectOp::create(b, loc, isMinusOne, negated, zero);
+  return arith::SelectOp::create(b, loc, special, edge, quotient);
+}
+Value scalar(DivOp, OpBuilder &b, Location loc, ValueRange a) {
+  if (isFloat(a[0]))
+    return arith::DivFOp::create(b, loc, a[0], a[1]);
+  return safeIntDivision(b, loc, a[0], a[1], /*remainder=*/false);
+}
 Value scalar(AndOp, OpBuilder &b, Location loc, ValueRange a) {
   return arith::AndIOp::create(b, loc, a[0], a[1]);
 }
@@ -239,7 +262,7 @@ Value scalar(PReluOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalar(ModOp op, OpBuilder &b, Location loc, ValueRange a) {
   if (isFloat(a[0]))
     return arith::RemFOp::create(b, loc, a[0], a[1]);
-  Value rem = arith::RemSIOp::create(b, loc, a[0], a[1]);
+  Value rem = safeIntDivision(b, loc, a[0], a[1], /*remainder=*/true);
   if (op.getFmod())
     return rem;
   // Python's %: a non-zero remainder takes the divisor's sign.

@@ -167,3 +167,20 @@ func.func @gather(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
   %0 = kiln.gather %x, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// Integer division never traps: a zero or -1 divisor is replaced by 1 and
+// the result selected afterwards.
+// CHECK-LABEL: func @integer_division
+// CHECK: ^bb0(%[[A:.*]]: i32, %[[B:.*]]: i32, %{{.*}}: i32):
+// CHECK: %[[Z:.*]] = arith.cmpi eq, %[[B]], %{{.*}} : i32
+// CHECK: %[[M:.*]] = arith.cmpi eq, %[[B]], %{{.*}} : i32
+// CHECK: %[[S:.*]] = arith.ori %[[Z]], %[[M]] : i1
+// CHECK: %[[D:.*]] = arith.select %[[S]], %{{.*}}, %[[B]] : i32
+// CHECK: %[[Q:.*]] = arith.divsi %[[A]], %[[D]] : i32
+// CHECK: arith.select %[[S]], %{{.*}}, %[[Q]] : i32
+func.func @integer_division(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = kiln.div %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
