@@ -25,6 +25,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -1196,6 +1197,15 @@ ImportResult Importer::run(llvm::StringRef bytes) {
   for (const auto &import : model.opset_import())
     if (import.domain().empty() || import.domain() == "ai.onnx")
       opset = import.version();
+  // Op handlers follow each op's schema versions up to the newest opset the
+  // installed ONNX library knows; a newer model may use semantics they lack.
+  const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  if (auto it = ranges.find(""); it != ranges.end() && opset > it->second.second) {
+    (void)fail(fileLoc(), ImportFailure::Unsupported,
+               "the model imports ONNX opset " + Twine(opset) +
+                   "; Kiln supports opsets up to " + Twine(it->second.second));
+    return finish();
+  }
 
   // ONNX's checker and shape inference catch malformed graphs before we
   // build anything; their messages name the node.
