@@ -179,6 +179,14 @@ void readRepeated(WireReader &reader, uint32_t field, uint32_t wireType, uint32_
     readOne(packed);
 }
 
+// The IEEE value with the bit pattern `bits` (fixed32 floats, fixed64 doubles).
+template <typename T, typename Bits> T fromBits(Bits bits) {
+  static_assert(sizeof(T) == sizeof(Bits));
+  T value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 RawProto decode(std::string_view bytes, const std::string &source) {
   RawProto proto;
   WireReader reader(bytes, source);
@@ -206,10 +214,7 @@ RawProto decode(std::string_view bytes, const std::string &source) {
       break;
     case kFloatData:
       readRepeated(reader, field, wireType, kFixed32, source, [&](WireReader &r) {
-        uint32_t bits = r.fixed32();
-        float value;
-        std::memcpy(&value, &bits, sizeof value);
-        proto.floatData.push_back(value);
+        proto.floatData.push_back(fromBits<float>(r.fixed32()));
       });
       break;
     case kInt32Data:
@@ -238,10 +243,7 @@ RawProto decode(std::string_view bytes, const std::string &source) {
       break;
     case kDoubleData:
       readRepeated(reader, field, wireType, kFixed64, source, [&](WireReader &r) {
-        uint64_t bits = r.fixed64();
-        double value;
-        std::memcpy(&value, &bits, sizeof value);
-        proto.doubleData.push_back(value);
+        proto.doubleData.push_back(fromBits<double>(r.fixed64()));
       });
       break;
     case kUint64Data:
