@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   # Build tools.
-  cmake ninja-build ccache g++ git
+  cmake ninja-build ccache gcc g++ git coreutils
   # Compiler infrastructure: LLVM/MLIR 22 with lit and FileCheck.
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools liblld-22-dev
   # Graph format: ONNX protobuf schema, checker, shape inference; the node tests.
