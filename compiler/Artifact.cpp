@@ -1,9 +1,11 @@
 //===- Artifact.cpp - Native code and the .kiln artifact ------------------===//
 #include "compiler/Artifact.h"
 
+#include "kiln/manifest.h"
+#include "kiln/runtime.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -47,17 +49,11 @@ static std::string cType(llvm::StringRef dtype) {
       .Default("void");
 }
 
-/// Names in the manifest are percent-encoded so that every record is
-/// whitespace-separated.
+/// Names in the manifest are percent-encoded, by the runtime's own rules, so
+/// that every record is whitespace-separated; an empty name still needs a
+/// field.
 static std::string encodeName(llvm::StringRef name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c > 0x20 && c < 0x7f && c != '%')
-      out += c;
-    else
-      out += "%" + llvm::utohexstr(c, /*LowerCase=*/false, /*Width=*/2);
-  }
-  return out.empty() ? "%00" : out;
+  return name.empty() ? "%00" : kiln::rt::percentEncode(name);
 }
 
 static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
@@ -195,7 +191,7 @@ translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
 
   std::string manifest;
   llvm::raw_string_ostream os(manifest);
-  os << "kiln-artifact " << kArtifactFormatVersion << "\n"
+  os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
      << "name " << encodeName(options.functionName) << "\n"
      << "target " << machine.getTargetTriple().str() << "\n"
      << "cpu " << machine.getTargetCPU() << "\n"

@@ -18,9 +18,6 @@
 
 namespace kiln {
 
-/// The artifact format this compiler writes (the manifest's first line).
-inline constexpr int kArtifactFormatVersion = 1;
-
 struct TargetOptions {
   /// LLVM CPU name, or "native" for the compiling machine.
   std::string cpu = "native";

@@ -266,8 +266,9 @@ FailureOr<SmallVector<int64_t>> Importer::constantInts(Node &node, size_t index,
     if (it != graphInputNames.end()) {
       (void)failNode(node, ImportFailure::NeedsConstant,
                      "operand '" + what + "' must be known at compile time (Kiln "
-                     "compiles shapes and attributes into the code), but it is the graph input '" + it->second +
-                     "'; bind it to a tensor with --freeze-input " + it->second + "=FILE.pb");
+                     "compiles shapes and attributes into the code), but it is the "
+                     "graph input '" + it->second + "'; bind it to a tensor with "
+                     "--freeze-input " + it->second + "=FILE.pb");
       return mlir::failure();
     }
     (void)failNode(node, ImportFailure::Unsupported,
@@ -1359,10 +1360,7 @@ ImportResult Importer::run(llvm::StringRef bytes) {
                               fileLoc()),
                  ImportFailure::Unsupported,
                  "graph output '" + output.name() + "' has no elements (shape " +
-                     llvm::join(llvm::map_range(type.getShape(),
-                                                [](int64_t d) { return std::to_string(d); }),
-                                "x") +
-                     "); Kiln does not compile empty tensors");
+                     describeShape(type.getShape()) + "); Kiln does not compile empty tensors");
       return finish();
     }
     results.push_back(it->second);

@@ -29,10 +29,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-using Attrs = SmallVector<DenseElementsAttr>;
-
-RankedTensorType resultType(Operation *op, unsigned i = 0) {
-  return llvm::cast<RankedTensorType>(op->getResult(i).getType());
+RankedTensorType resultType(Operation *op) {
+  return llvm::cast<RankedTensorType>(op->getResult(0).getType());
 }
 
 SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
@@ -351,7 +349,7 @@ DenseElementsAttr foldBroadcast(Operation *op, ArrayRef<DenseElementsAttr> opera
   SmallVector<Scalar> out(count);
   auto at = [&](size_t operand, int64_t i) { return values[operand][sources[operand][i]]; };
 
-  if (auto where = llvm::dyn_cast<WhereOp>(op)) {
+  if (llvm::isa<WhereOp>(op)) {
     for (int64_t i = 0; i < count; ++i)
       out[i] = at(0, i).i ? at(1, i) : at(2, i);
     return writeScalars(type, out);
@@ -471,61 +469,50 @@ DenseElementsAttr foldReduce(ReduceOp op, DenseElementsAttr input) {
   return writeScalars(op.getType(), out);
 }
 
-/// Computes the results of `op` from its constant operands, or fails.
-FailureOr<Attrs> evaluate(Operation *op, ArrayRef<DenseElementsAttr> in) {
-  DenseElementsAttr result =
-      TypeSwitch<Operation *, DenseElementsAttr>(op)
-          .Case<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(
-              [&](auto) { return DenseElementsAttr(in[0]).reshape(resultType(op)); })
-          .Case([&](TransposeOp t) { return foldTranspose(t, in[0]); })
-          .Case([&](SliceOp s) { return foldSlice(s, in[0]); })
-          .Case([&](ExpandOp e) { return foldExpand(e, in[0]); })
-          .Case([&](GatherOp g) { return foldGather(g, in[0], in[1]); })
-          .Case([&](ConcatOp c) { return foldConcat(c, in); })
-          .Case([&](CastOp c) { return foldCast(c, in[0]); })
-          .Case<ReduceSumOp, ReduceProdOp, ReduceMaxOp, ReduceMinOp>(
-              [&](auto r) { return foldReduce(r, in[0]); })
-          .Case<AbsOp, NegOp, SignOp, ReluOp, NotOp, ExpOp, LogOp, SqrtOp, TanhOp, ErfOp,
-                FloorOp, CeilOp, RoundOp, SinOp, CosOp, ReciprocalOp, SigmoidOp>(
-              [&](auto) { return foldUnary(op, in[0]); })
-          .Case<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, AndOp, OrOp, XorOp, EqualOp,
-                LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(
-              [&](auto) { return foldBroadcast(op, in); })
-          .Default([](Operation *) { return DenseElementsAttr(); });
-  if (!result)
-    return failure();
-  return Attrs{result};
+/// The result of the single-result op `op` computed from its constant
+/// operands, or null.
+DenseElementsAttr evaluate(Operation *op, ArrayRef<DenseElementsAttr> in) {
+  return TypeSwitch<Operation *, DenseElementsAttr>(op)
+      .Case<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(
+          [&](auto) { return DenseElementsAttr(in[0]).reshape(resultType(op)); })
+      .Case([&](TransposeOp t) { return foldTranspose(t, in[0]); })
+      .Case([&](SliceOp s) { return foldSlice(s, in[0]); })
+      .Case([&](ExpandOp e) { return foldExpand(e, in[0]); })
+      .Case([&](GatherOp g) { return foldGather(g, in[0], in[1]); })
+      .Case([&](ConcatOp c) { return foldConcat(c, in); })
+      .Case([&](CastOp c) { return foldCast(c, in[0]); })
+      .Case<ReduceSumOp, ReduceProdOp, ReduceMaxOp, ReduceMinOp>(
+          [&](auto r) { return foldReduce(r, in[0]); })
+      .Case<AbsOp, NegOp, SignOp, ReluOp, NotOp, ExpOp, LogOp, SqrtOp, TanhOp, ErfOp,
+            FloorOp, CeilOp, RoundOp, SinOp, CosOp, ReciprocalOp, SigmoidOp>(
+          [&](auto) { return foldUnary(op, in[0]); })
+      .Case<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, AndOp, OrOp, XorOp, EqualOp,
+            LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(
+          [&](auto) { return foldBroadcast(op, in); })
+      .Default([](Operation *) { return DenseElementsAttr(); });
 }
 
 } // namespace
 
 FailureOr<SmallVector<Value>> foldToConstants(OpBuilder &builder, Operation *op,
                                               int64_t maxElements) {
-  if (llvm::isa<ConstantOp>(op) || !llvm::isa<KilnDialect>(op->getDialect()))
+  if (llvm::isa<ConstantOp>(op) || !llvm::isa<KilnDialect>(op->getDialect()) ||
+      op->getNumResults() != 1)
     return failure();
-  int64_t elements = 0;
-  for (Type type : op->getResultTypes()) {
-    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape())
-      return failure();
-    elements += tensor.getNumElements();
-  }
-  if (elements > maxElements)
+  auto type = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || !type.hasStaticShape() || type.getNumElements() > maxElements)
     return failure();
-  Attrs operands;
+  SmallVector<DenseElementsAttr> operands;
   for (Value operand : op->getOperands()) {
     DenseElementsAttr attr;
     if (!matchPattern(operand, m_Constant(&attr)))
       return failure();
     operands.push_back(attr);
   }
-  FailureOr<Attrs> results = evaluate(op, operands);
-  if (failed(results))
+  DenseElementsAttr result = evaluate(op, operands);
+  if (!result)
     return failure();
-  SmallVector<Value> values;
-  for (DenseElementsAttr attr : *results)
-    values.push_back(ConstantOp::create(builder, op->getLoc(), attr));
-  return values;
+  return SmallVector<Value>{ConstantOp::create(builder, op->getLoc(), result)};
 }
 
 namespace {

@@ -20,6 +20,7 @@
 
 using kiln::rt::Error;
 using kiln::rt::Manifest;
+using kiln::rt::printable;
 using kiln::rt::TensorSpec;
 
 struct kiln_artifact {
@@ -221,14 +222,6 @@ void validateElf(const std::string &path) {
   }
 }
 
-// Messages can embed bytes from a corrupt file; keep them printable and on one line.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (char c : text)
-    out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
-  return out;
-}
-
 std::string readManifestText(void *library, const std::string &path) {
   dlerror();
   void *symbol = dlsym(library, "kiln_manifest");
@@ -404,20 +397,11 @@ kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_
   return describe(artifact, index, out, false);
 }
 
-static int findByName(const std::vector<TensorSpec> &specs, const char *name) {
-  if (!name)
-    return -1;
-  for (std::size_t i = 0; i < specs.size(); ++i)
-    if (specs[i].name == name)
-      return static_cast<int>(i);
-  return -1;
-}
-
 int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name) {
-  return artifact ? findByName(artifact->manifest.inputs, name) : -1;
+  return artifact && name ? kiln::rt::findSpec(artifact->manifest.inputs, name) : -1;
 }
 int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name) {
-  return artifact ? findByName(artifact->manifest.outputs, name) : -1;
+  return artifact && name ? kiln::rt::findSpec(artifact->manifest.outputs, name) : -1;
 }
 
 kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void *const *outputs) {

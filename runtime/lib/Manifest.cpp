@@ -61,7 +61,8 @@ bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
   }
 }
 
-// Echoed manifest text may be garbage from a corrupt file; keep messages printable.
+} // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
   for (char c : text)
@@ -69,7 +70,12 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-} // namespace
+int findSpec(const std::vector<TensorSpec> &specs, std::string_view name) {
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
 
 std::string percentDecode(std::string_view text, const std::string &context) {
   std::string out;

@@ -157,13 +157,6 @@ std::string listNames(const std::vector<TensorSpec> &specs) {
   return out.empty() ? "none" : out;
 }
 
-int findSpec(const std::vector<TensorSpec> &specs, const std::string &name) {
-  for (std::size_t i = 0; i < specs.size(); ++i)
-    if (specs[i].name == name)
-      return static_cast<int>(i);
-  return -1;
-}
-
 struct Binding {
   std::string file;
   std::string how; // for "bound twice" messages

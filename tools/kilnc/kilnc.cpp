@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   kiln::registerKilnPasses();
-    // libLLVM registers hundreds of back-end options in the general category;
+  // libLLVM registers hundreds of back-end options in the general category;
   // --help shows only kilnc's own. MLIR's debugging flags still work.
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(

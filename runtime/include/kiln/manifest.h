@@ -40,6 +40,13 @@ public:
 // versions other than KILN_ARTIFACT_FORMAT_VERSION; ignores unknown record keywords.
 Manifest parseManifest(std::string_view text, const std::string &source);
 
+// Index of the spec called `name` (decoded), or -1.
+int findSpec(const std::vector<TensorSpec> &specs, std::string_view name);
+
+// `text` with bytes outside printable ASCII replaced by '?', for messages that
+// quote a possibly corrupt file.
+std::string printable(std::string_view text);
+
 // Undoes the manifest's percent-encoding ("a%20b" -> "a b"); throws Error on a bad escape.
 std::string percentDecode(std::string_view text, const std::string &context);
 // The inverse, for tools that write manifests (space, '%' and bytes outside 0x21..0x7e).
