@@ -9,6 +9,9 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools liblld-22-dev
   # Graph format: ONNX protobuf schema, checker, shape inference; the node tests.
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  # CPU back end: OpenMP runtime for the generated kernels' threads, and the
+  # GEMM libraries the back end and its benchmarks compare.
+  libomp-22-dev libopenblas-dev libdnnl-dev
   # Unit tests.
   libgtest-dev
   # lit runs on Python.

@@ -67,4 +67,150 @@ def KilnExpandStridedCopiesPass
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Turns each kiln.fusion of linalg ops into one tiled, parallel kernel";
+  let description = [{
+    Runs after `kiln-lower-to-linalg`, when fusion bodies hold linalg ops on
+    tensors. For each `kiln.fusion`:
+
+    1. elementwise producers are fused into their consumers when both run
+       over the same iteration space (a producer that a consumer broadcasts is
+       not, since it would be recomputed per broadcast element);
+    2. the op producing the fusion's result (the root) is tiled along its
+       outer parallel dimensions into an `scf.forall`, and every other op of
+       the fusion is fused into the tile, computing just the slice the tile
+       needs: one loop nest over rows for softmax and layer normalization,
+       one loop over result tiles for a matmul and its epilogue. Dimensions
+       reduced anywhere in an input fusion are never tiled. Kernels with fewer
+       than `min-parallel-elements` result elements are left untiled (serial).
+       Matmul results are split into about `threads` tiles along the batch,
+       rows or columns, whichever is larger;
+    3. the body is inlined in place of the fusion.
+
+    The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Threads to split contractions for (0: this machine's cores)">,
+    Option<"minParallelElements", "min-parallel-elements", "int64_t",
+           /*default=*/"16384",
+           "Smallest kernel result, in elements, worth running on several threads">,
+    Option<"innerElements", "inner-elements", "int64_t", /*default=*/"1024",
+           "Trailing elements left untiled for each tile's vectorized inner loops">
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def KilnInlineAllocaScopesPass
+    : Pass<"kiln-inline-alloca-scopes", "mlir::func::FuncOp"> {
+  let summary = "Inlines memref.alloca_scope bodies into their parent block";
+  let description = [{
+    `convert-scf-to-openmp` wraps each parallel loop body in a
+    `memref.alloca_scope`, which must keep a single block; lowering the loops
+    inside it to branches would break that. Kiln's kernels make no stack
+    allocations in loop bodies (buffers come from the heap or the buffer
+    plan), so the scope has nothing to release and its body is inlined.
+
+    Before:
+    ```mlir
+    memref.alloca_scope {
+      scf.for %i = %c0 to %c4 step %c1 { ... }
+    }
+    ```
+    After:
+    ```mlir
+    scf.for %i = %c0 to %c4 step %c1 { ... }
+    ```
+    A scope that does contain an `memref.alloca` is left alone.
+  }];
+}
+
+def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
+  let summary = "Places a function's intermediate buffers in one arena by liveness";
+  let description = [{
+    Replaces the function's statically shaped intermediate allocations with
+    views of one 64-byte-aligned arena, so that buffers never live at the same
+    time share memory and the function makes one allocation instead of one
+    per buffer.
+
+    Preconditions: runs after bufferization and `buffer-results-to-out-params`
+    and before `buffer-deallocation-pipeline`, so the function holds
+    `memref.alloc`s but no `memref.dealloc`s; the deallocation pipeline then
+    frees the arena like any other allocation.
+
+    1. Candidates are the `memref.alloc`s in the entry block with a static
+       shape, the identity layout, the default memory space, an integer,
+       float or index element type and an alignment of at most 64 bytes. A
+       buffer takes its element count times its element's storage size, as
+       `finalize-memref-to-llvm` allocates it (`i1` takes one byte). Allocs
+       nested in loops and other regions are left alone.
+    2. A buffer is live, in positions of the entry block's ops, from its alloc
+       to the last op that uses it or a view of it (the results of
+       `ViewLikeOpInterface` ops such as `memref.subview`, `collapse_shape`,
+       `expand_shape`, `reinterpret_cast`, `cast` and `view`, followed
+       transitively). A use nested in a region (an `scf.for` body) counts at
+       the op in the entry block that holds it. An op the pass does not know
+       counts as a use. A buffer that escapes is not planned: one returned or
+       yielded by a terminator, passed to a call, stored into memory, freed,
+       forwarded into a region (`scf.for` iteration arguments), turned into
+       an address or into a value of a non-scalar type, or used outside the
+       entry block.
+    3. Offsets are assigned greedily by size, as in TFLite's arena planner:
+       largest buffer first, each at the lowest 64-byte-aligned offset that
+       does not overlap a placed buffer whose live range intersects its own.
+       The arena is as large as the highest end offset.
+
+       In-place reuse: when the first op to use a buffer `B` is a
+       `linalg.generic` with identity indexing maps and only parallel
+       iterators that writes `B` (as its only occurrence among the operands)
+       and reads a buffer `A` (directly or through `collapse_shape` /
+       `expand_shape`) whose last use it is, and `A` and `B` have the same
+       byte size and `A` is not also written there, then `B` takes `A`'s
+       exact offset: each iteration reads an element of `A` before writing
+       the element of `B` at the same address, and no other iteration reads
+       it. Their live ranges are treated as touching, not overlapping; a
+       chain of such buffers shares one slot. Each buffer gives its slot to
+       at most one other.
+    4. The arena is allocated at the start of the entry block (only when a
+       buffer was planned), and every planned alloc becomes a `memref.view`
+       of it at a constant byte offset.
+
+    The function gets three attributes, which kilnc reports:
+    `kiln.peak_intermediate_bytes` (the arena's size, 0 when nothing was
+    planned), `kiln.intermediate_buffers` (planned buffers) and
+    `kiln.unplanned_buffers` (static entry-block allocs left as they were).
+
+    Before:
+    ```mlir
+    func.func @f(%in: memref<16xf32>, %out: memref<16xf32>) {
+      %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+      linalg.exp ins(%in : memref<16xf32>) outs(%a : memref<16xf32>)
+      %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+      linalg.abs ins(%a : memref<16xf32>) outs(%b : memref<16xf32>)
+      linalg.exp ins(%b : memref<16xf32>) outs(%out : memref<16xf32>)
+      return
+    }
+    ```
+    After (`%a` and `%b` are both live at `linalg.abs`):
+    ```mlir
+    func.func @f(%in: memref<16xf32>, %out: memref<16xf32>)
+        attributes {kiln.intermediate_buffers = 2 : i64,
+                    kiln.peak_intermediate_bytes = 128 : i64,
+                    kiln.unplanned_buffers = 0 : i64} {
+      %arena = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+      %c0 = arith.constant 0 : index
+      %a = memref.view %arena[%c0][] : memref<128xi8> to memref<16xf32>
+      linalg.exp ins(%in : memref<16xf32>) outs(%a : memref<16xf32>)
+      %c64 = arith.constant 64 : index
+      %b = memref.view %arena[%c64][] : memref<128xi8> to memref<16xf32>
+      linalg.abs ins(%a : memref<16xf32>) outs(%b : memref<16xf32>)
+      linalg.exp ins(%b : memref<16xf32>) outs(%out : memref<16xf32>)
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

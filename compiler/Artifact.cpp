@@ -246,20 +246,28 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << object;
   }
-  // Record libm as a dependency so the artifact loads in any process.
-  std::string libm;
-  for (const char *candidate : {"/lib/x86_64-linux-gnu/libm.so.6",
-                                "/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib64/libm.so.6"})
-    if (llvm::sys::fs::exists(candidate)) {
-      libm = candidate;
-      break;
+  // Shared libraries generated code may call: libc (malloc), libm (scalar
+  // math), libgcc_s (half-precision conversions), the OpenMP
+  // runtime (kernels' threads) and OpenBLAS (matmul tiles). --as-needed
+  // records only those the object uses; an unresolved symbol is an error
+  // here rather than at load time.
+  std::vector<std::string> libraries;
+  for (llvm::StringRef soname : {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libomp.so.5",
+                                 "libopenblas.so.0"})
+    for (llvm::StringRef dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+                                "/usr/lib/llvm-22/lib"}) {
+      std::string candidate = (dir + "/" + soname).str();
+      if (llvm::sys::fs::exists(candidate)) {
+        libraries.push_back(candidate);
+        break;
+      }
     }
   std::string output = outputPath.str();
   std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(),
                                     objectPath.c_str(), "-z", "noexecstack", "-z", "now",
-                                    "--as-needed"};
-  if (!libm.empty())
-    args.push_back(libm.c_str());
+                                    "--no-undefined", "--as-needed"};
+  for (const std::string &library : libraries)
+    args.push_back(library.c_str());
   std::string messages;
   llvm::raw_string_ostream errs(messages);
   std::string ignored;

@@ -190,7 +190,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   PassManager graph(&context);
   if (failed(applyPassManagerCLOptions(graph)))
     return kExitUsage;
-  buildGraphPipeline(graph);
+  buildGraphPipeline(graph, options.graph);
   if (failed(graph.run(*module)))
     return kExitError;
   progress.done("graph passes");

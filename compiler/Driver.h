@@ -4,6 +4,7 @@
 
 #include "compiler/Artifact.h"
 #include "compiler/OnnxImporter.h"
+#include "compiler/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -31,6 +32,7 @@ struct CompilerOptions {
   TargetOptions target;
   std::vector<std::string> inputShapes;  // name=AxBxC
   std::vector<std::string> frozenInputs; // name=tensor.pb
+  GraphOptions graph;
   bool verbose = false;
 };
 

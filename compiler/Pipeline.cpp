@@ -8,17 +8,30 @@
 
 namespace kiln {
 
-void buildGraphPipeline(mlir::OpPassManager &pm) {
+void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(createKilnFoldConstantsPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnDecomposePass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  KilnFusePassOptions fuse;
+  fuse.report = options.fusionReport;
+  if (options.fusion) {
+    pm.addNestedPass<mlir::func::FuncOp>(createKilnFusePass(fuse));
+    // Copies of cheap producers that sibling fusion brought together.
+    pm.addPass(mlir::createCSEPass());
+  }
 }
 
 void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase) {
   if (phase == Phase::Kiln)
     return;
   pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnFormKernelsPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   if (phase == Phase::Linalg)

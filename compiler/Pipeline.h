@@ -16,9 +16,19 @@ enum class Phase {
   LLVMDialect, // LLVM dialect (--emit=llvm-mlir)
 };
 
+/// Choices that shape the graph-level pipeline.
+struct GraphOptions {
+  /// Group ops into kiln.fusion kernels (off: every op is its own kernel,
+  /// for bisecting a miscompile).
+  bool fusion = true;
+  /// Print each fusion, its ops and ONNX nodes to stderr.
+  bool fusionReport = false;
+};
+
 /// Adds the graph-level passes on the kiln dialect: canonicalization
-/// (shape-op folding) and CSE.
-void buildGraphPipeline(mlir::OpPassManager &pm);
+/// (shape-op folding), constant folding, CSE, decomposition of composite
+/// ops and fusion.
+void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options = {});
 
 /// Adds the passes that take a kiln module to `phase` (from the kiln phase).
 void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase);

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace kiln {
@@ -13,6 +14,10 @@ namespace kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// Patterns that rewrite composite kiln ops (softmax, layer norm, gemm, ...)
+/// into simpler kiln ops, and that compute f16/bf16 in f32.
+void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);
 
 /// Default for kiln-fold-constants' max-elements, also used by the importer.
 constexpr int64_t kDefaultFoldMaxElements = 1 << 20;

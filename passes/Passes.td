@@ -46,4 +46,100 @@ def KilnFoldConstantsPass : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
   ];
 }
 
+def KilnDecomposePass : Pass<"kiln-decompose", "mlir::func::FuncOp"> {
+  let summary = "Rewrites composite kiln ops into elementwise ops and plain reductions";
+  let description = [{
+    Softmax and log-softmax become a max reduction, a subtraction, an
+    exponential, a sum and a division; layer and batch normalization become
+    reductions and broadcasts; Gemm becomes transposes, a matmul and an
+    epilogue of scaling and bias; mean, L2, log-sum and log-sum-exp
+    reductions become sums and elementwise math; squeeze, unsqueeze and
+    flatten become reshapes. Arithmetic on f16 and bf16 is computed in f32
+    and rounded once. Fusion then sees only the primitive ops, so a softmax
+    written by an exporter as five ONNX nodes and one written as a Softmax
+    node fuse the same way.
+
+    Before:
+    ```mlir
+    %y = kiln.softmax %x {axis = 1 : i64} : tensor<2x8xf32>
+    ```
+    After:
+    ```mlir
+    %m = kiln.reduce_max %x {axes = [1], keepdims = true} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+    %s = kiln.sub %x, %m : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+    %e = kiln.exp %s : tensor<2x8xf32>
+    %t = kiln.reduce_sum %e {axes = [1], keepdims = true} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+    %y = kiln.div %e, %t : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+}
+
+def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
+  let summary = "Groups kiln ops into kiln.fusion ops, each compiled as one kernel";
+  let description = [{
+    Forms XLA-style fusions, visiting ops from the function's results
+    backwards; each op not yet in a fusion roots a new one, which then
+    absorbs producers while the rules below allow:
+
+    * **loop fusion**: elementwise ops (with NumPy broadcasting), casts,
+      broadcasts (`expand`), reshapes and transposes fuse into any consumer;
+    * **input fusion**: a reduction fuses into a consumer fusion whose ops
+      iterate over the reduction's input shape and reduce the same axes with
+      `keepdims`, so a softmax or a layer normalization, with the
+      elementwise ops that feed and use its reductions, is one fusion
+      (one loop over rows);
+    * **output (epilogue) fusion**: a matmul or convolution fuses into a
+      consumer fusion made only of elementwise ops over its result's shape
+      (bias, activation, residual add); the epilogue runs on each tile of
+      the result;
+    * **multi-output (sibling) fusion**: two independent loop or input
+      fusions over the same shape that read a common input merge into one
+      fusion with several results, so the input is read once.
+
+    Ops of other kinds (pooling, gather, concatenation, ...) become `single`
+    fusions of their own. Small constants (at most `max-cloned-constant-elements`
+    elements) are copied into each fusion that uses them, so the kernel sees
+    their values.
+
+    Cost rule. A producer joins a fusion only if every user of its result is
+    in that fusion, so nothing is computed twice, except that a *cheap*
+    elementwise producer (no transcendental function, division or power)
+    with users elsewhere is duplicated into the fusion. An *expensive*
+    elementwise producer is never fused into a consumer that broadcasts it
+    (it would be recomputed once per broadcast element: `exp` of a row
+    vector added to a matrix stays outside). Reductions and contractions are
+    never duplicated. A fusion stops growing at `max-ops` ops, bounding
+    kernel size.
+
+    With `report`, prints each fusion to stderr: its kind, member ops and
+    the ONNX nodes they came from (the ops' locations).
+
+    Before:
+    ```mlir
+    %m = kiln.matmul %x, %w : (tensor<64x784xf32>, tensor<784x1024xf32>) -> tensor<64x1024xf32>
+    %b = kiln.add %m, %bias : (tensor<64x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32>
+    %r = kiln.relu %b : tensor<64x1024xf32>
+    ```
+    After:
+    ```mlir
+    %r = kiln.fusion output (%x, %w, %bias) : (...) -> tensor<64x1024xf32> {
+    ^bb0(%a: tensor<64x784xf32>, %c: tensor<784x1024xf32>, %d: tensor<1024xf32>):
+      %m = kiln.matmul %a, %c : ...
+      %b = kiln.add %m, %d : ...
+      %r = kiln.relu %b : tensor<64x1024xf32>
+      kiln.yield %r : tensor<64x1024xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"64",
+           "Most kiln ops one fusion may hold (bounds kernel size)">,
+    Option<"maxClonedConstantElements", "max-cloned-constant-elements", "int64_t",
+           /*default=*/"16",
+           "Constants with at most this many elements are copied into fusions">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print every fusion with its member ops and ONNX node names to stderr">
+  ];
+}
+
 #endif // KILN_PASSES_TD

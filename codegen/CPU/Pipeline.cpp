@@ -21,8 +21,12 @@ static constexpr const char *kCPULoweringPipeline =
     "canonicalize,"
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
     "buffer-deallocation-pipeline,"
-    // Loops.
-    "func.func(kiln-expand-strided-copies,convert-linalg-to-loops),"
+    // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
+    // loop; linalg ops inside become plain loops for LLVM to vectorize.
+    "func.func(scf-forall-to-parallel,kiln-expand-strided-copies,"
+    "convert-linalg-to-loops),"
+    "convert-scf-to-openmp,"
+    "func.func(kiln-inline-alloca-scopes),"
     "fold-memref-alias-ops,"
     "lower-affine,"
     "convert-scf-to-cf,"
@@ -40,6 +44,7 @@ static constexpr const char *kCPULoweringPipeline =
     "convert-index-to-llvm,"
     "convert-cf-to-llvm,"
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1},"
+    "convert-openmp-to-llvm,"
     "reconcile-unrealized-casts,"
     "canonicalize";
 

@@ -2,6 +2,7 @@
 #include "codegen/LowerToLinalg/Utils.h"
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -27,6 +28,8 @@ struct KilnLowerToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();
+    // Fusions stay; their bodies are lowered like any other ops.
+    target.addLegalOp<FusionOp, YieldOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();

@@ -47,9 +47,6 @@ void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
-/// Patterns that rewrite composite kiln ops (softmax, layer norm, gemm, ...)
-/// into simpler kiln ops, and that compute f16/bf16 in f32.
-void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

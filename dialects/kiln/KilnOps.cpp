@@ -657,5 +657,44 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// FusionOp
+//===----------------------------------------------------------------------===//
+
+void FusionOp::build(OpBuilder &builder, OperationState &state, TypeRange resultTypes,
+                     ValueRange inputs, FusionKind kind) {
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  state.addAttribute(getKindAttrName(state.name),
+                     FusionKindAttr::get(builder.getContext(), kind));
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+}
+
+YieldOp FusionOp::getYield() { return llvm::cast<YieldOp>(getBody().front().getTerminator()); }
+
+LogicalResult FusionOp::verify() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("has ") << getInputs().size() << " inputs but its body takes "
+                               << block.getNumArguments() << " arguments";
+  for (auto [i, input, argument] : llvm::enumerate(getInputs(), block.getArguments()))
+    if (input.getType() != argument.getType())
+      return emitOpError("input #") << i << " is " << input.getType()
+                                    << " but the body's argument is " << argument.getType();
+  auto yield = llvm::dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in kiln.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ") << yield.getValues().getTypes().size()
+                                  << " values whose types differ from its results";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.cpp.inc"
+
+#include "dialects/kiln/KilnEnums.cpp.inc"

@@ -7,10 +7,13 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/kiln/KilnOpsDialect.h.inc"
+
+#include "dialects/kiln/KilnEnums.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.h.inc"

@@ -13,6 +13,8 @@ include "dialects/kiln/KilnBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, !listconcat([Pure], traits)>;
@@ -621,6 +623,78 @@ def Kiln_TriluOp : Kiln_Op<"trilu", [SameOperandsAndResultType]> {
                    DefaultValuedAttr<I64Attr, "0">:$k);
   let results = (outs Kiln_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def Kiln_FusionKind : I32EnumAttr<"FusionKind", "what a fusion's kernel is built around", [
+    I32EnumAttrCase<"Loop", 0, "loop">,
+    I32EnumAttrCase<"Input", 1, "input">,
+    I32EnumAttrCase<"Output", 2, "output">,
+    I32EnumAttrCase<"Single", 3, "single">]> {
+  let cppNamespace = "::kiln";
+}
+
+def Kiln_FusionOp : Kiln_Op<"fusion", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "A group of kiln ops compiled into one kernel";
+  let description = [{
+    The body computes the results from the block arguments, which stand for
+    `inputs`; it sees nothing else (the op is isolated from above), so a
+    fusion can be compiled on its own. `kind` names the kernel shape the back
+    ends build:
+
+    * `loop`: elementwise ops, broadcasts, reshapes, transposes and casts:
+      one loop nest over the result;
+    * `input`: reductions together with the elementwise ops that feed them
+      and the ops that use their results over the same rows (softmax, layer
+      normalization): one loop over the kept dimensions;
+    * `output`: a contraction (matmul, convolution) with the elementwise
+      epilogue that consumes its result (bias, activation, residual add),
+      applied to each tile of the result while it is in cache;
+    * `single`: one op the fusion rules do not merge (pooling, gathers,
+      concatenation), still compiled as its own kernel.
+
+    A fusion with several results is a multi-output (sibling) fusion: its
+    members read the same inputs once. Fusions are formed by `kiln-fuse`.
+
+    ```mlir
+    %y = kiln.fusion loop (%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%x: tensor<4xf32>, %z: tensor<4xf32>):
+      %s = kiln.add %x, %z : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %r = kiln.relu %s : tensor<4xf32>
+      kiln.yield %r : tensor<4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, Kiln_FusionKind:$kind);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::ValueRange":$inputs,
+                   "FusionKind":$kind)>
+  ];
+  let extraClassDeclaration = [{
+    /// The terminator's operands, one per result.
+    YieldOp getYield();
+  }];
+}
+
+def Kiln_YieldOp : Kiln_Op<"yield", [Terminator, ReturnLike, HasParent<"FusionOp">]> {
+  let summary = "Returns a fusion's results";
+  let description = [{
+    ```mlir
+    kiln.yield %r : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 #endif // KILN_OPS_TD

@@ -48,13 +48,16 @@ Outputs:
 
 Other:
   --repeat N               run N times and print the median wall time per run
+  --warmup N               run N untimed times first (default 0; with --repeat)
+  --threads N              threads the artifact's kernels may use (default: every core the
+                           process may run on; sets OMP_NUM_THREADS before loading)
   --info                   print the artifact's name, target and signature, then exit
   --help                   show this help
 
 Examples:
   kiln-run mlp.kiln x.npy --print
   kiln-run mlp.kiln --input x=batch.pb --input flag=flag.npy --output-dir out --output-format pb
-  kiln-run mlp.kiln x.npy --repeat 100
+  kiln-run mlp.kiln x.npy --repeat 100 --warmup 10 --threads 2
 )";
 
 struct Options {
@@ -67,18 +70,21 @@ struct Options {
   bool print = false;
   bool info = false;
   long repeat = 0; // 0: not given
+  long warmup = 0;
+  long threads = 0; // 0: not given
 };
 
 [[noreturn]] void usageError(const std::string &message) {
   throw Error(message + " (see kiln-run --help)");
 }
 
-long parseRepeat(const std::string &text) {
+long parseCount(const std::string &flag, const std::string &text, long min) {
   char *end = nullptr;
   errno = 0;
   long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < 1 || value > 100000000)
-    usageError("--repeat expects a positive integer, got '" + text + "'");
+  if (text.empty() || *end != '\0' || errno != 0 || value < min || value > 100000000)
+    usageError(flag + " expects " + (min > 0 ? "a positive" : "a non-negative") +
+               " integer, got '" + text + "'");
   return value;
 }
 
@@ -134,7 +140,11 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       noValue();
       options.info = true;
     } else if (flag == "--repeat") {
-      options.repeat = parseRepeat(takeValue());
+      options.repeat = parseCount(flag, takeValue(), 1);
+    } else if (flag == "--warmup") {
+      options.warmup = parseCount(flag, takeValue(), 0);
+    } else if (flag == "--threads") {
+      options.threads = parseCount(flag, takeValue(), 1);
     } else {
       usageError("unknown option '" + flag + "'");
     }
@@ -145,6 +155,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
   options.positional.assign(files.begin() + 1, files.end());
   if (options.formatGiven && !options.outputDir)
     usageError("--output-format only applies with --output-dir");
+  if (options.warmup > 0 && options.repeat == 0)
+    usageError("--warmup only applies with --repeat");
   if (!options.outputDir && options.repeat == 0)
     options.print = true;
   return options;
@@ -288,6 +300,9 @@ int run(int argc, char **argv) {
     return 0;
   const Options &options = *parsed;
 
+  // The OpenMP runtime reads OMP_NUM_THREADS when the artifact first loads it.
+  if (options.threads > 0)
+    setenv("OMP_NUM_THREADS", std::to_string(options.threads).c_str(), /*overwrite=*/1);
   Artifact artifact = Artifact::open(options.model);
   if (options.info) {
     printInfo(artifact);
@@ -307,6 +322,8 @@ int run(int argc, char **argv) {
   for (Tensor &tensor : outputs)
     outputPtrs.push_back(&tensor);
 
+  for (long i = 0; i < options.warmup; ++i)
+    artifact.run(inputPtrs, outputPtrs);
   long runs = std::max(options.repeat, 1L);
   std::vector<double> millis;
   millis.reserve(static_cast<std::size_t>(runs));

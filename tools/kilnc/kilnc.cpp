@@ -50,6 +50,14 @@ int main(int argc, char **argv) {
       cl::desc("Bind a graph input to the tensor in an ONNX TensorProto file, making it a "
                "compile-time constant (needed when it decides shapes). Repeatable"),
       cl::value_desc("name=file.pb"), cl::cat(category));
+  cl::opt<bool> noFusion("no-fusion",
+                         cl::desc("Compile every op as its own kernel instead of fusing "
+                                  "(to bisect a suspected fusion bug)"),
+                         cl::cat(category));
+  cl::opt<bool> fusionReport("fusion-report",
+                             cl::desc("Print each fusion to stderr: its kind, member ops "
+                                      "and the ONNX nodes they came from"),
+                             cl::cat(category));
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
 
@@ -90,6 +98,8 @@ int main(int argc, char **argv) {
   options.target.functionName = name;
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
+  options.graph.fusion = !noFusion;
+  options.graph.fusionReport = fusionReport;
   options.verbose = verbose;
   return kiln::runCompiler(options, context);
 }

@@ -6,12 +6,17 @@
 // in f32, as ONNX Runtime and XLA do on CPUs.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/LowerToLinalg/Utils.h"
 #include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
 namespace kiln {
+#define GEN_PASS_DEF_KILNDECOMPOSEPASS
+#include "passes/Passes.h.inc"
+
 namespace {
 
 /// A rank-0 kiln.constant of `element` type holding `value`; broadcasts.
@@ -268,4 +273,14 @@ void populateDecompositionPatterns(RewritePatternSet &patterns) {
                ToReshape<FlattenOp>, ComputeHalfInF32>(ctx);
 }
 
+namespace {
+struct KilnDecomposePass : impl::KilnDecomposePassBase<KilnDecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecompositionPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
 } // namespace kiln

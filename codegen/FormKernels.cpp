@@ -1,0 +1,253 @@
+//===- FormKernels.cpp - One tiled, parallel kernel per kiln.fusion -------===//
+//
+// By the time this pass runs, each kiln.fusion holds linalg ops on tensors.
+// Elementwise producers are merged into their consumers, the fusion's root
+// is tiled into an scf.forall over its outer parallel dimensions with every
+// other op fused into the tile, and the body is inlined where the fusion was.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <thread>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFORMKERNELSPASS
+#include "codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Matmul tiles are rounded up to this many rows or columns, a multiple of
+/// every vector width the CPU back end targets.
+constexpr int64_t kMatmulTileMultiple = 16;
+
+/// Producer-into-consumer elementwise fusion, only when the producer's
+/// iteration space is the consumer's: a producer the consumer broadcasts
+/// stays separate and is fused per tile instead, computed once per row.
+bool sameIterationSpace(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  if (!producer || !consumer)
+    return false;
+  return consumer.getMatchingIndexingMap(fused).isPermutation() &&
+         producer.getStaticLoopRanges().size() == consumer.getStaticLoopRanges().size();
+}
+
+/// Whether the generic is a contraction (its body multiplies and
+/// accumulates): its result tiles are split for threads, not rows.
+bool isContraction(linalg::LinalgOp op) {
+  return linalg::isaContractionOpInterface(op);
+}
+
+/// The op computing `value`, looking through reshapes (which are views).
+Operation *rootOf(Value value) {
+  Operation *def = value.getDefiningOp();
+  while (def && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  return def;
+}
+
+struct KilnFormKernelsPass : impl::KilnFormKernelsPassBase<KilnFormKernelsPass> {
+  using KilnFormKernelsPassBase::KilnFormKernelsPassBase;
+
+  void runOnOperation() override {
+    SmallVector<FusionOp> fusions;
+    getOperation().walk([&](FusionOp fusion) { fusions.push_back(fusion); });
+    FrozenRewritePatternSet patterns = buildPatterns();
+    for (FusionOp fusion : fusions)
+      if (failed(formKernel(fusion, patterns)))
+        return signalPassFailure();
+  }
+
+private:
+  linalg::ControlDropUnitDims dropUnitDims;
+
+  FrozenRewritePatternSet buildPatterns() {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    // Unit dimensions (kept reduction dims, batch 1) are dropped so that
+    // every operand is reached through a projected permutation, the form
+    // tiling and fusion need.
+    linalg::populateFoldUnitExtentDimsPatterns(patterns, dropUnitDims);
+    linalg::populateFoldUnitExtentDimsCanonicalizationPatterns(patterns, dropUnitDims);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, sameIterationSpace);
+    linalg::populateFoldReshapeOpsByCollapsingPatterns(
+        patterns, [](OpOperand *fused) {
+          auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+          return consumer && consumer.getNumReductionLoops() == 0;
+        });
+    linalg::GenericOp::getCanonicalizationPatterns(patterns, ctx);
+    linalg::FillOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::EmptyOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
+    return FrozenRewritePatternSet(std::move(patterns));
+  }
+
+  int64_t threadCount() const {
+    if (threads > 0)
+      return threads;
+    return std::max<int64_t>(1, std::thread::hardware_concurrency());
+  }
+
+  /// Leading loops of an input fusion's root that no reduction in the body
+  /// reduces (the importer's input fusions reduce trailing dimensions).
+  int64_t rowLoops(FusionOp fusion, linalg::LinalgOp root) const {
+    int64_t rows = root.getNumLoops();
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+      for (auto [i, iterator] : llvm::enumerate(iterators))
+        if (iterator == utils::IteratorType::reduction) {
+          rows = std::min<int64_t>(rows, i);
+          break;
+        }
+    });
+    return rows;
+  }
+
+  /// Tile sizes for the root, all zero when it should stay untiled.
+  SmallVector<int64_t> tileSizes(FusionOp fusion, linalg::LinalgOp root) const {
+    SmallVector<int64_t> ranges = root.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iterators = root.getIteratorTypesArray();
+    SmallVector<int64_t> sizes(ranges.size(), 0);
+    if (ShapedType::isDynamicShape(ranges))
+      return sizes;
+    int64_t resultElements = 1;
+    for (auto [range, iterator] : llvm::zip(ranges, iterators))
+      if (iterator == utils::IteratorType::parallel)
+        resultElements *= range;
+    if (resultElements < minParallelElements)
+      return sizes;
+
+    SmallVector<int64_t> parallel;
+    for (auto [i, iterator] : llvm::enumerate(iterators))
+      if (iterator == utils::IteratorType::parallel)
+        parallel.push_back(i);
+
+    if (fusion.getKind() == FusionKind::Output && isContraction(root)) {
+      // A contraction root: split its largest parallel dimension (the batch
+      // when there are enough batches) into one tile per thread.
+      int64_t tiles = threadCount();
+      int64_t batchElements = 1;
+      for (int64_t i : ArrayRef(parallel).drop_back(std::min<size_t>(2, parallel.size())))
+        batchElements *= ranges[i];
+      if (batchElements >= tiles) {
+        for (int64_t i : ArrayRef(parallel).drop_back(std::min<size_t>(2, parallel.size())))
+          sizes[i] = 1;
+        return sizes;
+      }
+      int64_t best = parallel.front();
+      for (int64_t i : parallel)
+        if (ranges[i] > ranges[best])
+          best = i;
+      sizes[best] = llvm::alignTo(llvm::divideCeil(ranges[best], tiles), kMatmulTileMultiple);
+      if (sizes[best] >= ranges[best])
+        sizes[best] = 0;
+      return sizes;
+    }
+    if (fusion.getKind() == FusionKind::Output) {
+      // An epilogue root over a contraction's result: the same split, on the
+      // result's dimensions (the contraction is fused into each tile).
+      int64_t tiles = threadCount();
+      int64_t batch = 1;
+      for (size_t i = 0; i + 2 < ranges.size(); ++i)
+        batch *= ranges[i];
+      if (ranges.size() > 2 && batch >= tiles) {
+        for (size_t i = 0; i + 2 < ranges.size(); ++i)
+          sizes[i] = 1;
+        return sizes;
+      }
+      int64_t best = ranges.size() >= 2 && ranges[ranges.size() - 2] > ranges.back()
+                         ? ranges.size() - 2
+                         : ranges.size() - 1;
+      sizes[best] = llvm::alignTo(llvm::divideCeil(ranges[best], tiles), kMatmulTileMultiple);
+      if (sizes[best] >= ranges[best])
+        sizes[best] = 0;
+      return sizes;
+    }
+
+    // Loop and input fusions: tile the leading parallel loops by one,
+    // leaving trailing loops whole for vectorized inner loops, and never
+    // cutting a dimension that a reduction in the fusion reduces.
+    int64_t rows = fusion.getKind() == FusionKind::Input ? rowLoops(fusion, root)
+                                                          : root.getNumLoops();
+    int64_t inner = 1;
+    for (int64_t i = rows; i < static_cast<int64_t>(ranges.size()); ++i)
+      inner *= ranges[i];
+    int64_t tiled = std::min<int64_t>(rows, ranges.size());
+    while (tiled > 0 && inner < innerElements) {
+      --tiled;
+      inner *= ranges[tiled];
+    }
+    for (int64_t i = 0; i < tiled; ++i)
+      if (iterators[i] == utils::IteratorType::parallel)
+        sizes[i] = 1;
+    return sizes;
+  }
+
+  LogicalResult tileRoot(FusionOp fusion, Value result) {
+    auto root = dyn_cast_or_null<linalg::LinalgOp>(rootOf(result));
+    if (!root || root->getNumResults() != 1)
+      return success();
+    SmallVector<int64_t> sizes = tileSizes(fusion, root);
+    if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
+      return success();
+
+    IRRewriter rewriter(&getContext());
+    rewriter.setInsertionPoint(root);
+    scf::SCFTilingOptions tiling;
+    tiling.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+    tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    scf::SCFTileAndFuseOptions options;
+    options.setTilingOptions(tiling);
+    FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
+        rewriter, cast<TilingInterface>(root.getOperation()), options);
+    if (failed(tiled))
+      return root->emitError("kiln-form-kernels: cannot tile this fusion's root");
+    for (OpResult original : root->getResults())
+      if (Value replacement = tiled->replacements.lookup(original))
+        rewriter.replaceAllUsesWith(original, replacement);
+    return success();
+  }
+
+  LogicalResult formKernel(FusionOp fusion, const FrozenRewritePatternSet &patterns) {
+    Region &body = fusion.getBody();
+    (void)applyPatternsGreedily(body, patterns);
+    // Tile each result's root, the last one first, so earlier roots fused
+    // into a later tile are not tiled twice.
+    SmallVector<Value> results(fusion.getYield().getValues());
+    for (Value result : llvm::reverse(results))
+      if (failed(tileRoot(fusion, result)))
+        return failure();
+
+    // Dead ops left behind by fusion (producers now computed in tiles).
+    IRRewriter rewriter(&getContext());
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body.front())))
+      if (!op.hasTrait<OpTrait::IsTerminator>() && op.use_empty() && isMemoryEffectFree(&op))
+        rewriter.eraseOp(&op);
+
+    // Inline the body where the fusion was.
+    Block &block = body.front();
+    YieldOp yield = fusion.getYield();
+    SmallVector<Value> yielded(yield.getValues());
+    rewriter.eraseOp(yield);
+    rewriter.inlineBlockBefore(&block, fusion, fusion.getInputs());
+    rewriter.replaceOp(fusion, yielded);
+    return success();
+  }
+};
+
+} // namespace
+} // namespace kiln

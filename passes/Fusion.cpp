@@ -1,0 +1,485 @@
+//===- Fusion.cpp - The kiln-fuse pass: XLA-style op fusion ---------------===//
+//
+// Groups kiln ops into kiln.fusion ops. The pass visits ops from the end of
+// the function; an op not yet in a group roots a new group, which pulls in
+// its producers while the fusion rules and the cost rule (see Passes.td)
+// allow. Because a producer joins only when every user of its result is in
+// the group (or is duplicated into it), each group is convex and can be
+// placed at its root. Sibling groups that read a common input are then
+// merged into multi-output fusions, and every group is materialized as a
+// kiln.fusion whose body is a copy of its members.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <deque>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// What an op contributes to a kernel.
+enum class OpClass { Elementwise, Movement, Reduction, Contraction, Opaque };
+
+OpClass classify(Operation *op) {
+  if (op->hasTrait<OpTrait::Elementwise>() ||
+      isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, PReluOp, ModOp, AndOp, OrOp,
+          XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(op))
+    return OpClass::Elementwise;
+  if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op))
+    return OpClass::Movement;
+  if (isa<ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceSumSquareOp,
+          ReduceL1Op>(op))
+    return OpClass::Reduction;
+  if (isa<MatMulOp, ConvOp>(op))
+    return OpClass::Contraction;
+  return OpClass::Opaque;
+}
+
+/// Elementwise ops cheap enough to compute twice rather than store: no
+/// transcendental function, division, power or remainder.
+bool isCheap(Operation *op) {
+  return isa<AbsOp, NegOp, SignOp, ReluOp, FloorOp, CeilOp, RoundOp, NotOp, LeakyReluOp,
+             HardSigmoidOp, ThresholdedReluOp, IsNaNOp, IsInfOp, AddOp, SubOp, MulOp,
+             MaxOp, MinOp, PReluOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
+             GreaterOp, GreaterEqualOp, WhereOp, CastOp, ReshapeOp, SqueezeOp,
+             UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op);
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+int64_t elementsOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+/// A reduction's input shape and the shape of its result with kept
+/// dimensions: the two shapes an input fusion's ops may produce.
+struct RowShape {
+  SmallVector<int64_t> rows, kept;
+};
+
+std::optional<RowShape> rowShapeOf(Operation *reduction) {
+  auto keepdims = reduction->getAttrOfType<BoolAttr>("keepdims");
+  if (!keepdims || !keepdims.getValue())
+    return std::nullopt;
+  RowShape shape;
+  shape.rows.assign(shapeOf(reduction->getOperand(0)).begin(),
+                    shapeOf(reduction->getOperand(0)).end());
+  shape.kept.assign(shapeOf(reduction->getResult(0)).begin(),
+                    shapeOf(reduction->getResult(0)).end());
+  return shape;
+}
+
+/// A group of ops on its way to becoming one kiln.fusion.
+struct Group {
+  llvm::SetVector<Operation *> members;
+  bool hasContraction = false;
+  std::optional<RowShape> rowShape; // set once a keepdims reduction joins
+  bool hasReduction = false;
+  bool opaque = false;
+
+  bool fitsRows(Operation *op) const {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    return shape == ArrayRef<int64_t>(rowShape->rows) ||
+           shape == ArrayRef<int64_t>(rowShape->kept);
+  }
+
+  FusionKind kind() const {
+    if (opaque)
+      return FusionKind::Single;
+    if (hasContraction)
+      return FusionKind::Output;
+    if (hasReduction)
+      return FusionKind::Input;
+    return FusionKind::Loop;
+  }
+};
+
+enum class Decision { Fuse, Duplicate, Refuse };
+
+struct KilnFusePass : impl::KilnFusePassBase<KilnFusePass> {
+  using KilnFusePassBase::KilnFusePassBase;
+
+  void runOnOperation() override;
+
+private:
+  bool isFusible(Operation *op) const {
+    return op && isa<KilnDialect>(op->getDialect()) &&
+           !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1;
+  }
+
+  bool isClonedConstant(Value value) const {
+    auto constant = value.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return false;
+    auto elements = dyn_cast<ElementsAttr>(constant.getValue());
+    return elements && (elements.isSplat() || elements.getNumElements() <=
+                                                  maxClonedConstantElements);
+  }
+
+  Decision decide(Operation *producer, Operation *consumer, const Group &group) const;
+  void growGroup(Group &group);
+  void mergeSiblings(SmallVectorImpl<std::unique_ptr<Group>> &groups);
+  FusionOp materialize(Group &group);
+  void printReport(ArrayRef<FusionOp> fusions);
+
+  DenseMap<Operation *, Group *> groupOf;
+};
+
+Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
+                              const Group &group) const {
+  OpClass cls = classify(producer);
+  if (cls == OpClass::Opaque || group.opaque)
+    return Decision::Refuse;
+  if (static_cast<int64_t>(group.members.size()) >= maxOps)
+    return Decision::Refuse;
+  bool usersInGroup = llvm::all_of(producer->getUsers(), [&](Operation *user) {
+    return group.members.contains(user);
+  });
+  // An output fusion is a contraction and its epilogue: nothing else joins.
+  // A reduction that drops its dimensions has no rows to share.
+  if (group.hasContraction || (group.hasReduction && !group.rowShape))
+    return Decision::Refuse;
+
+  switch (cls) {
+  case OpClass::Contraction: {
+    // Epilogue fusion: every member is elementwise over the contraction's
+    // result, so the epilogue can run on each tile of the result.
+    if (!usersInGroup || group.rowShape)
+      return Decision::Refuse;
+    ArrayRef<int64_t> shape = shapeOf(producer->getResult(0));
+    bool epilogue = llvm::all_of(group.members, [&](Operation *member) {
+      return classify(member) == OpClass::Elementwise &&
+             shapeOf(member->getResult(0)) == shape;
+    });
+    return epilogue ? Decision::Fuse : Decision::Refuse;
+  }
+  case OpClass::Reduction: {
+    if (!usersInGroup)
+      return Decision::Refuse; // never computed twice
+    std::optional<RowShape> rows = rowShapeOf(producer);
+    if (!rows)
+      return Decision::Refuse;
+    if (group.rowShape)
+      return rows->rows == group.rowShape->rows && rows->kept == group.rowShape->kept
+                 ? Decision::Fuse
+                 : Decision::Refuse;
+    // The group's ops must all run over the reduction's rows or its kept
+    // shape, so that one loop over the kept dimensions computes them all.
+    Group probe;
+    probe.rowShape = rows;
+    bool fits = llvm::all_of(group.members,
+                             [&](Operation *member) { return probe.fitsRows(member); });
+    return fits ? Decision::Fuse : Decision::Refuse;
+  }
+  case OpClass::Elementwise:
+  case OpClass::Movement: {
+    if (group.rowShape && !group.fitsRows(producer))
+      return Decision::Refuse;
+    // Cost rule: an expensive producer whose result the consumer broadcasts
+    // would be recomputed once per broadcast element. Inside an input fusion
+    // a per-row value is computed once per row, so that case is allowed.
+    bool broadcast = elementsOf(producer->getResult(0)) < elementsOf(consumer->getResult(0));
+    bool perRow = group.rowShape &&
+                  shapeOf(producer->getResult(0)) == ArrayRef<int64_t>(group.rowShape->kept);
+    if (broadcast && !isCheap(producer) && !perRow)
+      return Decision::Refuse;
+    if (usersInGroup)
+      return Decision::Fuse;
+    return isCheap(producer) ? Decision::Duplicate : Decision::Refuse;
+  }
+  case OpClass::Opaque:
+    break;
+  }
+  return Decision::Refuse;
+}
+
+void KilnFusePass::growGroup(Group &group) {
+  std::deque<Operation *> worklist(group.members.begin(), group.members.end());
+  while (!worklist.empty()) {
+    Operation *consumer = worklist.front();
+    worklist.pop_front();
+    for (OpOperand &operand : consumer->getOpOperands()) {
+      Operation *producer = operand.get().getDefiningOp();
+      if (!isFusible(producer) || groupOf.count(producer))
+        continue;
+      switch (decide(producer, consumer, group)) {
+      case Decision::Refuse:
+        break;
+      case Decision::Fuse:
+        if (classify(producer) == OpClass::Contraction)
+          group.hasContraction = true;
+        if (classify(producer) == OpClass::Reduction) {
+          group.hasReduction = true;
+          if (!group.rowShape)
+            group.rowShape = rowShapeOf(producer);
+        }
+        group.members.insert(producer);
+        groupOf[producer] = &group;
+        worklist.push_back(producer);
+        break;
+      case Decision::Duplicate: {
+        // The copy feeds only this consumer; the original keeps its other
+        // users and is grouped (or duplicated again) when the walk reaches it.
+        OpBuilder builder(producer);
+        Operation *copy = builder.clone(*producer);
+        operand.set(copy->getResult(0));
+        group.members.insert(copy);
+        groupOf[copy] = &group;
+        worklist.push_back(copy);
+        break;
+      }
+      }
+    }
+  }
+}
+
+/// Whether `to` uses a value computed by `from`, directly or through other
+/// ops of their block (only ops after `from` are searched).
+bool dependsOn(Operation *to, Operation *from) {
+  SmallVector<Operation *> worklist = {to};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (op == from)
+      return true;
+    if (!seen.insert(op).second || op->getBlock() != from->getBlock() ||
+        op->isBeforeInBlock(from))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  return false;
+}
+
+Operation *lastMember(const Group &group) {
+  Operation *last = group.members.front();
+  for (Operation *member : group.members)
+    if (last->isBeforeInBlock(member))
+      last = member;
+  return last;
+}
+
+void KilnFusePass::mergeSiblings(SmallVectorImpl<std::unique_ptr<Group>> &groups) {
+  auto inputsOf = [&](const Group &group) {
+    llvm::SetVector<Value> inputs;
+    for (Operation *member : group.members)
+      for (Value operand : member->getOperands())
+        if (!group.members.contains(operand.getDefiningOp()) && !isClonedConstant(operand))
+          inputs.insert(operand);
+    return inputs;
+  };
+  auto iterationShape = [](const Group &group) -> ArrayRef<int64_t> {
+    if (group.rowShape)
+      return group.rowShape->rows;
+    return shapeOf(lastMember(group)->getResult(0));
+  };
+  for (size_t i = 0; i < groups.size(); ++i) {
+    Group &first = *groups[i];
+    if (first.members.empty() || first.opaque || first.hasContraction ||
+        (first.hasReduction && !first.rowShape))
+      continue;
+    for (size_t j = i + 1; j < groups.size(); ++j) {
+      Group &second = *groups[j];
+      if (second.members.empty() || second.opaque || second.hasContraction ||
+          (second.hasReduction && !second.rowShape))
+        continue;
+      if (static_cast<int64_t>(first.members.size() + second.members.size()) > maxOps)
+        continue;
+      if (iterationShape(first) != iterationShape(second))
+        continue;
+      if (first.rowShape && second.rowShape &&
+          first.rowShape->kept != second.rowShape->kept)
+        continue;
+      llvm::SetVector<Value> firstInputs = inputsOf(first);
+      if (llvm::none_of(inputsOf(second),
+                        [&](Value input) { return firstInputs.contains(input); }))
+        continue;
+      // The merged fusion sits at the later root; the earlier group's
+      // results must not be needed before it, and neither may feed the other.
+      Operation *a = lastMember(first), *b = lastMember(second);
+      if (b->isBeforeInBlock(a))
+        std::swap(a, b);
+      if (dependsOn(b, a))
+        continue;
+      Group &earlier = a == lastMember(first) ? first : second;
+      bool usersAfter = llvm::all_of(earlier.members, [&](Operation *member) {
+        return llvm::all_of(member->getUsers(), [&](Operation *user) {
+          return earlier.members.contains(user) || b->isBeforeInBlock(user);
+        });
+      });
+      if (!usersAfter)
+        continue;
+      for (Operation *member : second.members) {
+        first.members.insert(member);
+        groupOf[member] = &first;
+      }
+      if (!first.rowShape)
+        first.rowShape = second.rowShape;
+      first.hasReduction |= second.hasReduction;
+      second.members.clear();
+    }
+  }
+}
+
+FusionOp KilnFusePass::materialize(Group &group) {
+  SmallVector<Operation *> members(group.members.begin(), group.members.end());
+  llvm::sort(members, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  auto inGroup = [&](Operation *op) { return group.members.contains(op); };
+
+  llvm::SetVector<Value> inputs, constants;
+  SmallVector<Value> outputs;
+  SmallVector<Location> locations;
+  for (Operation *member : members) {
+    locations.push_back(member->getLoc());
+    for (Value operand : member->getOperands()) {
+      if (inGroup(operand.getDefiningOp()))
+        continue;
+      if (isClonedConstant(operand))
+        constants.insert(operand);
+      else
+        inputs.insert(operand);
+    }
+    for (Value result : member->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) { return !inGroup(user); }))
+        outputs.push_back(result);
+  }
+
+  OpBuilder builder(members.back());
+  MLIRContext *ctx = &getContext();
+  auto fusion = FusionOp::create(builder, FusedLoc::get(ctx, locations),
+                                 ValueRange(outputs).getTypes(), inputs.getArrayRef(),
+                                 group.kind());
+  Block &body = fusion.getBody().front();
+  IRMapping mapping;
+  mapping.map(inputs.getArrayRef(), body.getArguments());
+  builder.setInsertionPointToStart(&body);
+  for (Value constant : constants)
+    builder.clone(*constant.getDefiningOp(), mapping);
+  for (Operation *member : members)
+    builder.clone(*member, mapping);
+  SmallVector<Value> yielded;
+  for (Value output : outputs)
+    yielded.push_back(mapping.lookup(output));
+  YieldOp::create(builder, fusion.getLoc(), yielded);
+
+  for (auto [output, result] : llvm::zip(outputs, fusion.getResults()))
+    output.replaceUsesWithIf(result, [&](OpOperand &use) { return !inGroup(use.getOwner()); });
+  for (Operation *member : llvm::reverse(members))
+    member->erase();
+  for (Value constant : constants)
+    if (constant.use_empty())
+      constant.getDefiningOp()->erase();
+  return fusion;
+}
+
+/// The ONNX node names behind `loc`, in order, without repeats.
+void collectNodeNames(Location loc, llvm::SetVector<StringRef> &names) {
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names);
+  } else if (auto named = dyn_cast<NameLoc>(loc)) {
+    names.insert(named.getName().getValue());
+  }
+}
+
+void KilnFusePass::printReport(ArrayRef<FusionOp> fusions) {
+  llvm::raw_ostream &os = llvm::errs();
+  func::FuncOp func = getOperation();
+  os << "kiln-fuse: @" << func.getSymName() << ": " << fusions.size() << " fusion"
+     << (fusions.size() == 1 ? "" : "s") << "\n";
+  for (auto [index, fusionRef] : llvm::enumerate(fusions)) {
+    FusionOp fusion = fusionRef;
+    SmallVector<Operation *> ops;
+    for (Operation &op : fusion.getBody().front().without_terminator())
+      if (!isa<ConstantOp>(op))
+        ops.push_back(&op);
+    os << "  fusion #" << index << " " << stringifyFusionKind(fusion.getKind());
+    if (fusion.getNumResults() > 1)
+      os << ", multi-output (" << fusion.getNumResults() << " results)";
+    os << ", " << ops.size() << " op" << (ops.size() == 1 ? "" : "s") << ": ";
+    llvm::interleaveComma(ops, os, [&](Operation *op) {
+      os << op->getName().stripDialect();
+    });
+    llvm::SetVector<StringRef> names;
+    collectNodeNames(fusion.getLoc(), names);
+    os << "\n    nodes: ";
+    if (names.empty())
+      os << "(none recorded)";
+    llvm::interleaveComma(names, os);
+    os << "\n";
+  }
+}
+
+void KilnFusePass::runOnOperation() {
+  func::FuncOp func = getOperation();
+  if (func.isExternal())
+    return;
+  groupOf.clear();
+  Block &block = func.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    if (isFusible(&op))
+      ops.push_back(&op);
+
+  SmallVector<std::unique_ptr<Group>> groups;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (groupOf.count(op))
+      continue;
+    if (op->use_empty()) { // every user was given its own copy
+      op->erase();
+      continue;
+    }
+    auto group = std::make_unique<Group>();
+    group->members.insert(op);
+    groupOf[op] = group.get();
+    switch (classify(op)) {
+    case OpClass::Opaque:
+      group->opaque = true;
+      break;
+    case OpClass::Contraction:
+      group->hasContraction = true;
+      break;
+    case OpClass::Reduction:
+      group->hasReduction = true;
+      group->rowShape = rowShapeOf(op);
+      break;
+    default:
+      break;
+    }
+    growGroup(*group);
+    groups.push_back(std::move(group));
+  }
+  // Groups were formed from the end; present them in program order.
+  std::reverse(groups.begin(), groups.end());
+  mergeSiblings(groups);
+
+  SmallVector<FusionOp> fusions;
+  for (std::unique_ptr<Group> &group : groups)
+    if (!group->members.empty())
+      fusions.push_back(materialize(*group));
+  llvm::sort(fusions, [](FusionOp a, FusionOp b) {
+    return a->isBeforeInBlock(b.getOperation());
+  });
+  if (report)
+    printReport(fusions);
+}
+
+} // namespace
+} // namespace kiln
