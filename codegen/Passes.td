@@ -126,6 +126,70 @@ def KilnInlineAllocaScopesPass
   }];
 }
 
+def KilnVectorizableMathPass
+    : Pass<"kiln-vectorizable-math", "mlir::func::FuncOp"> {
+  let summary = "Makes kernels' inner loops vectorizable: polynomial math, reassociable sums";
+  let description = [{
+    LLVM vectorizes a loop only when every operation in it has a vector form.
+    This pass removes the two obstacles Kiln's kernels meet:
+
+    * `exp`, `expm1`, `log`, `log1p`, `log2`, `tanh` and `erf` on f32
+      would be calls into libm; they become MLIR's polynomial
+      approximations (Cephes-style, within a few ulp), plain arithmetic that
+      vectorizes;
+    * floating-point additions, multiplications, maxima and minima get the
+      `reassoc` and `contract` fast-math flags, so a sum along a row may be
+      computed in vector lanes and multiply-adds fuse into FMA. Results may
+      differ from sequential order in the last bits, as in every
+      vectorizing ML compiler. NaN and infinity semantics are kept.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : f32
+    %s = arith.addf %acc, %e : f32
+    ```
+    After:
+    ```mlir
+    // ... a polynomial in arith ops ...
+    %s = arith.addf %acc, %e fastmath<reassoc,contract> : f32
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def KilnContractionsToBlasPass
+    : Pass<"kiln-contractions-to-blas", "mlir::ModuleOp"> {
+  let summary = "Calls a tuned BLAS sgemm for f32 matrix products on buffers";
+  let description = [{
+    Replaces each `linalg.generic` that computes `C += A x B` on f32 buffers
+    (loops `batch..., m, n, k`; A indexed `[batch..., m, k]`, B
+    `[batch..., k, n]`, either possibly without the batch dimensions) by a
+    call to `cblas_sgemm` per batch element, with leading dimensions taken
+    from the buffers' strides, so tiles of larger matrices (the subviews a
+    kernel's parallel loop hands each thread) are multiplied in place.
+    Operands whose innermost stride is not 1 keep the generated loops.
+
+    Kiln owns the threads: kernels split matmuls into per-thread tiles, so
+    the function first sets the library to one thread
+    (`openblas_set_num_threads(1)`); OpenBLAS (Debian's `libopenblas0`) is
+    then linked into the artifact.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [(m, n, k) -> (m, k), (m, n, k) -> (k, n), (m, n, k) -> (m, n)], ...}
+        ins(%a, %b : memref<64x784xf32>, memref<784x1024xf32>) outs(%c : memref<64x1024xf32>)
+    ```
+    After:
+    ```mlir
+    func.call @cblas_sgemm(%row_major, %no_trans, %no_trans, %c64, %c1024, %c784, %one,
+                           %pa, %c784, %pb, %c1024, %one, %pc, %c1024) : (...) -> ()
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
+}
+
 def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
   let summary = "Places a function's intermediate buffers in one arena by liveness";
   let description = [{

@@ -23,8 +23,10 @@ static constexpr const char *kCPULoweringPipeline =
     "buffer-deallocation-pipeline,"
     // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
     // loop; linalg ops inside become plain loops for LLVM to vectorize.
-    "func.func(scf-forall-to-parallel,kiln-expand-strided-copies,"
-    "convert-linalg-to-loops),"
+    "func.func(scf-forall-to-parallel),"
+    "kiln-contractions-to-blas,"
+    "func.func(kiln-expand-strided-copies,"
+    "convert-linalg-to-loops,kiln-vectorizable-math),"
     "convert-scf-to-openmp,"
     "func.func(kiln-inline-alloca-scopes),"
     "fold-memref-alias-ops,"
