@@ -33,6 +33,10 @@ namespace {
 /// every vector width the CPU back end targets.
 constexpr int64_t kMatmulTileMultiple = 16;
 
+/// Loop and input fusions keep at least this many tiles per thread, so the
+/// static schedule stays balanced.
+constexpr int64_t kTilesPerThread = 4;
+
 /// Producer-into-consumer elementwise fusion, only when the producer's
 /// iteration space is the consumer's: a producer the consumer broadcasts
 /// stays separate and is fused per tile instead, computed once per row.
@@ -187,9 +191,15 @@ private:
     for (int64_t i = rows; i < static_cast<int64_t>(ranges.size()); ++i)
       inner *= ranges[i];
     int64_t tiled = std::min<int64_t>(rows, ranges.size());
-    while (tiled > 0 && inner < innerElements) {
+    int64_t tiles = 1;
+    for (int64_t i = 0; i < tiled; ++i)
+      tiles *= ranges[i];
+    // Grow the inner part while enough tiles remain to balance the threads.
+    while (tiled > 0 && inner < innerElements &&
+           tiles / ranges[tiled - 1] >= kTilesPerThread * threadCount()) {
       --tiled;
       inner *= ranges[tiled];
+      tiles /= ranges[tiled];
     }
     for (int64_t i = 0; i < tiled; ++i)
       if (iterators[i] == utils::IteratorType::parallel)

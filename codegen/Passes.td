@@ -212,14 +212,14 @@ def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
     2. A buffer is live, in positions of the entry block's ops, from its alloc
        to the last op that uses it or a view of it (the results of
        `ViewLikeOpInterface` ops such as `memref.subview`, `collapse_shape`,
-       `expand_shape`, `reinterpret_cast`, `cast` and `view`, followed
-       transitively). A use nested in a region (an `scf.for` body) counts at
-       the op in the entry block that holds it. An op the pass does not know
-       counts as a use. A buffer that escapes is not planned: one returned or
-       yielded by a terminator, passed to a call, stored into memory, freed,
-       forwarded into a region (`scf.for` iteration arguments), turned into
-       an address or into a value of a non-scalar type, or used outside the
-       entry block.
+       `expand_shape`, `reinterpret_cast`, `cast` and `view`, and of
+       `memref.transpose`, followed transitively). A use nested in a region
+       (an `scf.for` body) counts at the op in the entry block that holds it.
+       An op the pass does not know counts as a use. A buffer that escapes
+       is not planned: one returned or yielded by a terminator, passed to a
+       call, stored into memory, freed, forwarded into a region (`scf.for`
+       iteration arguments), turned into an address or into a value of a
+       non-scalar type, or used outside the entry block.
     3. Offsets are assigned greedily by size, as in TFLite's arena planner:
        largest buffer first, each at the lowest 64-byte-aligned offset that
        does not overlap a placed buffer whose live range intersects its own.
@@ -230,12 +230,14 @@ def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
        iterators that writes `B` (as its only occurrence among the operands)
        and reads a buffer `A` (directly or through `collapse_shape` /
        `expand_shape`) whose last use it is, and `A` and `B` have the same
-       byte size and `A` is not also written there, then `B` takes `A`'s
-       exact offset: each iteration reads an element of `A` before writing
-       the element of `B` at the same address, and no other iteration reads
-       it. Their live ranges are treated as touching, not overlapping; a
-       chain of such buffers shares one slot. Each buffer gives its slot to
-       at most one other.
+       byte size, then `B` takes `A`'s exact offset: each iteration reads an
+       element of `A` before writing the element of `B` at the same address,
+       and no other iteration reads it. So the generic must neither write `A`
+       (through any view) nor read it through another view (a subview or
+       transpose would read elements other iterations overwrite). The two
+       live ranges are treated as touching, not overlapping; a chain of such
+       buffers shares one slot, and each buffer gives its slot to at most
+       one other.
     4. The arena is allocated at the start of the entry block (only when a
        buffer was planned), and every planned alloc becomes a `memref.view`
        of it at a constant byte offset.
@@ -264,9 +266,9 @@ def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
                     kiln.unplanned_buffers = 0 : i64} {
       %arena = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
       %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
       %a = memref.view %arena[%c0][] : memref<128xi8> to memref<16xf32>
       linalg.exp ins(%in : memref<16xf32>) outs(%a : memref<16xf32>)
-      %c64 = arith.constant 64 : index
       %b = memref.view %arena[%c64][] : memref<128xi8> to memref<16xf32>
       linalg.abs ins(%a : memref<16xf32>) outs(%b : memref<16xf32>)
       linalg.exp ins(%b : memref<16xf32>) outs(%out : memref<16xf32>)

@@ -136,6 +136,22 @@ int reportError(llvm::Error error) {
 }
 } // namespace
 
+/// Prints the figures kiln-plan-buffers recorded on the lowered functions.
+static void printBufferPlan(ModuleOp module) {
+  module.walk([&](Operation *op) {
+    auto peak = op->getAttrOfType<IntegerAttr>("kiln.peak_intermediate_bytes");
+    if (!peak)
+      return;
+    auto count = [&](llvm::StringRef name) {
+      auto attr = op->getAttrOfType<IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    llvm::errs() << "kilnc: peak intermediate memory: " << peak.getInt() << " bytes ("
+                 << count("kiln.intermediate_buffers") << " buffers in one arena, "
+                 << count("kiln.unplanned_buffers") << " left to the heap)\n";
+  });
+}
+
 int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   Progress progress(options.verbose);
   std::string output = options.outputPath.empty() ? defaultOutput(options) : options.outputPath;
@@ -209,6 +225,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   buildLoweringPipeline(lowering, phase);
   if (failed(lowering.run(*module)))
     return kExitError;
+  if (options.stats && phase == Phase::LLVMDialect)
+    printBufferPlan(*module);
   progress.done("lowered to " + std::string(phase == Phase::Kiln     ? "kiln"
                                             : phase == Phase::Linalg ? "linalg"
                                                                      : "the LLVM dialect"));

@@ -19,7 +19,6 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <deque>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFUSEPASS
@@ -110,7 +109,36 @@ struct Group {
   }
 };
 
-enum class Decision { Fuse, Duplicate, Refuse };
+enum class Decision {
+  Fuse,
+  FuseAsRows, // fuse, and the group becomes an input fusion over the consumer's rows
+  Duplicate,
+  Refuse
+};
+
+/// Whether `op` computes its value from a keepdims reduction from `rows.rows`
+/// to `rows.kept`, through at most a few elementwise ops of the kept shape.
+bool derivesFromReduction(Operation *op, const RowShape &rows) {
+  constexpr int kMaxDepth = 8;
+  SmallVector<std::pair<Operation *, int>> worklist = {{op, 0}};
+  while (!worklist.empty()) {
+    auto [current, depth] = worklist.pop_back_val();
+    if (!current || depth > kMaxDepth || current->getNumResults() != 1)
+      continue;
+    if (classify(current) == OpClass::Reduction) {
+      std::optional<RowShape> shape = rowShapeOf(current);
+      if (shape && shape->rows == rows.rows && shape->kept == rows.kept)
+        return true;
+      continue;
+    }
+    if (classify(current) != OpClass::Elementwise ||
+        shapeOf(current->getResult(0)) != ArrayRef<int64_t>(rows.kept))
+      continue;
+    for (Value operand : current->getOperands())
+      worklist.push_back({operand.getDefiningOp(), depth + 1});
+  }
+  return false;
+}
 
 struct KilnFusePass : impl::KilnFusePassBase<KilnFusePass> {
   using KilnFusePassBase::KilnFusePassBase;
@@ -134,6 +162,8 @@ private:
 
   Decision decide(Operation *producer, Operation *consumer, const Group &group) const;
   void growGroup(Group &group);
+  void formOutputGroups(ArrayRef<Operation *> ops,
+                        SmallVectorImpl<std::unique_ptr<Group>> &groups);
   void mergeSiblings(SmallVectorImpl<std::unique_ptr<Group>> &groups);
   FusionOp materialize(Group &group);
   void printReport(ArrayRef<FusionOp> fusions);
@@ -195,10 +225,23 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     // would be recomputed once per broadcast element. Inside an input fusion
     // a per-row value is computed once per row, so that case is allowed.
     bool broadcast = elementsOf(producer->getResult(0)) < elementsOf(consumer->getResult(0));
-    bool perRow = group.rowShape &&
-                  shapeOf(producer->getResult(0)) == ArrayRef<int64_t>(group.rowShape->kept);
-    if (broadcast && !isCheap(producer) && !perRow)
-      return Decision::Refuse;
+    if (broadcast && !isCheap(producer)) {
+      if (group.rowShape) {
+        if (shapeOf(producer->getResult(0)) != ArrayRef<int64_t>(group.rowShape->kept))
+          return Decision::Refuse;
+      } else {
+        // A per-row value (computed from a reduction over the consumer's
+        // rows) makes this an input fusion whose rows are the consumer's.
+        RowShape rows = {llvm::to_vector(shapeOf(consumer->getResult(0))),
+                         llvm::to_vector(shapeOf(producer->getResult(0)))};
+        Group probe;
+        probe.rowShape = rows;
+        if (!derivesFromReduction(producer, rows) || !usersInGroup ||
+            !llvm::all_of(group.members, [&](Operation *m) { return probe.fitsRows(m); }))
+          return Decision::Refuse;
+        return Decision::FuseAsRows;
+      }
+    }
     if (usersInGroup)
       return Decision::Fuse;
     return isCheap(producer) ? Decision::Duplicate : Decision::Refuse;
@@ -210,42 +253,77 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
 }
 
 void KilnFusePass::growGroup(Group &group) {
-  std::deque<Operation *> worklist(group.members.begin(), group.members.end());
-  while (!worklist.empty()) {
-    Operation *consumer = worklist.front();
-    worklist.pop_front();
-    for (OpOperand &operand : consumer->getOpOperands()) {
-      Operation *producer = operand.get().getDefiningOp();
-      if (!isFusible(producer) || groupOf.count(producer))
-        continue;
-      switch (decide(producer, consumer, group)) {
-      case Decision::Refuse:
-        break;
-      case Decision::Fuse:
-        if (classify(producer) == OpClass::Contraction)
-          group.hasContraction = true;
-        if (classify(producer) == OpClass::Reduction) {
-          group.hasReduction = true;
-          if (!group.rowShape)
-            group.rowShape = rowShapeOf(producer);
+  // First only producers whose every user is already in the group, to a
+  // fixed point (a producer's last user may join late); then cheap producers
+  // with users elsewhere are duplicated in.
+  for (bool allowDuplicates : {false, true}) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      SmallVector<Operation *> consumers(group.members.begin(), group.members.end());
+      for (Operation *consumer : consumers) {
+        for (OpOperand &operand : consumer->getOpOperands()) {
+          Operation *producer = operand.get().getDefiningOp();
+          if (!isFusible(producer) || groupOf.count(producer))
+            continue;
+          Decision decision = decide(producer, consumer, group);
+          if (decision == Decision::Refuse ||
+              (decision == Decision::Duplicate && !allowDuplicates))
+            continue;
+          changed = true;
+          if (decision == Decision::Duplicate) {
+            // The copy feeds only this consumer; the original keeps its
+            // other users.
+            OpBuilder builder(producer);
+            Operation *copy = builder.clone(*producer);
+            operand.set(copy->getResult(0));
+            group.members.insert(copy);
+            groupOf[copy] = &group;
+            continue;
+          }
+          if (decision == Decision::FuseAsRows)
+            group.rowShape = RowShape{llvm::to_vector(shapeOf(consumer->getResult(0))),
+                                      llvm::to_vector(shapeOf(producer->getResult(0)))};
+          if (classify(producer) == OpClass::Contraction)
+            group.hasContraction = true;
+          if (classify(producer) == OpClass::Reduction) {
+            group.hasReduction = true;
+            if (!group.rowShape)
+              group.rowShape = rowShapeOf(producer);
+          }
+          group.members.insert(producer);
+          groupOf[producer] = &group;
         }
-        group.members.insert(producer);
-        groupOf[producer] = &group;
-        worklist.push_back(producer);
-        break;
-      case Decision::Duplicate: {
-        // The copy feeds only this consumer; the original keeps its other
-        // users and is grouped (or duplicated again) when the walk reaches it.
-        OpBuilder builder(producer);
-        Operation *copy = builder.clone(*producer);
-        operand.set(copy->getResult(0));
-        group.members.insert(copy);
-        groupOf[copy] = &group;
-        worklist.push_back(copy);
-        break;
-      }
       }
     }
+  }
+}
+
+/// Output fusions are formed first, so that a matmul keeps its epilogue
+/// (the chain of single-user elementwise ops over its result) even when a
+/// later reduction fusion could also have taken those ops.
+void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
+                                    SmallVectorImpl<std::unique_ptr<Group>> &groups) {
+  for (Operation *op : ops) {
+    if (classify(op) != OpClass::Contraction || groupOf.count(op))
+      continue;
+    auto group = std::make_unique<Group>();
+    group->hasContraction = true;
+    group->members.insert(op);
+    groupOf[op] = group.get();
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    Operation *tail = op;
+    while (static_cast<int64_t>(group->members.size()) < maxOps &&
+           tail->getResult(0).hasOneUse()) {
+      Operation *user = *tail->getResult(0).getUsers().begin();
+      if (!isFusible(user) || groupOf.count(user) ||
+          classify(user) != OpClass::Elementwise || shapeOf(user->getResult(0)) != shape)
+        break;
+      group->members.insert(user);
+      groupOf[user] = group.get();
+      tail = user;
+    }
+    groups.push_back(std::move(group));
   }
 }
 
@@ -439,6 +517,7 @@ void KilnFusePass::runOnOperation() {
       ops.push_back(&op);
 
   SmallVector<std::unique_ptr<Group>> groups;
+  formOutputGroups(ops, groups);
   for (Operation *op : llvm::reverse(ops)) {
     if (groupOf.count(op))
       continue;
@@ -466,8 +545,10 @@ void KilnFusePass::runOnOperation() {
     growGroup(*group);
     groups.push_back(std::move(group));
   }
-  // Groups were formed from the end; present them in program order.
-  std::reverse(groups.begin(), groups.end());
+  // Present groups in program order (of their last ops).
+  llvm::stable_sort(groups, [](const std::unique_ptr<Group> &a, const std::unique_ptr<Group> &b) {
+    return lastMember(*a)->isBeforeInBlock(lastMember(*b));
+  });
   mergeSiblings(groups);
 
   SmallVector<FusionOp> fusions;

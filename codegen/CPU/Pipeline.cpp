@@ -20,6 +20,8 @@ static constexpr const char *kCPULoweringPipeline =
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
+    // Intermediates share one arena, placed by liveness.
+    "func.func(kiln-plan-buffers),"
     "buffer-deallocation-pipeline,"
     // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
     // loop; linalg ops inside become plain loops for LLVM to vectorize.

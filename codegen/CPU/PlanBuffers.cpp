@@ -71,7 +71,20 @@ std::optional<int64_t> getElementStorageBytes(Type type,
 /// Whether a value of `type` could carry the address of a buffer, so that an
 /// op producing it from a buffer would create an alias this pass cannot see.
 bool mayHoldAddress(Type type) {
-  return !type.isIntOrIndexOrFloat() && !llvm::isa<VectorType, ComplexType>(type);
+  return !type.isIntOrIndexOrFloat() &&
+         !llvm::isa<VectorType, ComplexType>(type);
+}
+
+/// The memref that `value` is a view of, or null if `value` is not a view.
+Value getViewSource(Value value) {
+  if (auto view = value.getDefiningOp<ViewLikeOpInterface>();
+      view && view.getViewDest() == value)
+    return view.getViewSource();
+  // memref.transpose only permutes strides but does not implement the
+  // interface.
+  if (auto transpose = value.getDefiningOp<memref::TransposeOp>())
+    return transpose.getIn();
+  return {};
 }
 
 /// How one use of a buffer (or of a view of it) affects the plan.
@@ -96,15 +109,15 @@ UseKind classifyUse(OpOperand &use, Value &alias) {
     alias = view.getViewDest();
     return UseKind::Alias;
   }
-  // memref.transpose only permutes strides but does not implement the
-  // interface.
+  // A view too, although without the interface (see getViewSource).
   if (auto transpose = llvm::dyn_cast<memref::TransposeOp>(user)) {
     alias = transpose.getResult();
     return UseKind::Alias;
   }
 
   // Leaving the region (func.return, scf.yield, a branch) or the function.
-  if (user->hasTrait<OpTrait::IsTerminator>() || llvm::isa<CallOpInterface>(user))
+  if (user->hasTrait<OpTrait::IsTerminator>() ||
+      llvm::isa<CallOpInterface>(user))
     return UseKind::Escape;
   // The address leaves as an integer and may be turned back into a pointer.
   if (llvm::isa<memref::ExtractAlignedPointerAsIndexOp>(user))
@@ -192,6 +205,12 @@ private:
   /// The planned buffer that `value` reads in element order (the buffer
   /// itself or a reshape of it), if any.
   std::optional<unsigned> getReshapedBuffer(Value value) const;
+  /// The planned buffer that `value` is a view of, through any views.
+  std::optional<unsigned> getViewedBuffer(Value value) const;
+  /// Whether `generic`, the first use of buffer `result` and the last of
+  /// buffer `donor`, can write `result` in the donor's memory.
+  bool canWriteOver(linalg::GenericOp generic, unsigned donor,
+                    unsigned result) const;
 
   func::FuncOp func;
   Block &entry;
@@ -289,6 +308,32 @@ std::optional<unsigned> BufferPlanner::getReshapedBuffer(Value value) const {
   return it->second;
 }
 
+std::optional<unsigned> BufferPlanner::getViewedBuffer(Value value) const {
+  while (Value source = getViewSource(value))
+    value = source;
+  auto it = bufferIndex.find(value);
+  if (it == bufferIndex.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool BufferPlanner::canWriteOver(linalg::GenericOp generic, unsigned donor,
+                                 unsigned result) const {
+  const Buffer &donorBuffer = buffers[donor];
+  if (donorBuffer.end != buffers[result].firstUse ||
+      donorBuffer.bytes != buffers[result].bytes)
+    return false;
+  // The donor must not also be written by the generic...
+  for (Value init : generic.getDpsInits())
+    if (getViewedBuffer(init) == donor)
+      return false;
+  // ...nor be read at another element than the one being overwritten.
+  for (Value input : generic.getDpsInputs())
+    if (getViewedBuffer(input) == donor && getReshapedBuffer(input) != donor)
+      return false;
+  return true;
+}
+
 void BufferPlanner::findInPlaceReuse() {
   llvm::SmallVector<bool> isDonor(buffers.size(), false);
   for (auto [resultIndex, result] : llvm::enumerate(buffers)) {
@@ -310,21 +355,13 @@ void BufferPlanner::findInPlaceReuse() {
         !llvm::is_contained(generic.getDpsInits(), resultValue))
       continue;
 
-    unsigned position = result.firstUse;
     for (Value input : generic.getDpsInputs()) {
-      std::optional<unsigned> inputIndex = getReshapedBuffer(input);
-      if (!inputIndex || *inputIndex == resultIndex || isDonor[*inputIndex])
+      std::optional<unsigned> donor = getReshapedBuffer(input);
+      if (!donor || *donor == resultIndex || isDonor[*donor] ||
+          !canWriteOver(generic, *donor, resultIndex))
         continue;
-      const Buffer &donor = buffers[*inputIndex];
-      if (donor.end != position || donor.bytes != result.bytes)
-        continue;
-      // The donor must not also be written by the generic.
-      if (llvm::any_of(generic.getDpsInits(), [&](Value init) {
-            return getReshapedBuffer(init) == inputIndex;
-          }))
-        continue;
-      isDonor[*inputIndex] = true;
-      slots.unionSets(*inputIndex, resultIndex);
+      isDonor[*donor] = true;
+      slots.unionSets(*donor, resultIndex);
       break;
     }
   }
@@ -377,9 +414,9 @@ int64_t BufferPlanner::assignOffsets() {
     for (const Slot *placed : conflicts) {
       if (offset + slot.bytes <= placed->offset)
         break;
-      offset = std::max(offset, static_cast<int64_t>(llvm::alignTo(
-                                    placed->offset + placed->bytes,
-                                    kArenaAlignment)));
+      offset = std::max(offset,
+                        static_cast<int64_t>(llvm::alignTo(
+                            placed->offset + placed->bytes, kArenaAlignment)));
     }
     slot.offset = offset;
     arenaBytes = std::max(arenaBytes, offset + slot.bytes);
@@ -396,9 +433,9 @@ void BufferPlanner::rewrite(int64_t arenaBytes) {
   OpBuilder builder(func.getContext());
   builder.setInsertionPointToStart(&entry);
   auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
-  Value arena = memref::AllocOp::create(
-      builder, func.getLoc(), arenaType,
-      builder.getI64IntegerAttr(kArenaAlignment));
+  Value arena =
+      memref::AllocOp::create(builder, func.getLoc(), arenaType,
+                              builder.getI64IntegerAttr(kArenaAlignment));
   // One constant per distinct offset, next to the arena.
   llvm::DenseMap<int64_t, Value> byteShifts;
   for (int64_t offset : offsets)
@@ -409,10 +446,10 @@ void BufferPlanner::rewrite(int64_t arenaBytes) {
   for (auto [buffer, offset] : llvm::zip_equal(buffers, offsets)) {
     memref::AllocOp alloc = buffer.alloc;
     builder.setInsertionPoint(alloc);
-    Value view = memref::ViewOp::create(builder, alloc.getLoc(),
-                                        alloc.getType(), arena,
-                                        byteShifts.lookup(offset),
-                                        /*sizes=*/ValueRange());
+    Value view =
+        memref::ViewOp::create(builder, alloc.getLoc(), alloc.getType(), arena,
+                               byteShifts.lookup(offset),
+                               /*sizes=*/ValueRange());
     alloc.getResult().replaceAllUsesWith(view);
     alloc.erase();
   }

@@ -58,6 +58,10 @@ int main(int argc, char **argv) {
                              cl::desc("Print each fusion to stderr: its kind, member ops "
                                       "and the ONNX nodes they came from"),
                              cl::cat(category));
+  cl::opt<bool> stats("buffer-stats",
+                      cl::desc("Print the static buffer plan: peak bytes of intermediate "
+                               "tensors (one arena, reused by liveness) and buffer counts"),
+                      cl::cat(category));
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
 
@@ -100,6 +104,7 @@ int main(int argc, char **argv) {
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
   options.graph.fusion = !noFusion;
   options.graph.fusionReport = fusionReport;
+  options.stats = stats;
   options.verbose = verbose;
   return kiln::runCompiler(options, context);
 }

@@ -1,0 +1,90 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,canonicalize,kiln-form-kernels{threads=2}),canonicalize,cse)' | FileCheck %s
+
+// Softmax: one parallel loop over rows; both reductions and the
+// normalization run inside it on the row.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: kiln.fusion
+// CHECK: scf.forall (%[[I:.*]]) in (256)
+// CHECK: tensor.extract_slice %{{.*}}[%[[I]], 0] [1, 1024]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @softmax(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>):
+    %m = kiln.reduce_max %a {axes = array<i64: 1>} : (tensor<256x1024xf32>) -> tensor<256x1xf32>
+    %s = kiln.sub %a, %m : (tensor<256x1024xf32>, tensor<256x1xf32>) -> tensor<256x1024xf32>
+    %e = kiln.exp %s : tensor<256x1024xf32>
+    %t = kiln.reduce_sum %e {axes = array<i64: 1>} : (tensor<256x1024xf32>) -> tensor<256x1xf32>
+    %d = kiln.div %e, %t : (tensor<256x1024xf32>, tensor<256x1xf32>) -> tensor<256x1024xf32>
+    kiln.yield %d : tensor<256x1024xf32>
+  }
+  return %0 : tensor<256x1024xf32>
+}
+
+// -----
+
+// GEMM + bias + ReLU: the result's columns are split into one tile per
+// thread; each tile computes its matmul slice and applies the epilogue to it.
+// CHECK-LABEL: func.func @gemm_bias_relu
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (1024) step (512)
+// CHECK: %[[W:.*]] = tensor.extract_slice %{{.*}}[0, %[[J]]] [784, 512]
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: %[[M:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}}ins(%{{.*}}, %[[W]] : tensor<64x784xf32>, tensor<784x512xf32>) outs(%[[Z]] : tensor<64x512xf32>)
+// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[%[[J]]] [512]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}}ins(%[[M]], %[[B]] : tensor<64x512xf32>, tensor<512xf32>)
+// CHECK: arith.addf
+// CHECK: arith.select
+// CHECK: scf.forall.in_parallel
+func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: tensor<1024xf32>) -> tensor<64x1024xf32> {
+  %0 = kiln.fusion output(%x, %w, %b) : (tensor<64x784xf32>, tensor<784x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32> {
+  ^bb0(%a: tensor<64x784xf32>, %c: tensor<784x1024xf32>, %d: tensor<1024xf32>):
+    %m = kiln.matmul %a, %c : (tensor<64x784xf32>, tensor<784x1024xf32>) -> tensor<64x1024xf32>
+    %s = kiln.add %m, %d : (tensor<64x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32>
+    %r = kiln.relu %s : tensor<64x1024xf32>
+    kiln.yield %r : tensor<64x1024xf32>
+  }
+  return %0 : tensor<64x1024xf32>
+}
+
+// -----
+
+// Loop fusion: the elementwise chain becomes one generic; rows are tiled.
+// CHECK-LABEL: func.func @chain
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK-COUNT-1: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @chain(%x: tensor<64x512xf32>, %y: tensor<64x512xf32>) -> tensor<64x512xf32> {
+  %0 = kiln.fusion loop(%x, %y) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32> {
+  ^bb0(%a: tensor<64x512xf32>, %b: tensor<64x512xf32>):
+    %s = kiln.add %a, %b : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+    %t = kiln.tanh %s : tensor<64x512xf32>
+    %r = kiln.mul %t, %a : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+    kiln.yield %r : tensor<64x512xf32>
+  }
+  return %0 : tensor<64x512xf32>
+}
+
+// -----
+
+// Kernels below min-parallel-elements stay serial: no loop over tiles.
+// CHECK-LABEL: func.func @small
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+// CHECK-NOT: kiln.fusion
+func.func @small(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<8x8xf32>) -> tensor<8x8xf32> {
+  ^bb0(%a: tensor<8x8xf32>):
+    %r = kiln.relu %a : tensor<8x8xf32>
+    kiln.yield %r : tensor<8x8xf32>
+  }
+  return %0 : tensor<8x8xf32>
+}

@@ -1,0 +1,183 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-decompose,canonicalize,kiln-fuse,cse))' | FileCheck %s
+
+// Loop fusion: an elementwise chain with a broadcast, a transpose, a reshape
+// and a cast becomes one fusion.
+// CHECK-LABEL: func.func @loop_chain
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK: %[[F:.*]] = kiln.fusion loop(%[[X]], %[[B]])
+// CHECK: kiln.transpose
+// CHECK: kiln.add
+// CHECK: kiln.relu
+// CHECK: kiln.reshape
+// CHECK: kiln.cast
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.fusion
+// CHECK: return %[[F]]
+func.func @loop_chain(%x: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<32xf16> {
+  %t = kiln.transpose %x {perm = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %a = kiln.add %t, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  %r = kiln.relu %a : tensor<8x4xf32>
+  %s = kiln.reshape %r : tensor<8x4xf32> -> tensor<32xf32>
+  %c = kiln.cast %s : tensor<32xf32> -> tensor<32xf16>
+  return %c : tensor<32xf16>
+}
+
+// -----
+
+// Input fusion: softmax's two reductions and the elementwise ops around them
+// are one fusion over rows.
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[F:.*]] = kiln.fusion input(%{{.*}}) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x8xf32>):
+// CHECK-NEXT: %[[M:.*]] = kiln.reduce_max %[[A]]
+// CHECK-NEXT: %[[S:.*]] = kiln.sub %[[A]], %[[M]]
+// CHECK-NEXT: %[[E:.*]] = kiln.exp %[[S]]
+// CHECK-NEXT: %[[T:.*]] = kiln.reduce_sum %[[E]]
+// CHECK-NEXT: %[[D:.*]] = kiln.div %[[E]], %[[T]]
+// CHECK-NEXT: kiln.yield %[[D]]
+// CHECK-NOT: kiln.fusion
+func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %y = kiln.softmax %x {axis = 1 : i64} : tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Input fusion: layer normalization (mean, variance, scale and shift) is one
+// fusion; its small constants are copied in.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: kiln.fusion input(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+// CHECK: kiln.constant
+// CHECK: kiln.reduce_sum
+// CHECK: kiln.div
+// CHECK: kiln.sub
+// CHECK: kiln.mul
+// CHECK: kiln.reduce_sum
+// CHECK: kiln.sqrt
+// CHECK: kiln.reciprocal
+// CHECK: kiln.mul
+// CHECK: kiln.add
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.fusion
+func.func @layer_norm(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %y, %mean, %rstd = kiln.layer_norm %x, %g, %b {axis = 1 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x16xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Output fusion: GEMM with bias and ReLU (ONNX Gemm + Relu) is one fusion
+// built around the matmul.
+// CHECK-LABEL: func.func @gemm_bias_relu
+// CHECK: %[[F:.*]] = kiln.fusion output(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<64x784xf32>, tensor<784x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32>
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<64x784xf32>, %[[W:.*]]: tensor<784x1024xf32>, %[[B:.*]]: tensor<1024xf32>):
+// CHECK-NEXT: %[[M:.*]] = kiln.matmul %[[A]], %[[W]]
+// CHECK-NEXT: %[[S:.*]] = kiln.add %[[M]], %[[B]]
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[S]]
+// CHECK-NEXT: kiln.yield %[[R]]
+// CHECK: return %[[F]]
+func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: tensor<1024xf32>) -> tensor<64x1024xf32> {
+  %g = kiln.gemm %x, %w, %b : (tensor<64x784xf32>, tensor<784x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32>
+  %r = kiln.relu %g : tensor<64x1024xf32>
+  return %r : tensor<64x1024xf32>
+}
+
+// -----
+
+// Output fusion with a residual add; the producer of the residual stays
+// outside (only the epilogue joins an output fusion).
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[P:.*]] = kiln.fusion loop
+// CHECK: kiln.tanh
+// CHECK: kiln.fusion output(%{{.*}}, %{{.*}}, %[[P]])
+// CHECK: kiln.matmul
+// CHECK: kiln.add
+// CHECK: kiln.relu
+func.func @residual(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, %y: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %p = kiln.tanh %y : tensor<8x16xf32>
+  %m = kiln.matmul %x, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %a = kiln.add %m, %p : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %r = kiln.relu %a : tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// Multi-output (sibling) fusion: a sum and a max of the same input, each with
+// its own consumer, are computed by one fusion that reads x once.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[F:.*]]:2 = kiln.fusion input(%{{.*}}) : (tensor<4x32xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK-DAG: kiln.reduce_sum
+// CHECK-DAG: kiln.reduce_max
+// CHECK: kiln.yield
+// CHECK-NOT: kiln.fusion
+// CHECK: return %[[F]]#{{[01]}}, %[[F]]#{{[01]}}
+func.func @siblings(%x: tensor<4x32xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %s = kiln.reduce_sum %x {axes = array<i64: 1>} : (tensor<4x32xf32>) -> tensor<4x1xf32>
+  %m = kiln.reduce_max %x {axes = array<i64: 1>} : (tensor<4x32xf32>) -> tensor<4x1xf32>
+  %n = kiln.neg %s : tensor<4x1xf32>
+  %e = kiln.abs %m : tensor<4x1xf32>
+  return %n, %e : tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Cost rule: an expensive producer (exp) that the consumer broadcasts would
+// be recomputed for every broadcast element, so it keeps its own fusion.
+// CHECK-LABEL: func.func @no_broadcast_recompute
+// CHECK: %[[E:.*]] = kiln.fusion loop(%{{.*}}) : (tensor<64xf32>) -> tensor<64xf32>
+// CHECK: kiln.exp
+// CHECK: kiln.fusion loop(%{{.*}}, %[[E]]) : (tensor<128x64xf32>, tensor<64xf32>) -> tensor<128x64xf32>
+// CHECK-NOT: kiln.exp
+// CHECK: kiln.add
+func.func @no_broadcast_recompute(%x: tensor<128x64xf32>, %v: tensor<64xf32>) -> tensor<128x64xf32> {
+  %e = kiln.exp %v : tensor<64xf32>
+  %a = kiln.add %x, %e : (tensor<128x64xf32>, tensor<64xf32>) -> tensor<128x64xf32>
+  return %a : tensor<128x64xf32>
+}
+
+// -----
+
+// Cost rule: an expensive producer used by two fusions is not computed twice;
+// a cheap one (neg) is duplicated into both rather than stored. (The two
+// consumers run over different shapes, so they are not siblings.)
+// CHECK-LABEL: func.func @duplicate_cheap_only
+// CHECK: %[[E:.*]] = kiln.fusion loop(%{{.*}}) : (tensor<16xf32>) -> tensor<16xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion loop(%{{.*}}, %[[E]]) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+// CHECK-NOT: kiln.exp
+// CHECK: kiln.neg
+// CHECK: kiln.mul
+// CHECK: kiln.fusion loop(%{{.*}}, %[[E]]) : (tensor<16xf32>, tensor<16xf32>) -> tensor<4x4xf32>
+// CHECK-NOT: kiln.exp
+// CHECK: kiln.neg
+// CHECK: kiln.add
+// CHECK: kiln.reshape
+func.func @duplicate_cheap_only(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<4x4xf32>) {
+  %e = kiln.exp %x : tensor<16xf32>
+  %n = kiln.neg %y : tensor<16xf32>
+  %a = kiln.mul %e, %n : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %b = kiln.add %e, %n : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %c = kiln.reshape %b : tensor<16xf32> -> tensor<4x4xf32>
+  return %a, %c : tensor<16xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Ops the rules do not merge (pooling here) are single fusions; their
+// neighbours fuse around them.
+// CHECK-LABEL: func.func @single
+// CHECK: kiln.fusion loop
+// CHECK: kiln.relu
+// CHECK: kiln.fusion single
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.max_pool
+// CHECK-NEXT: kiln.yield
+func.func @single(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %r = kiln.relu %x : tensor<1x1x4x4xf32>
+  %p = kiln.max_pool %r {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  return %p : tensor<1x1x2x2xf32>
+}
