@@ -49,12 +49,6 @@ bool sameIterationSpace(OpOperand *fused) {
          producer.getStaticLoopRanges().size() == consumer.getStaticLoopRanges().size();
 }
 
-/// Whether the generic is a contraction (its body multiplies and
-/// accumulates): its result tiles are split for threads, not rows.
-bool isContraction(linalg::LinalgOp op) {
-  return linalg::isaContractionOpInterface(op);
-}
-
 /// The op computing `value`, looking through reshapes (which are views).
 Operation *rootOf(Value value) {
   Operation *def = value.getDefiningOp();
@@ -140,42 +134,25 @@ private:
       if (iterator == utils::IteratorType::parallel)
         parallel.push_back(i);
 
-    if (fusion.getKind() == FusionKind::Output && isContraction(root)) {
-      // A contraction root: split its largest parallel dimension (the batch
-      // when there are enough batches) into one tile per thread.
+    if (fusion.getKind() == FusionKind::Output) {
+      // A matmul or its epilogue: one tile per batch element when there are
+      // enough of them, else the larger of the two matrix dimensions split
+      // into one part per thread (the matmul is fused into each tile).
       int64_t tiles = threadCount();
+      size_t matrixLoops = std::min<size_t>(2, parallel.size());
+      ArrayRef<int64_t> batch = ArrayRef(parallel).drop_back(matrixLoops);
       int64_t batchElements = 1;
-      for (int64_t i : ArrayRef(parallel).drop_back(std::min<size_t>(2, parallel.size())))
+      for (int64_t i : batch)
         batchElements *= ranges[i];
-      if (batchElements >= tiles) {
-        for (int64_t i : ArrayRef(parallel).drop_back(std::min<size_t>(2, parallel.size())))
+      if (!batch.empty() && batchElements >= tiles) {
+        for (int64_t i : batch)
           sizes[i] = 1;
         return sizes;
       }
-      int64_t best = parallel.front();
-      for (int64_t i : parallel)
+      int64_t best = parallel.back();
+      for (int64_t i : ArrayRef(parallel).take_back(matrixLoops))
         if (ranges[i] > ranges[best])
           best = i;
-      sizes[best] = llvm::alignTo(llvm::divideCeil(ranges[best], tiles), kMatmulTileMultiple);
-      if (sizes[best] >= ranges[best])
-        sizes[best] = 0;
-      return sizes;
-    }
-    if (fusion.getKind() == FusionKind::Output) {
-      // An epilogue root over a contraction's result: the same split, on the
-      // result's dimensions (the contraction is fused into each tile).
-      int64_t tiles = threadCount();
-      int64_t batch = 1;
-      for (size_t i = 0; i + 2 < ranges.size(); ++i)
-        batch *= ranges[i];
-      if (ranges.size() > 2 && batch >= tiles) {
-        for (size_t i = 0; i + 2 < ranges.size(); ++i)
-          sizes[i] = 1;
-        return sizes;
-      }
-      int64_t best = ranges.size() >= 2 && ranges[ranges.size() - 2] > ranges.back()
-                         ? ranges.size() - 2
-                         : ranges.size() - 1;
       sizes[best] = llvm::alignTo(llvm::divideCeil(ranges[best], tiles), kMatmulTileMultiple);
       if (sizes[best] >= ranges[best])
         sizes[best] = 0;

@@ -70,6 +70,12 @@ int64_t elementsOf(Value value) {
 /// dimensions: the two shapes an input fusion's ops may produce.
 struct RowShape {
   SmallVector<int64_t> rows, kept;
+
+  /// Whether `op`'s result runs over the rows or the kept shape.
+  bool fits(Operation *op) const {
+    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
+    return shape == ArrayRef<int64_t>(rows) || shape == ArrayRef<int64_t>(kept);
+  }
 };
 
 std::optional<RowShape> rowShapeOf(Operation *reduction) {
@@ -91,12 +97,6 @@ struct Group {
   std::optional<RowShape> rowShape; // set once a keepdims reduction joins
   bool hasReduction = false;
   bool opaque = false;
-
-  bool fitsRows(Operation *op) const {
-    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
-    return shape == ArrayRef<int64_t>(rowShape->rows) ||
-           shape == ArrayRef<int64_t>(rowShape->kept);
-  }
 
   FusionKind kind() const {
     if (opaque)
@@ -187,18 +187,6 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     return Decision::Refuse;
 
   switch (cls) {
-  case OpClass::Contraction: {
-    // Epilogue fusion: every member is elementwise over the contraction's
-    // result, so the epilogue can run on each tile of the result.
-    if (!usersInGroup || group.rowShape)
-      return Decision::Refuse;
-    ArrayRef<int64_t> shape = shapeOf(producer->getResult(0));
-    bool epilogue = llvm::all_of(group.members, [&](Operation *member) {
-      return classify(member) == OpClass::Elementwise &&
-             shapeOf(member->getResult(0)) == shape;
-    });
-    return epilogue ? Decision::Fuse : Decision::Refuse;
-  }
   case OpClass::Reduction: {
     if (!usersInGroup)
       return Decision::Refuse; // never computed twice
@@ -211,15 +199,13 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
                  : Decision::Refuse;
     // The group's ops must all run over the reduction's rows or its kept
     // shape, so that one loop over the kept dimensions computes them all.
-    Group probe;
-    probe.rowShape = rows;
     bool fits = llvm::all_of(group.members,
-                             [&](Operation *member) { return probe.fitsRows(member); });
+                             [&](Operation *member) { return rows->fits(member); });
     return fits ? Decision::Fuse : Decision::Refuse;
   }
   case OpClass::Elementwise:
   case OpClass::Movement: {
-    if (group.rowShape && !group.fitsRows(producer))
+    if (group.rowShape && !group.rowShape->fits(producer))
       return Decision::Refuse;
     // Cost rule: an expensive producer whose result the consumer broadcasts
     // would be recomputed once per broadcast element. Inside an input fusion
@@ -234,10 +220,8 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
         // rows) makes this an input fusion whose rows are the consumer's.
         RowShape rows = {llvm::to_vector(shapeOf(consumer->getResult(0))),
                          llvm::to_vector(shapeOf(producer->getResult(0)))};
-        Group probe;
-        probe.rowShape = rows;
         if (!derivesFromReduction(producer, rows) || !usersInGroup ||
-            !llvm::all_of(group.members, [&](Operation *m) { return probe.fitsRows(m); }))
+            !llvm::all_of(group.members, [&](Operation *m) { return rows.fits(m); }))
           return Decision::Refuse;
         return Decision::FuseAsRows;
       }
@@ -246,6 +230,7 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
       return Decision::Fuse;
     return isCheap(producer) ? Decision::Duplicate : Decision::Refuse;
   }
+  case OpClass::Contraction: // already in its output fusion (formOutputGroups)
   case OpClass::Opaque:
     break;
   }
@@ -284,8 +269,6 @@ void KilnFusePass::growGroup(Group &group) {
           if (decision == Decision::FuseAsRows)
             group.rowShape = RowShape{llvm::to_vector(shapeOf(consumer->getResult(0))),
                                       llvm::to_vector(shapeOf(producer->getResult(0)))};
-          if (classify(producer) == OpClass::Contraction)
-            group.hasContraction = true;
           if (classify(producer) == OpClass::Reduction) {
             group.hasReduction = true;
             if (!group.rowShape)
@@ -531,9 +514,6 @@ void KilnFusePass::runOnOperation() {
     switch (classify(op)) {
     case OpClass::Opaque:
       group->opaque = true;
-      break;
-    case OpClass::Contraction:
-      group->hasContraction = true;
       break;
     case OpClass::Reduction:
       group->hasReduction = true;
