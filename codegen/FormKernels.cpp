@@ -6,6 +6,7 @@
 // other op fused into the tile, and the body is inlined where the fusion was.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/Contraction.h"
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
 
@@ -36,6 +37,10 @@ constexpr int64_t kMatmulTileMultiple = 16;
 /// Loop and input fusions keep at least this many tiles per thread, so the
 /// static schedule stays balanced.
 constexpr int64_t kTilesPerThread = 4;
+
+/// A convolution tile's im2col buffer (window x output positions) is kept
+/// under this size, so that it is still in L2 when sgemm packs it.
+constexpr int64_t kIm2colBytes = 1 << 20;
 
 /// Producer-into-consumer elementwise fusion, only when the producer's
 /// iteration space is the consumer's: a producer the consumer broadcasts
@@ -115,6 +120,51 @@ private:
     return rows;
   }
 
+  /// Convolutions run per tile as im2col + sgemm (kiln-contractions-to-blas),
+  /// so their tiles keep every output channel: one batch element (image,
+  /// group) per tile, and when there are fewer of those than threads, bands
+  /// of output rows, few enough rows for the im2col buffer to stay in L2.
+  /// The root is the convolution or an elementwise epilogue over its output.
+  std::optional<SmallVector<int64_t>> convolutionTileSizes(FusionOp fusion,
+                                                           linalg::LinalgOp root) const {
+    linalg::LinalgOp conv;
+    std::optional<ConvolutionLoops> loops;
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      if (!loops && (loops = matchConvolution(op)))
+        conv = op;
+    });
+    if (!loops)
+      return std::nullopt;
+    SmallVector<int64_t> convRanges = conv.getStaticLoopRanges();
+    SmallVector<int64_t> ranges = root.getStaticLoopRanges();
+    int64_t outputRank = conv.getNumParallelLoops();
+    if (root != conv && (root.getNumReductionLoops() != 0 ||
+                         ArrayRef(ranges) != ArrayRef(convRanges).take_front(outputRank)))
+      return std::nullopt;
+
+    SmallVector<int64_t> sizes(ranges.size(), 0);
+    int64_t batch = 1;
+    for (int64_t loop : loops->batch) {
+      sizes[loop] = 1;
+      batch *= ranges[loop];
+    }
+    if (batch >= threadCount())
+      return sizes;
+    int64_t rowLoop = loops->spatial.front();
+    int64_t rowElements = 1, window = 1;
+    for (int64_t loop : ArrayRef(loops->spatial).drop_front())
+      rowElements *= ranges[loop];
+    for (int64_t loop : loops->window)
+      window *= convRanges[loop];
+    int64_t bands = llvm::divideCeil(kTilesPerThread * threadCount(), batch);
+    int64_t rows = llvm::divideCeil(ranges[rowLoop], bands);
+    rows = std::min<int64_t>(
+        rows, std::max<int64_t>(1, kIm2colBytes / (sizeof(float) * window * rowElements)));
+    if (rows < ranges[rowLoop])
+      sizes[rowLoop] = rows;
+    return sizes;
+  }
+
   /// Tile sizes for the root, all zero when it should stay untiled.
   SmallVector<int64_t> tileSizes(FusionOp fusion, linalg::LinalgOp root) const {
     SmallVector<int64_t> ranges = root.getStaticLoopRanges();
@@ -128,6 +178,9 @@ private:
         resultElements *= range;
     if (resultElements < minParallelElements)
       return sizes;
+
+    if (std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root))
+      return *convolution;
 
     SmallVector<int64_t> parallel;
     for (auto [i, iterator] : llvm::enumerate(iterators))

@@ -84,7 +84,10 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        reduced anywhere in an input fusion are never tiled. Kernels with fewer
        than `min-parallel-elements` result elements are left untiled (serial).
        Matmul results are split into about `threads` tiles along the batch,
-       rows or columns, whichever is larger;
+       rows or columns, whichever is larger. Convolution tiles keep every
+       output channel (they become im2col + sgemm): one image (or group) per
+       tile when there are at least `threads` of them, else bands of output
+       rows, four per thread, with at most 1 MiB of im2col data per band;
     3. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.
@@ -160,7 +163,7 @@ def KilnVectorizableMathPass
 
 def KilnContractionsToBlasPass
     : Pass<"kiln-contractions-to-blas", "mlir::ModuleOp"> {
-  let summary = "Calls a tuned BLAS sgemm for f32 matrix products on buffers";
+  let summary = "Calls a tuned BLAS sgemm for f32 matrix products and convolutions on buffers";
   let description = [{
     Replaces each `linalg.generic` that computes `C += A x B` on f32 buffers
     (loops `batch..., m, n, k`; A indexed `[batch..., m, k]`, B
@@ -169,6 +172,15 @@ def KilnContractionsToBlasPass
     from the buffers' strides, so tiles of larger matrices (the subviews a
     kernel's parallel loop hands each thread) are multiplied in place.
     Operands whose innermost stride is not 1 keep the generated loops.
+
+    A direct convolution (Kiln's lowering: `out[batch.., f, oh, ow] +=
+    image[batch.., c, oh * s + kh * d, ow * s + kw * d] * filter[.., f, c,
+    kh, kw]`, with dimensions of size one possibly folded away) becomes an
+    im2col copy into a fresh `[batch.., c, kh, kw, oh, ow]` buffer (a
+    `linalg.generic`, later vectorized loops) and one `cblas_sgemm` per batch
+    element: `out[f, oh * ow] += filter[f, c * kh * kw] x col[c * kh * kw, oh
+    * ow]`. This needs the filter's window and the output's spatial
+    dimensions to be dense; otherwise the convolution keeps its loops.
 
     Kiln owns the threads: kernels split matmuls into per-thread tiles, so
     the function first sets the library to one thread

@@ -5,11 +5,13 @@
 // this pass calls the BLAS for it, reading leading dimensions from strides.
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/Contraction.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace kiln {
@@ -52,12 +54,18 @@ bool hasUnitInnerStride(Value value, int64_t rank) {
   return succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
-std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
+bool isStaticF32Buffers(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value operand) {
+    auto type = cast<MemRefType>(operand.getType());
+    return type.getElementType().isF32() && type.hasStaticShape();
+  });
+}
+
+std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
+  if (!isStaticF32Buffers(op))
     return std::nullopt;
-  for (Value operand : op->getOperands())
-    if (!cast<MemRefType>(operand.getType()).getElementType().isF32())
-      return std::nullopt;
   int64_t loops = op.getNumLoops();
   if (loops < 3)
     return std::nullopt;
@@ -69,19 +77,7 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
     return std::nullopt;
   int64_t m = loops - 3, n = loops - 2, k = loops - 1;
 
-  // Body: yield(c + a * b).
-  Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
-  auto mul = dyn_cast<arith::MulFOp>(&body.front());
-  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
-  if (!mul || !add)
-    return std::nullopt;
-  Value a = body.getArgument(0), b = body.getArgument(1), c = body.getArgument(2);
-  bool mulOk = (mul.getLhs() == a && mul.getRhs() == b) || (mul.getLhs() == b && mul.getRhs() == a);
-  bool addOk = (add.getLhs() == c && add.getRhs() == mul) || (add.getLhs() == mul && add.getRhs() == c);
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (!mulOk || !addOk || yield.getValues().size() != 1 || yield.getValues()[0] != add)
+  if (!isMultiplyAccumulate(op))
     return std::nullopt;
 
   GemmMatch match;
@@ -121,19 +117,34 @@ func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
   return decl;
 }
 
-/// The address of element [0, 0] of the 2-D view `view` and its leading
-/// dimension, as C values.
-std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value view) {
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, view);
+/// The address of `buffer[indices]` (of its first element when `indices`
+/// is empty) as an LLVM pointer, and the buffer's strides.
+std::pair<Value, SmallVector<Value>> addressOf(OpBuilder &b, Location loc, Value buffer,
+                                               ValueRange indices = {}) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value element = metadata.getOffset();
+  for (auto [index, stride] : llvm::zip(indices, metadata.getStrides()))
+    if (!isZeroInteger(index))
+      element = arith::AddIOp::create(b, loc, element, arith::MulIOp::create(b, loc, index, stride));
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, metadata.getBaseBuffer());
-  Value bytes = arith::MulIOp::create(b, loc, metadata.getOffset(),
+  Value bytes = arith::MulIOp::create(b, loc, element,
                                       arith::ConstantIndexOp::create(b, loc, sizeof(float)));
   Value address = arith::AddIOp::create(b, loc, base, bytes);
   Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
   Value pointer =
       LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
-  Value leading = arith::IndexCastOp::create(b, loc, b.getI32Type(), metadata.getStrides()[0]);
-  return {pointer, leading};
+  return {pointer, SmallVector<Value>(metadata.getStrides())};
+}
+
+Value toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+/// The address of element [0, 0] of the 2-D view `view` and its leading
+/// dimension, as C values.
+std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value view) {
+  auto [pointer, strides] = addressOf(b, loc, view);
+  return {pointer, toI32(b, loc, strides[0])};
 }
 
 /// The 2-D matrix of `operand` at batch indices `ivs` (no copy).
@@ -167,11 +178,14 @@ struct KilnContractionsToBlasPass
     Type ptr = LLVM::LLVMPointerType::get(ctx);
 
     SmallVector<std::pair<linalg::GenericOp, GemmMatch>> gemms;
+    SmallVector<std::pair<linalg::GenericOp, ConvolutionLoops>> convolutions;
     module.walk([&](linalg::GenericOp op) {
       if (std::optional<GemmMatch> match = matchGemm(op))
         gemms.push_back({op, *match});
+      else if (std::optional<ConvolutionLoops> loops = matchBufferConvolution(op))
+        convolutions.push_back({op, *loops});
     });
-    if (gemms.empty())
+    if (gemms.empty() && convolutions.empty())
       return;
 
     func::FuncOp sgemm = declare(
@@ -185,6 +199,10 @@ struct KilnContractionsToBlasPass
       callers.insert(op->getParentOfType<func::FuncOp>());
       rewrite(op, match, sgemm);
     }
+    for (auto &[op, loops] : convolutions) {
+      callers.insert(op->getParentOfType<func::FuncOp>());
+      rewrite(op, loops, sgemm);
+    }
     // Kernels split matmuls into per-thread tiles; the library must not
     // start threads of its own.
     for (func::FuncOp caller : callers) {
@@ -192,6 +210,34 @@ struct KilnContractionsToBlasPass
       Value one = arith::ConstantIntOp::create(b, caller.getLoc(), 1, 32);
       func::CallOp::create(b, caller.getLoc(), setThreads, ValueRange{one});
     }
+  }
+
+  /// Opens a loop nest over `ranges` at `b`'s insertion point, leaves `b`
+  /// inside it and returns the induction variables.
+  static SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges) {
+    SmallVector<Value> ivs;
+    for (int64_t range : ranges) {
+      auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                                     arith::ConstantIndexOp::create(b, loc, range),
+                                     arith::ConstantIndexOp::create(b, loc, 1));
+      ivs.push_back(loop.getInductionVar());
+      b.setInsertionPointToStart(loop.getBody());
+    }
+    return ivs;
+  }
+
+  /// C += A * B for row-major matrices.
+  static void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, int64_t m, int64_t n,
+                        int64_t k, Value a, Value lda, Value bMatrix, Value ldb, Value c,
+                        Value ldc) {
+    auto i32 = [&](int64_t value) -> Value {
+      return arith::ConstantIntOp::create(b, loc, value, 32);
+    };
+    Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
+    func::CallOp::create(b, loc, sgemm,
+                         ValueRange{i32(kCblasRowMajor), i32(kCblasNoTrans), i32(kCblasNoTrans),
+                                    i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
+                                    ldc});
   }
 
   void rewrite(linalg::GenericOp op, const GemmMatch &match, func::FuncOp sgemm) {
@@ -202,14 +248,7 @@ struct KilnContractionsToBlasPass
     Value a = op.getDpsInputs()[0], bMatrix = op.getDpsInputs()[1], c = op.getDpsInits()[0];
 
     // One call per batch element, in a loop nest over the batch dimensions.
-    SmallVector<Value> ivs;
-    for (int64_t i = 0; i < m; ++i) {
-      auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                                     arith::ConstantIndexOp::create(b, loc, ranges[i]),
-                                     arith::ConstantIndexOp::create(b, loc, 1));
-      ivs.push_back(loop.getInductionVar());
-      b.setInsertionPointToStart(loop.getBody());
-    }
+    SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(ranges).take_front(m));
     auto [pa, lda] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, a, match.batchOf[0], ivs));
     auto [pb, ldb] =
         pointerAndLeadingDim(b, loc, matrixAt(b, loc, bMatrix, match.batchOf[1], ivs));
@@ -225,12 +264,117 @@ struct KilnContractionsToBlasPass
       ldb = i32(std::max<int64_t>(nSize, 1));
     if (mSize == 1)
       ldc = i32(std::max<int64_t>(nSize, 1));
-    Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
-    func::CallOp::create(b, loc, sgemm,
-                         ValueRange{i32(kCblasRowMajor), i32(kCblasNoTrans), i32(kCblasNoTrans),
-                                    i32(mSize), i32(nSize), i32(kSize), one, pa, lda, pb, ldb,
-                                    one, pc, ldc});
+    callSgemm(b, loc, sgemm, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
     op->erase();
+  }
+
+  /// A convolution tile becomes an im2col copy of its image into a
+  /// [batch..., window..., spatial...] buffer (a linalg.generic, lowered to
+  /// vectorizable loops later) and one sgemm per batch index:
+  /// output[channel, spatial] += filter[channel, window] * col[window, spatial].
+  void rewrite(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
+
+    // The column buffer's loops: batch, window, spatial.
+    SmallVector<int64_t> colLoops(loops.batch);
+    llvm::append_range(colLoops, loops.window);
+    llvm::append_range(colLoops, loops.spatial);
+    SmallVector<int64_t> colShape;
+    SmallVector<AffineExpr> renumber(ranges.size(), getAffineConstantExpr(0, ctx));
+    for (auto [position, loop] : llvm::enumerate(colLoops)) {
+      colShape.push_back(ranges[loop]);
+      renumber[loop] = getAffineDimExpr(position, ctx);
+    }
+    AffineMap imageMap = op.getIndexingMapsArray()[0].replaceDimsAndSymbols(
+        renumber, {}, colLoops.size(), 0);
+    auto colType = MemRefType::get(colShape, b.getF32Type());
+    Value col = memref::AllocOp::create(b, loc, colType, b.getI64IntegerAttr(64));
+    linalg::GenericOp::create(
+        b, loc, ValueRange{image}, ValueRange{col},
+        SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colLoops.size())},
+        SmallVector<utils::IteratorType>(colLoops.size(), utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location nloc, ValueRange args) {
+          linalg::YieldOp::create(nb, nloc, args[0]);
+        });
+
+    int64_t m = loops.channel ? ranges[*loops.channel] : 1;
+    int64_t n = 1, k = 1;
+    for (int64_t loop : loops.spatial)
+      n *= ranges[loop];
+    for (int64_t loop : loops.window)
+      k *= ranges[loop];
+    {
+      OpBuilder::InsertionGuard guard(b);
+      SmallVector<Value> batchIvs = loopNest(
+          b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return ranges[loop]; }));
+      // An operand's indices at this batch element: the batch loops'
+      // induction variables where its map reads them, zero elsewhere.
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      auto indicesOf = [&](AffineMap map) {
+        SmallVector<Value> indices;
+        for (AffineExpr expr : map.getResults()) {
+          auto dim = cast<AffineDimExpr>(expr);
+          auto batch = llvm::find(loops.batch, dim.getPosition());
+          indices.push_back(batch == loops.batch.end()
+                                ? zero
+                                : batchIvs[std::distance(loops.batch.begin(), batch)]);
+        }
+        return indices;
+      };
+      auto i32 = [&](int64_t value) -> Value {
+        return arith::ConstantIntOp::create(b, loc, value, 32);
+      };
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      auto [pa, filterStrides] = addressOf(b, loc, filter, indicesOf(maps[1]));
+      auto [pc, outputStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
+      SmallVector<Value> colIndices(batchIvs);
+      colIndices.resize(colLoops.size(), zero);
+      Value pb = addressOf(b, loc, col, colIndices).first;
+      // Leading dimensions: the channel's strides; a single row's is its width.
+      auto leadingDim = [&](AffineMap map, ArrayRef<Value> strides, int64_t width) {
+        if (!loops.channel || m == 1)
+          return i32(width);
+        unsigned position = *map.getResultPosition(getAffineDimExpr(*loops.channel, ctx));
+        return toI32(b, loc, strides[position]);
+      };
+      Value lda = leadingDim(maps[1], filterStrides, k);
+      Value ldc = leadingDim(maps[2], outputStrides, n);
+      callSgemm(b, loc, sgemm, m, n, k, pa, lda, pb, i32(n), pc, ldc);
+    }
+    memref::DeallocOp::create(b, loc, col);
+    op->erase();
+  }
+
+  /// matchConvolution, on buffers whose window (filter) and spatial (output)
+  /// dimensions are dense and trailing, as BLAS matrices need.
+  static std::optional<ConvolutionLoops> matchBufferConvolution(linalg::GenericOp op) {
+    if (!isStaticF32Buffers(op))
+      return std::nullopt;
+    std::optional<ConvolutionLoops> loops = matchConvolution(op);
+    if (!loops)
+      return std::nullopt;
+    auto denseTrailing = [](Value operand, size_t count) {
+      auto type = cast<MemRefType>(operand.getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(type.getStridesAndOffset(strides, offset)))
+        return false;
+      int64_t expected = 1;
+      for (int64_t i = type.getRank() - 1; i >= type.getRank() - static_cast<int64_t>(count); --i) {
+        if (type.getDimSize(i) != 1 && strides[i] != expected)
+          return false;
+        expected *= type.getDimSize(i);
+      }
+      return true;
+    };
+    if (!denseTrailing(op.getDpsInputs()[1], loops->window.size()) ||
+        !denseTrailing(op.getDpsInits()[0], loops->spatial.size()))
+      return std::nullopt;
+    return loops;
   }
 };
 

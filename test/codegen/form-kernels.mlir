@@ -88,3 +88,47 @@ func.func @small(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   }
   return %0 : tensor<8x8xf32>
 }
+
+// -----
+
+// Convolution + bias + ReLU at batch 1: the tiles are bands of output rows
+// with every output channel (im2col + sgemm per tile later), each padding
+// just the input rows its window reads. Rows per band: 56 rows over
+// 2 threads x 4 tiles = 7.
+// CHECK-LABEL: func.func @conv_rows
+// CHECK: scf.forall (%[[R:.*]]) = (0) to (56) step (7)
+// CHECK: tensor.pad
+// CHECK: tensor<64x?x56xf32> to tensor<64x9x58xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[R]], 0] [64, 7, 56]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]{{.*}}outs(%{{.*}} : tensor<64x7x56xf32>)
+// CHECK: arith.select
+// CHECK: scf.forall.in_parallel
+func.func @conv_rows(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64xf32>) -> tensor<1x64x56x56xf32> {
+  %0 = kiln.fusion output(%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64xf32>) -> tensor<1x64x56x56xf32> {
+  ^bb0(%a: tensor<1x64x56x56xf32>, %f: tensor<64x64x3x3xf32>, %c: tensor<64xf32>):
+    %y = kiln.conv %a, %f, %c {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64xf32>) -> tensor<1x64x56x56xf32>
+    %r = kiln.relu %y : tensor<1x64x56x56xf32>
+    kiln.yield %r : tensor<1x64x56x56xf32>
+  }
+  return %0 : tensor<1x64x56x56xf32>
+}
+
+// -----
+
+// With at least one image per thread, each tile is one whole image.
+// CHECK-LABEL: func.func @conv_images
+// CHECK: scf.forall (%[[N:.*]]) in (8)
+// CHECK: tensor.extract_slice %{{.*}}[%[[N]], 0, 0] [1, 28, 28]
+// CHECK: tensor.pad
+// CHECK: tensor<1x28x28xf32> to tensor<1x32x32xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]{{.*}}outs(%{{.*}} : tensor<1x6x28x28xf32>)
+// CHECK: scf.forall.in_parallel
+func.func @conv_images(%x: tensor<8x1x28x28xf32>, %w: tensor<6x1x5x5xf32>) -> tensor<8x6x28x28xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<8x1x28x28xf32>, tensor<6x1x5x5xf32>) -> tensor<8x6x28x28xf32> {
+  ^bb0(%a: tensor<8x1x28x28xf32>, %f: tensor<6x1x5x5xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<8x1x28x28xf32>, tensor<6x1x5x5xf32>) -> tensor<8x6x28x28xf32>
+    %r = kiln.relu %y : tensor<8x6x28x28xf32>
+    kiln.yield %r : tensor<8x6x28x28xf32>
+  }
+  return %0 : tensor<8x6x28x28xf32>
+}

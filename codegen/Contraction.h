@@ -1,0 +1,46 @@
+//===- Contraction.h - Recognizing Kiln's matmul and convolution generics -===//
+//
+// Kiln lowers matmul and convolution to linalg.generic ops (see
+// LowerToLinalg/Linalg.cpp). Tiling, unit-dimension folding and
+// bufferization change their shapes but not their structure; these helpers
+// recognize that structure from the indexing maps alone, so they work on
+// tensors and on buffers alike.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_CONTRACTION_H
+#define KILN_CODEGEN_CONTRACTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// Whether the body of `op` is `yield(out + in0 * in1)` on floats.
+bool isMultiplyAccumulate(mlir::linalg::LinalgOp op);
+
+/// The roles of a direct convolution's loops when it is computed as a matrix
+/// product: `output[batch][channel][spatial] += filter[channel][window] *
+/// im2col(input)[window][spatial]`, one product per batch index.
+struct ConvolutionLoops {
+  /// Parallel loops outside the matrix product (image, group), in order.
+  llvm::SmallVector<int64_t> batch;
+  /// The output-channel loop (the matrix rows); absent when unit-folded.
+  std::optional<int64_t> channel;
+  /// The reduction loops in the filter's order (the matrix K dimension).
+  llvm::SmallVector<int64_t> window;
+  /// The trailing output loops (the matrix columns), in output order.
+  llvm::SmallVector<int64_t> spatial;
+};
+
+/// Matches a multiply-accumulate generic `out(parallel loops) +=
+/// in0(...) * in1(...)` whose first operand (the image) is indexed by sums
+/// of an output loop and a window loop, or by two or more trailing output
+/// loops that the second operand (the filter) does not use. The output must
+/// be indexed by the parallel loops in order and the filter by plain loops
+/// ordered batch, channel, window.
+std::optional<ConvolutionLoops> matchConvolution(mlir::linalg::LinalgOp op);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CONTRACTION_H

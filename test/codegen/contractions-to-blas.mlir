@@ -1,0 +1,143 @@
+// RUN: kiln-opt %s -split-input-file -kiln-contractions-to-blas -canonicalize -cse | FileCheck %s
+
+// A matmul tile: one sgemm on the views (row major, no transposes), with
+// leading dimensions read from the strides. OpenBLAS is kept to one thread
+// since the kernel owns the threads.
+// CHECK-LABEL: func.func @gemm
+// CHECK: call @openblas_set_num_threads(%c1_i32)
+// CHECK-NOT: linalg.generic
+// CHECK: call @cblas_sgemm(%c101_i32, %c111_i32, %c111_i32, %c64_i32, %c512_i32, %c784_i32, %cst, %{{.*}}, %c784_i32, %{{.*}}, %c1024_i32, %cst, %{{.*}}, %c512_i32)
+// CHECK: func.func private @cblas_sgemm(i32, i32, i32, i32, i32, i32, f32, !llvm.ptr, i32, !llvm.ptr, i32, f32, !llvm.ptr, i32)
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm(%a: memref<64x784xf32>, %b: memref<784x512xf32, strided<[1024, 1], offset: ?>>, %c: memref<64x512xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x784xf32>, memref<784x512xf32, strided<[1024, 1], offset: ?>>) outs(%c : memref<64x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A 3x3 convolution tile (a band of 7 output rows, all 64 channels, of a
+// 56x56 image): im2col into a [channel, kh, kw, row, column] buffer, then
+// one sgemm M=64 (channels) N=7*56 K=64*3*3 whose C is the strided band
+// (ldc = the full 56x56 plane).
+// The im2col map reads the image at (channel, row + kh, column + kw).
+// CHECK: #[[IM:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d3, d2 + d4)>
+// CHECK: #[[ID:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @conv_band
+// CHECK: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x3x3x7x56xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[IM]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<64x9x58xf32>) outs(%[[COL]] : memref<64x3x3x7x56xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[IN]]
+// CHECK: call @cblas_sgemm(%c101_i32, %c111_i32, %c111_i32, %c64_i32, %c392_i32, %c576_i32, %cst, %{{.*}}, %c576_i32, %{{.*}}, %c392_i32, %cst, %{{.*}}, %c3136_i32)
+// CHECK: memref.dealloc %[[COL]]
+// CHECK-NOT: linalg.generic
+#image = affine_map<(f, oh, ow, c, kh, kw) -> (c, oh + kh, ow + kw)>
+#filter = affine_map<(f, oh, ow, c, kh, kw) -> (f, c, kh, kw)>
+#out = affine_map<(f, oh, ow, c, kh, kw) -> (f, oh, ow)>
+func.func @conv_band(%x: memref<64x9x58xf32>, %w: memref<64x64x3x3xf32>, %y: memref<64x7x56xf32, strided<[3136, 56, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#image, #filter, #out], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<64x9x58xf32>, memref<64x64x3x3xf32>) outs(%y : memref<64x7x56xf32, strided<[3136, 56, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A batch of images with stride 2: one im2col over every image, then an
+// sgemm per image inside a loop; the filter has no batch dimension.
+// CHECK: #[[IM:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3 * 2 + d1, d4 * 2 + d2)>
+// CHECK-LABEL: func.func @conv_images
+// CHECK: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x5x5x14x14xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[IM]], #{{.*}}]{{.*}} outs(%[[COL]] : memref<2x5x5x14x14xf32>)
+// CHECK: scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// CHECK: memref.extract_strided_metadata %arg2
+// CHECK: arith.muli %[[N]]
+// CHECK: call @cblas_sgemm(%c101_i32, %c111_i32, %c111_i32, %c6_i32, %c196_i32, %c25_i32, %cst, %{{.*}}, %c25_i32, %{{.*}}, %c196_i32, %cst, %{{.*}}, %c196_i32)
+// CHECK: }
+// CHECK: memref.dealloc %[[COL]]
+#image2 = affine_map<(n, f, oh, ow, kh, kw) -> (n, oh * 2 + kh, ow * 2 + kw)>
+#filter2 = affine_map<(n, f, oh, ow, kh, kw) -> (f, kh, kw)>
+#out2 = affine_map<(n, f, oh, ow, kh, kw) -> (n, f, oh, ow)>
+func.func @conv_images(%x: memref<2x32x32xf32>, %w: memref<6x5x5xf32>, %y: memref<2x6x14x14xf32>) {
+  linalg.generic {indexing_maps = [#image2, #filter2, #out2], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : memref<2x32x32xf32>, memref<6x5x5xf32>) outs(%y : memref<2x6x14x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// An output whose columns are not contiguous cannot be a BLAS matrix: the
+// convolution stays a loop nest.
+// CHECK-LABEL: func.func @conv_strided_output
+// CHECK-NOT: cblas_sgemm
+// CHECK: linalg.generic
+// CHECK-NOT: cblas_sgemm
+#image3 = affine_map<(f, oh, ow, kh, kw) -> (oh + kh, ow + kw)>
+#filter3 = affine_map<(f, oh, ow, kh, kw) -> (f, kh, kw)>
+#out3 = affine_map<(f, oh, ow, kh, kw) -> (f, oh, ow)>
+func.func @conv_strided_output(%x: memref<10x10xf32>, %w: memref<4x3x3xf32>, %y: memref<4x8x8xf32, strided<[128, 16, 2]>>) {
+  linalg.generic {indexing_maps = [#image3, #filter3, #out3], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : memref<10x10xf32>, memref<4x3x3xf32>) outs(%y : memref<4x8x8xf32, strided<[128, 16, 2]>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Only f32 goes to sgemm; an f64 matmul stays a loop nest.
+// CHECK-LABEL: func.func @gemm_f64
+// CHECK-NOT: call
+// CHECK: linalg.generic
+#a4 = affine_map<(m, n, k) -> (m, k)>
+#b4 = affine_map<(m, n, k) -> (k, n)>
+#c4 = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm_f64(%a: memref<4x8xf64>, %b: memref<8x4xf64>, %c: memref<4x4xf64>) {
+  linalg.generic {indexing_maps = [#a4, #b4, #c4], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8xf64>, memref<8x4xf64>) outs(%c : memref<4x4xf64>) {
+  ^bb0(%x: f64, %y: f64, %acc: f64):
+    %p = arith.mulf %x, %y : f64
+    %s = arith.addf %acc, %p : f64
+    linalg.yield %s : f64
+  }
+  return
+}
+
+// -----
+
+// An elementwise body of the same size as a multiply-accumulate is left alone.
+// CHECK-LABEL: func.func @mean
+// CHECK-NOT: call
+// CHECK: linalg.generic
+#id = affine_map<(i, j) -> (i, j)>
+func.func @mean(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x8xf32>) {
+  %half = arith.constant 0.5 : f32
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : memref<4x8xf32>, memref<4x8xf32>) outs(%c : memref<4x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %s = arith.addf %x, %y : f32
+    %m = arith.mulf %s, %half : f32
+    linalg.yield %m : f32
+  }
+  return
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Writes a convolution model that exercises every way Kiln tiles a convolution.
+
+Outputs of one model, all on fixed pseudo-random data:
+  y_rows:   Relu(Conv 3x3, pad 1) on 1x8x40x40 -> 1x16x40x40: one image, so the
+            kernel is split into bands of output rows (im2col + sgemm per band);
+  y_groups: Conv 3x3, 2 groups, dilation 2, pad 2 on 2x4x32x32 -> 2x8x32x32:
+            one tile per (image, group);
+  y_plain:  Conv 3x3, pad 1, no epilogue, on 1x8x40x40 -> 1x16x40x40: bands
+            written straight into the output (strided matrix rows);
+  y_stride: Conv 5x5, stride 2, asymmetric pads, no bias on 1x8x40x40 ->
+            1x4x19x20: small, so untiled, still im2col + sgemm.
+The references are computed here in float64 with a direct loop convolution,
+independently of Kiln. Layout as in ONNX's backend tests, so kiln-conformance
+checks it. Needs numpy and onnx (bench/.venv has both):
+    bench/.venv/bin/python test/models/conv/generate.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(20261122)
+
+
+def conv_reference(x, w, b, pads, strides=(1, 1), dilations=(1, 1), group=1):
+    """Direct convolution in float64; pads are [top, left, bottom, right]."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    fg = f // group
+    y = np.zeros((n, f, oh, ow))
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dilations[0], i * dilations[0] + strides[0] * (oh - 1) + 1, strides[0])
+                cols = slice(j * dilations[1], j * dilations[1] + strides[1] * (ow - 1) + 1, strides[1])
+                patch = xp[:, g * cg:(g + 1) * cg, rows, cols]          # n, cg, oh, ow
+                wij = w[g * fg:(g + 1) * fg, :, i, j]                   # fg, cg
+                y[:, g * fg:(g + 1) * fg] += np.einsum("nchw,fc->nfhw", patch, wij)
+    if b is not None:
+        y += b.astype(np.float64)[None, :, None, None]
+    return y
+
+
+def tensor(shape, scale=1.0):
+    return (rng.uniform(-scale, scale, size=shape)).astype(np.float32)
+
+
+x1 = tensor((1, 8, 40, 40))
+x2 = tensor((2, 4, 32, 32))
+w_rows, b_rows = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
+w_groups, b_groups = tensor((8, 2, 3, 3), 0.3), tensor((8,), 0.1)
+w_stride = tensor((4, 8, 5, 5), 0.2)
+w_plain, b_plain = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
+
+nodes = [
+    helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Relu", ["c_rows"], ["y_rows"], name="relu_rows"),
+    helper.make_node("Conv", ["x2", "w_groups", "b_groups"], ["y_groups"], name="conv_groups",
+                     kernel_shape=[3, 3], pads=[2, 2, 2, 2], dilations=[2, 2], group=2),
+    helper.make_node("Conv", ["x1", "w_plain", "b_plain"], ["y_plain"], name="conv_plain",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Conv", ["x1", "w_stride"], ["y_stride"], name="conv_stride",
+                     kernel_shape=[5, 5], pads=[1, 2, 0, 1], strides=[2, 2]),
+]
+y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
+y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
+y_plain = conv_reference(x1, w_plain, b_plain, [1, 1, 1, 1])
+y_stride = conv_reference(x1, w_stride, None, [1, 2, 0, 1], strides=(2, 2))
+
+inits = [numpy_helper.from_array(a, n) for n, a in
+         [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups), ("b_groups", b_groups),
+          ("w_stride", w_stride), ("w_plain", w_plain), ("b_plain", b_plain)]]
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+graph = helper.make_graph(nodes, "conv_tiles", [vi("x1", x1.shape), vi("x2", x2.shape)],
+                          [vi("y_rows", y_rows.shape), vi("y_groups", y_groups.shape),
+                           vi("y_plain", y_plain.shape), vi("y_stride", y_stride.shape)], inits)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                          producer_name="kiln-test")
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, os.path.join(HERE, "model.onnx"))
+
+data = os.path.join(HERE, "test_data_set_0")
+os.makedirs(data, exist_ok=True)
+for i, (name, a) in enumerate([("x1", x1), ("x2", x2)]):
+    with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(a, name).SerializeToString())
+for i, (name, a) in enumerate([("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
+                                    ("y_stride", y_stride)]):
+    with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(a.astype(np.float32), name).SerializeToString())
