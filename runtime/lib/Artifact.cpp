@@ -270,6 +270,24 @@ struct FreeDeleter {
   void operator()(void *p) const { std::free(p); }
 };
 
+/// The libraries an artifact links (the OpenMP runtime, OpenBLAS) start
+/// worker threads when they load, and those threads live until the process
+/// exits: unloading such a library under them crashes the process at their
+/// next wake-up. Every library that came in with the artifact is therefore
+/// pinned (RTLD_NODELETE), so closing an artifact unloads only the artifact,
+/// its code and weights. They are the objects after it in the load order.
+void pinDependencies(void *library) {
+  struct link_map *map = nullptr;
+  if (dlinfo(library, RTLD_DI_LINKMAP, &map) != 0 || !map)
+    return;
+  for (struct link_map *next = map->l_next; next; next = next->l_next) {
+    if (!next->l_name || !*next->l_name)
+      continue;
+    if (void *pinned = dlopen(next->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+      dlclose(pinned);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -299,6 +317,7 @@ kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
         why.erase(0, loadPath.size() + 2);
       return fail(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
     }
+    pinDependencies(library);
     auto artifact = std::make_unique<kiln_artifact>();
     artifact->path = name;
     artifact->library = library;

@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
+#include <dlfcn.h>
 #include <elf.h>
 
 extern "C" int kiln_test_c_api_add_one(const char *path);
@@ -80,6 +83,26 @@ TEST(Artifact, RunsAddOne) {
   ASSERT_EQ(kiln_artifact_run(opened.artifact.get(), inputs, outputs), KILN_OK) << kiln_last_error();
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(y[i], x[i] + 1) << "index " << i;
+}
+
+// Libraries that artifacts link start threads at load; closing the artifact must not unload them
+// under those threads (the process would crash at the threads' next wake-up, within a millisecond).
+TEST(Artifact, CloseKeepsThreadedDependenciesLoaded) {
+  for (int round = 0; round < 3; ++round) {
+    OpenResult opened = open(KILN_FAKE_THREADS);
+    ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+    alignas(64) float x[6] = {0, 1, 2, 3, 4, 5};
+    alignas(64) float y[6] = {};
+    void *inputs[] = {x};
+    void *outputs[] = {y};
+    ASSERT_EQ(kiln_artifact_run(opened.artifact.get(), inputs, outputs), KILN_OK) << kiln_last_error();
+    EXPECT_EQ(y[5], 6.0f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  void *pool = dlopen(KILN_FAKE_POOL, RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(pool, nullptr) << "the thread pool's library was unloaded with the artifact";
+  if (pool)
+    dlclose(pool);
 }
 
 TEST(Artifact, StagesMisalignedBuffers) {

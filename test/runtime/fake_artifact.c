@@ -57,6 +57,15 @@ void kiln_entry(void **buffers) {
   for (int i = 0; i < 6; ++i)
     y[i] = kiln_fake_missing_helper(x[i]);
 }
+#elif defined(KILN_FAKE_THREADS)
+/* Adds the size of a thread pool its dependency started at load: 1. */
+extern int kiln_fake_pool_size(void);
+void kiln_entry(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  float *y = (float *)buffers[1];
+  for (int i = 0; i < 6; ++i)
+    y[i] = x[i] + (float)kiln_fake_pool_size();
+}
 #elif !defined(KILN_FAKE_NO_ENTRY)
 void kiln_entry(void **buffers) {
   const float *x = (const float *)buffers[0];
