@@ -42,13 +42,30 @@ constexpr int64_t kTilesPerThread = 4;
 /// under this size, so that it is still in L2 when sgemm packs it.
 constexpr int64_t kIm2colBytes = 1 << 20;
 
+/// Whether computing one element of `op` costs more than reading it back
+/// from a buffer: a transcendental function or a division.
+bool isExpensive(linalg::LinalgOp op) {
+  return op->getRegion(0)
+      .walk([](Operation *inner) {
+        return isa<math::MathDialect>(inner->getDialect()) || isa<arith::DivFOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// Producer-into-consumer elementwise fusion, only when the producer's
 /// iteration space is the consumer's: a producer the consumer broadcasts
 /// stays separate and is fused per tile instead, computed once per row.
+/// An expensive producer with several consumers (softmax's exponential,
+/// read by the row sum and by the normalization) also stays separate, so
+/// each tile computes it once into a buffer instead of once per consumer.
 bool sameIterationSpace(OpOperand *fused) {
   auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
   if (!producer || !consumer)
+    return false;
+  if (!fused->get().hasOneUse() && isExpensive(producer))
     return false;
   return consumer.getMatchingIndexingMap(fused).isPermutation() &&
          producer.getStaticLoopRanges().size() == consumer.getStaticLoopRanges().size();

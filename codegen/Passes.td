@@ -107,26 +107,33 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
 
 def KilnInlineAllocaScopesPass
     : Pass<"kiln-inline-alloca-scopes", "mlir::func::FuncOp"> {
-  let summary = "Inlines memref.alloca_scope bodies into their parent block";
+  let summary = "Inlines memref.alloca_scope bodies, bracketed by stacksave/stackrestore when they allocate";
   let description = [{
     `convert-scf-to-openmp` wraps each parallel loop body in a
     `memref.alloca_scope`, which must keep a single block; lowering the loops
-    inside it to branches would break that. Kiln's kernels make no stack
-    allocations in loop bodies (buffers come from the heap or the buffer
-    plan), so the scope has nothing to release and its body is inlined.
+    inside it to branches would break that. So each scope's body is inlined
+    into its parent block here, while it is still one block. A scope that
+    holds a `memref.alloca` (a kernel tile's small scratch buffers, which
+    `promote-buffers-to-stack` put on the stack) is bracketed by
+    `llvm.intr.stacksave` and `llvm.intr.stackrestore`, so every iteration
+    releases what it allocated; a scope with no allocas needs neither.
 
     Before:
     ```mlir
     memref.alloca_scope {
+      %row = memref.alloca() : memref<1xf32>
       scf.for %i = %c0 to %c4 step %c1 { ... }
     }
     ```
     After:
     ```mlir
+    %sp = llvm.intr.stacksave : !llvm.ptr
+    %row = memref.alloca() : memref<1xf32>
     scf.for %i = %c0 to %c4 step %c1 { ... }
+    llvm.intr.stackrestore %sp : !llvm.ptr
     ```
-    A scope that does contain an `memref.alloca` is left alone.
   }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 def KilnVectorizableMathPass

@@ -65,7 +65,8 @@ struct DecomposeGemm : OpRewritePattern<GemmOp> {
   }
 };
 
-// softmax(x) = e^(x - max) / sum(e^(x - max));
+// softmax(x) = e^(x - max) * (1 / sum(e^(x - max))): one division per row,
+// not per element (the sum is at least 1, so the reciprocal is finite);
 // log_softmax(x) = (x - max) - ln(sum(e^(x - max)))
 template <typename Op, bool isLog>
 struct DecomposeSoftmax : OpRewritePattern<Op> {
@@ -79,7 +80,8 @@ struct DecomposeSoftmax : OpRewritePattern<Op> {
     Value sum = ReduceSumOp::create(rewriter, loc, exp, axes, true);
     Value result = isLog ? Value(SubOp::create(rewriter, loc, shifted,
                                                LogOp::create(rewriter, loc, sum)))
-                         : Value(DivOp::create(rewriter, loc, exp, sum));
+                         : Value(MulOp::create(rewriter, loc, exp,
+                                               ReciprocalOp::create(rewriter, loc, sum)));
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -22,6 +22,10 @@ static constexpr const char *kCPULoweringPipeline =
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
     // Intermediates share one arena, placed by liveness.
     "func.func(kiln-plan-buffers),"
+    // What is left is per-tile scratch inside parallel loops (a row's max
+    // or sum, a matmul tile before its epilogue); small ones go on the
+    // stack, released per iteration by the OpenMP lowering's alloca scope.
+    "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=16384}),"
     "buffer-deallocation-pipeline,"
     // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
     // loop; linalg ops inside become plain loops for LLVM to vectorize.

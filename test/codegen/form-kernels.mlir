@@ -1,18 +1,21 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg,canonicalize,kiln-form-kernels{threads=2}),canonicalize,cse)' | FileCheck %s
 
 // Softmax: one parallel loop over rows; both reductions and the
-// normalization run inside it on the row.
+// normalization run inside it on the row. The exponential, read by the sum
+// and by the division, is computed once per element into a row buffer.
 // CHECK-LABEL: func.func @softmax
 // CHECK-NOT: kiln.fusion
 // CHECK: scf.forall (%[[I:.*]]) in (256)
 // CHECK: tensor.extract_slice %{{.*}}[%[[I]], 0] [1, 1024]
 // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
 // CHECK: arith.maximumf
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: %[[E:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
 // CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}}ins(%[[E]] :
+// CHECK-NOT: math.exp
 // CHECK: arith.addf
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
-// CHECK: math.exp
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}}ins(%[[E]], %{{.*}} :
+// CHECK-NOT: math.exp
 // CHECK: arith.divf
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.generic

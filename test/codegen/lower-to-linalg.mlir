@@ -72,14 +72,18 @@ func.func @reduce_sum_keepdims(%x: tensor<3x4xf32>) -> tensor<3x1xf32> {
 
 // -----
 
-// Softmax is max-subtracted for stability: max, subtract, exp, sum, divide.
+// Softmax is max-subtracted for stability: max, subtract, exp, sum, then one
+// reciprocal per row and a multiplication per element.
 // CHECK-LABEL: func @softmax
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK: arith.maximumf
 // CHECK: arith.subf
 // CHECK: math.exp
 // CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}ins(%{{.*}} : tensor<3x1xf32>) outs(%{{.*}} : tensor<3x1xf32>)
 // CHECK: arith.divf
+// CHECK: linalg.generic {{.*}}ins(%{{.*}}, %{{.*}} : tensor<3x4xf32>, tensor<3x1xf32>)
+// CHECK: arith.mulf
 // CHECK-NOT: linalg.generic
 // CHECK: return
 func.func @softmax(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {

@@ -33,7 +33,8 @@ func.func @loop_chain(%x: tensor<4x8xf32>, %b: tensor<4xf32>) -> tensor<32xf16> 
 // CHECK-NEXT: %[[S:.*]] = kiln.sub %[[A]], %[[M]]
 // CHECK-NEXT: %[[E:.*]] = kiln.exp %[[S]]
 // CHECK-NEXT: %[[T:.*]] = kiln.reduce_sum %[[E]]
-// CHECK-NEXT: %[[D:.*]] = kiln.div %[[E]], %[[T]]
+// CHECK-NEXT: %[[R:.*]] = kiln.reciprocal %[[T]]
+// CHECK-NEXT: %[[D:.*]] = kiln.mul %[[E]], %[[R]]
 // CHECK-NEXT: kiln.yield %[[D]]
 // CHECK-NOT: kiln.fusion
 func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
