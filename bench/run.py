@@ -474,6 +474,9 @@ def parse_args(argv):
                    help="scale the time spent per measurement (1.0: ~1.5 s of timed runs each)")
     p.add_argument("--reps", type=int, default=0, help="fixed number of timed runs for every framework (no calibration)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up runs before timing (default 10)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="time every framework this many times in turn and report the median of the round "
+                        "medians, so that a load change on a shared machine hits all of them (default 3)")
     p.add_argument("--frameworks", default="kiln,onnxruntime,jax", help="subset of kiln,onnxruntime,jax")
     p.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurements")
     p.add_argument("--timeout", type=float, default=900, help="seconds allowed per subprocess (default 900)")
@@ -636,6 +639,22 @@ def main(argv):
                 log("\n" + "!" * len(banner) + "\n" + banner + "\n" + "!" * len(banner) + "\n")
                 problems.append(banner.lstrip("! "))
 
+        # Further rounds, each framework in turn, so that a change in the machine's load hits all of
+        # them rather than whichever ran during it; each reports the median of its round medians.
+        kiln_reps = r["kiln"]["reps"] if kiln and r["kiln"] and r["kiln"]["ok"] else 0
+        for _ in range(1, args.rounds):
+            if kiln_reps:
+                more = kiln_run(kiln, gdir, inputs, cpus, env, args.timeout, repeat=kiln_reps,
+                                warmup=warmup, threads=args.threads)
+                add_round(r["kiln"], more)
+            for key, mode, use in (("ort", "ort", use_ort), ("jax", "jax", use_jax)):
+                if use and r[key] and r[key]["ok"]:
+                    add_round(r[key], run_worker(mode, name, gdir, cpus, env, args))
+        if args.rounds > 1:
+            log("  over " + str(args.rounds) + " rounds: " + ", ".join(
+                f"{who} {fmt_ms(r[key]['median_ms'])} ms" for who, key in (("kiln", "kiln"), ("onnxruntime", "ort"),
+                                                                        ("jax", "jax")) if r[key] and r[key]["ok"]))
+
         if not args.no_memory and use_ort:
             r["mem_ort"] = run_worker("ort-mem", name, gdir, cpus, mem_env, args)
             m = r["mem_ort"]
@@ -657,6 +676,17 @@ def main(argv):
     log(f"\nwrote {(OUT / 'results.md').relative_to(ROOT)} ({elapsed:.0f} s in all)")
     mismatched = any(not ok for r in results.values() for (_, _, ok, _) in r["check"])
     return 1 if mismatched else 0
+
+
+def add_round(res, more):
+    """Folds another timing round into `res`: the median of the round medians, the min of the mins."""
+    if not more["ok"]:
+        res.setdefault("failed_rounds", []).append(more["error"])
+        return
+    res.setdefault("round_medians", [res["median_ms"]]).append(more["median_ms"])
+    res["median_ms"] = statistics.median(res["round_medians"])
+    res["min_ms"] = min(res["min_ms"], more["min_ms"])
+    res["reps"] += more["reps"]
 
 
 def cell(res, short=True):
@@ -744,7 +774,8 @@ def render(args, names, graphs, results, kiln, peer_state, problems, command, lo
         ("Kiln", f"{git_state()}; {kiln.describe() if kiln else 'not selected'}"),
         ("packages", version_line),
         ("timing", f"warm-up {args.warmup} runs (at most ~2 s of them), then ~{args.budget:.1f} s of timed runs "
-                   f"(at least {args.min_reps}), median; ratio = peer ms / kiln ms, >1 means Kiln is faster"),
+                   f"(at least {args.min_reps}), median; {args.rounds} rounds, the frameworks in turn, and the "
+                   "median of the round medians; ratio = peer ms / kiln ms, >1 means Kiln is faster"),
         ("check", f"Kiln and JAX outputs vs ONNX Runtime's, |got - ref| <= {ATOL:g} + {RTOL:g}*|ref| per element"),
         ("full run", f"{elapsed:.0f} s"),
     ]
