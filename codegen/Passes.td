@@ -151,7 +151,11 @@ def KilnVectorizableMathPass
       `reassoc` and `contract` fast-math flags, so a sum along a row may be
       computed in vector lanes and multiply-adds fuse into FMA. Results may
       differ from sequential order in the last bits, as in every
-      vectorizing ML compiler. NaN and infinity semantics are kept.
+      vectorizing ML compiler. NaN and infinity semantics are kept;
+    * f32/f64 `maximumf` and `minimumf` become `llvm.intr.maximum` and
+      `llvm.intr.minimum` (same NaN semantics): `arith-expand` would turn
+      them into compare-and-select chains, which LLVM does not recognize as
+      max reductions.
 
     Before:
     ```mlir
@@ -164,8 +168,8 @@ def KilnVectorizableMathPass
     %s = arith.addf %acc, %e fastmath<reassoc,contract> : f32
     ```
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::vector::VectorDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::LLVM::LLVMDialect",
+                           "mlir::math::MathDialect", "mlir::vector::VectorDialect"];
 }
 
 def KilnContractionsToBlasPass

@@ -1,0 +1,36 @@
+// RUN: kiln-opt %s -split-input-file -kiln-vectorizable-math | FileCheck %s
+
+// A row max: the maximum becomes LLVM's intrinsic (which the loop vectorizer
+// reduces in vector lanes), reassociable like the sum.
+// CHECK-LABEL: func.func @row_max_sum
+// CHECK: llvm.intr.maximum(%{{.*}}, %{{.*}}) {fastmathFlags = #llvm.fastmath<contract, reassoc>} : (f32, f32) -> f32
+// CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK-NOT: arith.maximumf
+func.func @row_max_sum(%x: f32, %m: f32, %s: f32) -> (f32, f32) {
+  %0 = arith.maximumf %m, %x : f32
+  %1 = arith.addf %s, %x : f32
+  return %0, %1 : f32, f32
+}
+
+// -----
+
+// exp becomes a polynomial (no libm call); minimum becomes the intrinsic.
+// CHECK-LABEL: func.func @exp_min
+// CHECK-NOT: math.exp
+// CHECK: llvm.intr.minimum
+// CHECK-NOT: math.exp
+func.func @exp_min(%x: f32, %y: f32) -> f32 {
+  %0 = math.exp %x : f32
+  %1 = arith.minimumf %0, %y : f32
+  return %1 : f32
+}
+
+// -----
+
+// Functions without an accurate approximation stay (later a libm call).
+// CHECK-LABEL: func.func @acosh
+// CHECK: math.acosh
+func.func @acosh(%x: f32) -> f32 {
+  %0 = math.acosh %x : f32
+  return %0 : f32
+}
