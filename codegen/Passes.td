@@ -87,7 +87,7 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        rows or columns, whichever is larger. Convolution tiles keep every
        output channel (they become im2col + sgemm): one image (or group) per
        tile when there are at least `threads` of them, else bands of output
-       rows, four per thread, with at most 1 MiB of im2col data per band;
+       rows, four per thread, with at most 512 KiB of im2col data per band;
     3. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.

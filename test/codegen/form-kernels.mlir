@@ -97,13 +97,14 @@ func.func @small(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 // Convolution + bias + ReLU at batch 1: the tiles are bands of output rows
 // with every output channel (im2col + sgemm per tile later), each padding
 // just the input rows its window reads. Rows per band: 56 rows over
-// 2 threads x 4 tiles = 7.
+// 2 threads x 4 tiles would be 7, but the band's im2col data (64 x 3 x 3
+// windows by rows x 56 positions) must stay within 512 KiB: 4 rows.
 // CHECK-LABEL: func.func @conv_rows
-// CHECK: scf.forall (%[[R:.*]]) = (0) to (56) step (7)
+// CHECK: scf.forall (%[[R:.*]]) = (0) to (56) step (4)
 // CHECK: tensor.pad
-// CHECK: tensor<64x?x56xf32> to tensor<64x9x58xf32>
-// CHECK: tensor.extract_slice %{{.*}}[0, %[[R]], 0] [64, 7, 56]
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]{{.*}}outs(%{{.*}} : tensor<64x7x56xf32>)
+// CHECK: tensor<64x?x56xf32> to tensor<64x6x58xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[R]], 0] [64, 4, 56]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]{{.*}}outs(%{{.*}} : tensor<64x4x56xf32>)
 // CHECK: arith.select
 // CHECK: scf.forall.in_parallel
 func.func @conv_rows(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64xf32>) -> tensor<1x64x56x56xf32> {
