@@ -22,10 +22,17 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "codegen/Passes.h.inc"
 
+/// Choices for the CPU back end.
+struct CPUPipelineOptions {
+  /// The sgemm matrix products and convolutions call: "onednn" (dnnl_sgemm)
+  /// or "openblas" (cblas_sgemm).
+  std::string gemmLibrary = "onednn";
+};
+
 /// Adds the passes from linalg-on-tensors to the LLVM dialect for CPUs:
 /// bufferization with results as out-parameters, loops, and conversion of
 /// every dialect to LLVM with the bare-pointer calling convention.
-void buildCPULoweringPipeline(mlir::OpPassManager &pm);
+void buildCPULoweringPipeline(mlir::OpPassManager &pm, const CPUPipelineOptions &options = {});
 
 /// Registers the `kiln-cpu-lowering` pipeline for kiln-opt.
 void registerCodegenPipelines();

@@ -253,7 +253,7 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   // here rather than at load time.
   std::vector<std::string> libraries;
   for (llvm::StringRef soname : {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libomp.so.5",
-                                 "libopenblas.so.0"})
+                                 "libopenblas.so.0", "libdnnl.so.2"})
     for (llvm::StringRef dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
                                 "/usr/lib/llvm-22/lib"}) {
       std::string candidate = (dir + "/" + soname).str();

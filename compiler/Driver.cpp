@@ -222,7 +222,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   PassManager lowering(&context);
   if (failed(applyPassManagerCLOptions(lowering)))
     return kExitUsage;
-  buildLoweringPipeline(lowering, phase);
+  buildLoweringPipeline(lowering, phase, options.cpu);
   if (failed(lowering.run(*module)))
     return kExitError;
   if (options.stats && phase == Phase::LLVMDialect)

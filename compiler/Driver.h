@@ -33,6 +33,7 @@ struct CompilerOptions {
   std::vector<std::string> inputShapes;  // name=AxBxC
   std::vector<std::string> frozenInputs; // name=tensor.pb
   GraphOptions graph;
+  CPUPipelineOptions cpu;
   bool stats = false; // print the buffer plan's figures
   bool verbose = false;
 };

@@ -25,7 +25,8 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
   }
 }
 
-void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase) {
+void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
+                           const CPUPipelineOptions &cpu) {
   if (phase == Phase::Kiln)
     return;
   pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
@@ -36,7 +37,7 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase) {
   pm.addPass(mlir::createCSEPass());
   if (phase == Phase::Linalg)
     return;
-  buildCPULoweringPipeline(pm);
+  buildCPULoweringPipeline(pm, cpu);
 }
 
 } // namespace kiln

@@ -2,6 +2,7 @@
 #ifndef KILN_COMPILER_PIPELINE_H
 #define KILN_COMPILER_PIPELINE_H
 
+#include "codegen/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -31,7 +32,8 @@ struct GraphOptions {
 void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options = {});
 
 /// Adds the passes that take a kiln module to `phase` (from the kiln phase).
-void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase);
+void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
+                           const CPUPipelineOptions &cpu = {});
 
 } // namespace kiln
 

@@ -28,6 +28,7 @@ namespace {
 constexpr int32_t kCblasRowMajor = 101;
 constexpr int32_t kCblasNoTrans = 111;
 constexpr StringLiteral kSgemm = "cblas_sgemm";
+constexpr StringLiteral kDnnlSgemm = "dnnl_sgemm";
 constexpr StringLiteral kSetThreads = "openblas_set_num_threads";
 
 /// How each operand's dimensions map to the loops (batch..., m, n, k).
@@ -171,8 +172,14 @@ Value matrixAt(OpBuilder &b, Location loc, Value operand, ArrayRef<int64_t> batc
 
 struct KilnContractionsToBlasPass
     : impl::KilnContractionsToBlasPassBase<KilnContractionsToBlasPass> {
+  using KilnContractionsToBlasPassBase::KilnContractionsToBlasPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (library != "onednn" && library != "openblas") {
+      module.emitError() << "kiln-contractions-to-blas: unknown library '" << library
+                         << "' (expected 'onednn' or 'openblas')";
+      return signalPassFailure();
+    }
     MLIRContext *ctx = &getContext();
     Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
     Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -188,11 +195,15 @@ struct KilnContractionsToBlasPass
     if (gemms.empty() && convolutions.empty())
       return;
 
-    func::FuncOp sgemm = declare(
-        module, kSgemm,
-        FunctionType::get(ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32},
-                          {}));
-    func::FuncOp setThreads = declare(module, kSetThreads, FunctionType::get(ctx, {i32}, {}));
+    Type i8 = IntegerType::get(ctx, 8), i64 = IntegerType::get(ctx, 64);
+    func::FuncOp sgemm =
+        library == "onednn"
+            ? declare(module, kDnnlSgemm,
+                      FunctionType::get(ctx, {i8, i8, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64},
+                                        {i32}))
+            : declare(module, kSgemm,
+                      FunctionType::get(
+                          ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32}, {}));
 
     llvm::SetVector<func::FuncOp> callers;
     for (auto &[op, match] : gemms) {
@@ -205,6 +216,9 @@ struct KilnContractionsToBlasPass
     }
     // Kernels split matmuls into per-thread tiles; the library must not
     // start threads of its own.
+    if (library == "onednn")
+      return;
+    func::FuncOp setThreads = declare(module, kSetThreads, FunctionType::get(ctx, {i32}, {}));
     for (func::FuncOp caller : callers) {
       OpBuilder b = OpBuilder::atBlockBegin(&caller.getBody().front());
       Value one = arith::ConstantIntOp::create(b, caller.getLoc(), 1, 32);
@@ -234,6 +248,19 @@ struct KilnContractionsToBlasPass
       return arith::ConstantIntOp::create(b, loc, value, 32);
     };
     Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
+    if (sgemm.getName() == kDnnlSgemm) {
+      auto i64 = [&](int64_t value) -> Value {
+        return arith::ConstantIntOp::create(b, loc, value, 64);
+      };
+      auto wide = [&](Value v) -> Value {
+        return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+      };
+      Value noTrans = arith::ConstantIntOp::create(b, loc, 'N', 8);
+      func::CallOp::create(b, loc, sgemm,
+                           ValueRange{noTrans, noTrans, i64(m), i64(n), i64(k), one, a, wide(lda),
+                                      bMatrix, wide(ldb), one, c, wide(ldc)});
+      return;
+    }
     func::CallOp::create(b, loc, sgemm,
                          ValueRange{i32(kCblasRowMajor), i32(kCblasNoTrans), i32(kCblasNoTrans),
                                     i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,

@@ -12,7 +12,8 @@ using namespace mlir;
 
 namespace kiln {
 
-static constexpr const char *kCPULoweringPipeline =
+// Up to the matrix products.
+static constexpr const char *kBeforeContractions =
     // Tensors to buffers. Function results become out-parameters and static
     // result allocations are the caller's buffers, so outputs are written in
     // place.
@@ -29,8 +30,10 @@ static constexpr const char *kCPULoweringPipeline =
     "buffer-deallocation-pipeline,"
     // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
     // loop; linalg ops inside become plain loops for LLVM to vectorize.
-    "func.func(scf-forall-to-parallel),"
-    "kiln-contractions-to-blas,"
+    "func.func(scf-forall-to-parallel),";
+
+// After them.
+static constexpr const char *kAfterContractions =
     "func.func(kiln-expand-strided-copies,"
     "convert-linalg-to-loops,kiln-vectorizable-math),"
     "convert-scf-to-openmp,"
@@ -56,8 +59,11 @@ static constexpr const char *kCPULoweringPipeline =
     "reconcile-unrealized-casts,"
     "canonicalize";
 
-void buildCPULoweringPipeline(OpPassManager &pm) {
-  if (failed(parsePassPipeline(kCPULoweringPipeline, pm, llvm::errs())))
+void buildCPULoweringPipeline(OpPassManager &pm, const CPUPipelineOptions &options) {
+  std::string pipeline = std::string(kBeforeContractions) +
+                         "kiln-contractions-to-blas{library=" + options.gemmLibrary + "}," +
+                         kAfterContractions;
+  if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     llvm::report_fatal_error("kiln: the built-in CPU pipeline does not parse");
 }
 
@@ -66,7 +72,7 @@ void registerCodegenPipelines() {
       "kiln-cpu-lowering",
       "Lowers linalg on tensors to the LLVM dialect for CPUs (what kilnc runs "
       "after kiln-lower-to-linalg)",
-      buildCPULoweringPipeline);
+      [](OpPassManager &pm) { buildCPULoweringPipeline(pm); });
 }
 
 } // namespace kiln

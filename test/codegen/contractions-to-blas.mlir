@@ -1,4 +1,18 @@
-// RUN: kiln-opt %s -split-input-file -kiln-contractions-to-blas -canonicalize -cse | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-contractions-to-blas{library=openblas},canonicalize,cse)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-contractions-to-blas -canonicalize -cse | FileCheck %s --check-prefix=DNNL
+
+// With oneDNN (the default) the same products call dnnl_sgemm: row-major,
+// 'N' transposes, 64-bit sizes, and no thread-count call (oneDNN's OpenMP
+// calls see that they run inside a kernel's parallel loop).
+// DNNL-LABEL: func.func @gemm
+// DNNL-NOT: openblas_set_num_threads
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c64_i64, %c512_i64, %c784_i64, %cst, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %cst, %{{.*}}, %{{.*}}) : (i8, i8, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+// DNNL-LABEL: func.func @conv_band
+// DNNL: memref.alloc() {alignment = 64 : i64} : memref<64x3x3x7x56xf32>
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c64_i64, %c392_i64, %c576_i64
+// DNNL-LABEL: func.func @gemm_f64
+// DNNL-NOT: call
+
 
 // A matmul tile: one sgemm on the views (row major, no transposes), with
 // leading dimensions read from the strides. OpenBLAS is kept to one thread

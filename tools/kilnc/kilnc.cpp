@@ -58,6 +58,17 @@ int main(int argc, char **argv) {
                              cl::desc("Print each fusion to stderr: its kind, member ops "
                                       "and the ONNX nodes they came from"),
                              cl::cat(category));
+  enum class Gemm { OneDnn, OpenBlas };
+  cl::opt<Gemm> gemm(
+      "gemm",
+      cl::desc("Library that f32 matrix products and convolutions (im2col tiles) call. "
+               "oneDNN's OpenMP calls are served by the LLVM OpenMP runtime the kernels use; "
+               "in a process that has already loaded GCC's libgomp, prefer openblas"),
+      cl::values(clEnumValN(Gemm::OneDnn, "onednn",
+                            "oneDNN's dnnl_sgemm (default; the faster on bench/)"),
+                 clEnumValN(Gemm::OpenBlas, "openblas",
+                            "OpenBLAS's cblas_sgemm, single-threaded per tile")),
+      cl::init(Gemm::OneDnn), cl::cat(category));
   cl::opt<bool> stats("buffer-stats",
                       cl::desc("Print the static buffer plan: peak bytes of intermediate "
                                "tensors (one arena, reused by liveness) and buffer counts"),
@@ -103,6 +114,7 @@ int main(int argc, char **argv) {
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
   options.graph.fusion = !noFusion;
+  options.cpu.gemmLibrary = gemm == Gemm::OneDnn ? "onednn" : "openblas";
   options.graph.fusionReport = fusionReport;
   options.stats = stats;
   options.verbose = verbose;

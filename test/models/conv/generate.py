@@ -11,7 +11,8 @@ Outputs of one model, all on fixed pseudo-random data:
   y_stride: Conv 5x5, stride 2, asymmetric pads, no bias on 1x8x40x40 ->
             1x4x19x20: small, so untiled, still im2col + sgemm.
 The references are computed here in float64 with a direct loop convolution,
-independently of Kiln. Layout as in ONNX's backend tests, so kiln-conformance
+independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
+in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
 checks it. Needs numpy and onnx (bench/.venv has both):
     bench/.venv/bin/python test/models/conv/generate.py
 """
@@ -50,7 +51,11 @@ def conv_reference(x, w, b, pads, strides=(1, 1), dilations=(1, 1), group=1):
 
 
 def tensor(shape, scale=1.0):
-    return (rng.uniform(-scale, scale, size=shape)).astype(np.float32)
+    """Multiples of 1/32 in [-scale, scale]: every product and partial sum of these
+    convolutions is exact in float32, so the result does not depend on the
+    summation order and must match the float64 reference exactly."""
+    steps = int(round(scale * 32))
+    return (rng.integers(-steps, steps + 1, size=shape) / 32.0).astype(np.float32)
 
 
 x1 = tensor((1, 8, 40, 40))
