@@ -211,15 +211,18 @@ Value poolGeneric(OpBuilder &b, Location loc, Value padded, Value init,
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   Type element = llvm::cast<RankedTensorType>(padded.getType()).getElementType();
   Value window = tensor::EmptyOp::create(b, loc, kernel, element);
+  // Loops (n, c, oh, kh, kw, ow): the window loops sit outside the output
+  // row, so the innermost loop runs along a contiguous row of the output
+  // (and a strided one of the input) and vectorizes.
   SmallVector<AffineMap> maps = {
       AffineMap::get(6, 0,
-                     {d(0), d(1), d(2) * strides[0] + d(4) * dilations[0],
-                      d(3) * strides[1] + d(5) * dilations[1]},
+                     {d(0), d(1), d(2) * strides[0] + d(3) * dilations[0],
+                      d(5) * strides[1] + d(4) * dilations[1]},
                      ctx),
-      AffineMap::get(6, 0, {d(4), d(5)}, ctx),
-      AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+      AffineMap::get(6, 0, {d(3), d(4)}, ctx),
+      AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
   SmallVector<utils::IteratorType> iterators(6, utils::IteratorType::parallel);
-  iterators[4] = iterators[5] = utils::IteratorType::reduction;
+  iterators[3] = iterators[4] = utils::IteratorType::reduction;
   return linalg::GenericOp::create(
              b, loc, init.getType(), ValueRange{padded, window}, init, maps,
              iterators,
