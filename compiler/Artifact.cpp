@@ -315,8 +315,9 @@ std::string emitHeader(const ModelSignature &signature, const TargetOptions &opt
   os << "/* " << options.functionName << ": a model compiled by kilnc.\n"
      << " *\n"
      << " * Link with the artifact (the .kiln file is a shared object) or with the\n"
-     << " * object from kilnc --emit=obj. Every tensor is a dense row-major buffer;\n"
-     << " * inputs and outputs must not overlap. */\n"
+     << " * object from kilnc --emit=obj and the libraries the artifact lists as\n"
+     << " * NEEDED (readelf -d; e.g. -lomp -ldnnl -lm). Every tensor is a dense\n"
+     << " * row-major buffer; inputs and outputs must not overlap. */\n"
      << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <stdint.h>\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   auto declare = [&](const TensorSignature &t, bool input, const char *kind) {
