@@ -76,10 +76,12 @@ int main(int argc, char **argv) {
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
 
+  // Passes first: --mlir-print-ir-after=PASS and friends resolve pass names
+  // against the registry when their options are created.
+  kiln::registerKilnPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
-  kiln::registerKilnPasses();
   // libLLVM registers hundreds of back-end options in the general category;
   // --help shows only kilnc's own. MLIR's debugging flags still work.
   cl::HideUnrelatedOptions(category);
@@ -95,6 +97,7 @@ int main(int argc, char **argv) {
       "Debugging: MLIR's pass-manager flags apply to every pass kilnc runs, e.g.\n"
       "  --mlir-print-ir-after-all     print the IR after each pass\n"
       "  --mlir-print-ir-before-all    print the IR before each pass\n"
+      "  --mlir-print-ir-after=PASS    print the IR after one pass, e.g. kiln-fuse\n"
       "  --mlir-print-debuginfo        show locations (ONNX node names) in printed IR\n"
       "  --mlir-timing                 time each pass\n"
       "  --mlir-print-op-on-diagnostic attach the failing op to error messages\n"
