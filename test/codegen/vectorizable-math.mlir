@@ -34,3 +34,38 @@ func.func @acosh(%x: f32) -> f32 {
   %0 = math.acosh %x : f32
   return %0 : f32
 }
+
+// -----
+
+// erf on f32: x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (Horner chains of
+// seven and six coefficients), and +-1 once |x| >= 3.95.
+// CHECK-LABEL: func.func @erf
+// CHECK-NOT: math.erf
+// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK-DAG: %[[MFOUR:.*]] = arith.constant -4.000000e+00 : f32
+// CHECK: arith.cmpf olt, %[[X:.*]], %[[MFOUR]]
+// CHECK: arith.cmpf ogt
+// CHECK: %[[S:.*]] = arith.mulf
+// CHECK-COUNT-6: math.fma {{.*}}, %[[S]]
+// CHECK-COUNT-5: math.fma {{.*}}, %[[S]]
+// CHECK: arith.divf
+// CHECK: math.copysign
+// CHECK: math.absf %[[X]]
+// CHECK: arith.cmpf oge, {{.*}}, {{.*}} : f32
+// CHECK: arith.select
+// CHECK-NOT: math.erf
+func.func @erf(%x: f32) -> f32 {
+  %0 = math.erf %x : f32
+  return %0 : f32
+}
+
+// -----
+
+// Other widths keep MLIR's approximation.
+// CHECK-LABEL: func.func @erf_f64
+// CHECK-NOT: math.copysign
+// CHECK: math.erf
+func.func @erf_f64(%x: f64) -> f64 {
+  %0 = math.erf %x : f64
+  return %0 : f64
+}
