@@ -143,9 +143,14 @@ def KilnVectorizableMathPass
     LLVM vectorizes a loop only when every operation in it has a vector form.
     This pass removes the two obstacles Kiln's kernels meet:
 
-    * `exp`, `expm1`, `log`, `log1p`, `log2` and `tanh` on f32 would be
-      calls into libm; they become MLIR's polynomial approximations
-      (Cephes-style, within a few ulp), plain arithmetic that vectorizes.
+    * `expm1`, `log`, `log1p`, `log2` and `tanh` on f32 would be calls
+      into libm; they become MLIR's polynomial approximations (Cephes-style,
+      within a few ulp), plain arithmetic that vectorizes. `exp` on f32
+      becomes Kiln's shorter form: `2^floor(x/ln2)` added to the exponent
+      bits of a degree-6 polynomial of the remainder (at most 1.5 ulp on 2M
+      points against libm, where MLIR's reached 5; 0 below ln(FLT_MIN), +inf
+      above ln(FLT_MAX), NaN kept; about 17 vector instructions instead of
+      25).
       `erf` on f32 becomes Kiln's rational approximation `x * P(x^2) /
       Q(x^2)` on [-4, 4] and +-1 beyond 3.95 (at most 6 ulp, mean under 1
       ulp, measured against libm on 2M points; about 20 vector instructions,

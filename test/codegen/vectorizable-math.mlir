@@ -14,9 +14,23 @@ func.func @row_max_sum(%x: f32, %m: f32, %s: f32) -> (f32, f32) {
 
 // -----
 
-// exp becomes a polynomial (no libm call); minimum becomes the intrinsic.
+// exp on f32: k = floor(x / ln2) on x clamped to [ln FLT_MIN, ln FLT_MAX],
+// a degree-6 polynomial of the remainder, 2^k added to the exponent bits,
+// then 0 below the range and +inf above it. minimum becomes the intrinsic.
 // CHECK-LABEL: func.func @exp_min
 // CHECK-NOT: math.exp
+// CHECK-DAG: %[[LOW:.*]] = arith.constant -8.73365{{.*}} : f32
+// CHECK-DAG: %[[HIGH:.*]] = arith.constant 88.7228{{.*}} : f32
+// CHECK: %[[K:.*]] = math.floor
+// CHECK: %[[R:.*]] = math.fma %[[K]]
+// CHECK: %[[R2:.*]] = math.fma %[[K]], %{{.*}}, %[[R]]
+// CHECK-COUNT-6: math.fma {{.*}}, %[[R2]]
+// CHECK: %[[KI:.*]] = arith.fptosi %[[K]] : f32 to i32
+// CHECK: arith.shli %[[KI]]
+// CHECK: arith.addi
+// CHECK: %[[E:.*]] = arith.bitcast {{.*}} : i32 to f32
+// CHECK: arith.cmpf olt, %[[X:.*]], %[[LOW]]
+// CHECK: arith.cmpf ogt, %[[X]], %[[HIGH]]
 // CHECK: llvm.intr.minimum
 // CHECK-NOT: math.exp
 func.func @exp_min(%x: f32, %y: f32) -> f32 {
