@@ -8,6 +8,7 @@
 // result over an input that dies there (in-place reuse).
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/ArenaPacking.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -368,64 +369,29 @@ void BufferPlanner::findInPlaceReuse() {
 }
 
 int64_t BufferPlanner::assignOffsets() {
-  // One slot per in-place chain, live from its first buffer's allocation to
+  // One live range per in-place chain, from its first buffer's allocation to
   // its last buffer's last use. The chain's buffers all have the same size.
-  struct Slot {
-    unsigned leader;
-    int64_t bytes;
-    unsigned begin;
-    unsigned end;
-    int64_t offset = 0;
-  };
-  llvm::SmallVector<Slot> planned;
+  llvm::SmallVector<LiveRange> ranges;
+  llvm::SmallVector<unsigned> leaders;
   for (const auto *chain : slots) {
     if (!chain->isLeader())
       continue;
-    Slot slot{chain->getData(), 0, std::numeric_limits<unsigned>::max(), 0};
+    LiveRange range{0, std::numeric_limits<unsigned>::max(), 0};
     for (unsigned member : slots.members(*chain)) {
       const Buffer &buffer = buffers[member];
-      slot.bytes = buffer.bytes;
-      slot.begin = std::min(slot.begin, buffer.begin);
-      slot.end = std::max(slot.end, buffer.end);
+      range.bytes = buffer.bytes;
+      range.begin = std::min(range.begin, buffer.begin);
+      range.end = std::max(range.end, buffer.end);
     }
-    planned.push_back(slot);
+    ranges.push_back(range);
+    leaders.push_back(chain->getData());
   }
-  // Largest first; ties in program order, so that the plan is
-  // deterministic.
-  llvm::stable_sort(planned, [](const Slot &lhs, const Slot &rhs) {
-    if (lhs.bytes != rhs.bytes)
-      return lhs.bytes > rhs.bytes;
-    return lhs.begin < rhs.begin;
-  });
-
-  int64_t arenaBytes = 0;
-  llvm::SmallVector<const Slot *> conflicts;
-  for (auto [index, slot] : llvm::enumerate(planned)) {
-    conflicts.clear();
-    for (const Slot &placed : llvm::ArrayRef(planned).take_front(index))
-      if (placed.begin <= slot.end && slot.begin <= placed.end)
-        conflicts.push_back(&placed);
-    llvm::sort(conflicts, [](const Slot *lhs, const Slot *rhs) {
-      return lhs->offset < rhs->offset;
-    });
-    // First fit: the lowest aligned offset below, between or above the
-    // slots live at the same time.
-    int64_t offset = 0;
-    for (const Slot *placed : conflicts) {
-      if (offset + slot.bytes <= placed->offset)
-        break;
-      offset = std::max(offset,
-                        static_cast<int64_t>(llvm::alignTo(
-                            placed->offset + placed->bytes, kArenaAlignment)));
-    }
-    slot.offset = offset;
-    arenaBytes = std::max(arenaBytes, offset + slot.bytes);
-  }
+  int64_t arenaBytes = packLiveRanges(ranges, kArenaAlignment);
 
   offsets.assign(buffers.size(), 0);
-  for (const Slot &slot : planned)
-    for (unsigned member : slots.members(slot.leader))
-      offsets[member] = slot.offset;
+  for (auto [leader, range] : llvm::zip_equal(leaders, ranges))
+    for (unsigned member : slots.members(leader))
+      offsets[member] = range.offset;
   return arenaBytes;
 }
 
