@@ -326,4 +326,76 @@ def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+
+//===----------------------------------------------------------------------===//
+// GPU
+//===----------------------------------------------------------------------===//
+
+def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
+  let summary = "Turns each kiln.fusion of linalg ops into GPU kernels and their launches";
+  let description = [{
+    Runs after `kiln-lower-to-linalg`, when `@main` holds `kiln.fusion` ops
+    whose bodies are linalg ops on tensors. Each fusion becomes one kernel
+    (a `gpu.func` in `gpu.module @kiln_kernels`) and a `kiln_gpu.launch` in
+    `@main`, so that `@main` ends up a straight line of launches, constants
+    and reshapes on tensors, which the host program's buffer plan reads.
+
+    Every kernel computes its results element by element (see
+    `codegen/GPU/Elemental.h`): an element of a linalg result is its payload
+    applied to its operands' elements at the indices its indexing maps give;
+    reshapes, slices, pads and concatenations only change which element is
+    read; reductions that are not computed cooperatively run as loops in the
+    thread that needs them. The schedule decides which elements each thread
+    computes:
+
+    * loop kernels: each thread computes `lanes` consecutive elements of the
+      result (4 for 32-bit types when the innermost dimension allows it, so
+      contiguous operands move as 128-bit vector loads and the result as
+      128-bit stores), in a grid-stride loop over the result; blocks of
+      256 threads, at most `max-blocks-per-sm` blocks per multiprocessor of
+      the target. Results of one fusion with the same shape share a kernel
+      (sibling fusion); results of other shapes get kernels of their own.
+
+    Fusion results that are reshapes of a fusion input, or constants, become
+    reshapes and constants in `@main`: no kernel copies them. Constant
+    tensors inside a fusion move to `@main` and reach the kernel as
+    parameters. Named linalg ops are generalized first.
+
+    Before:
+    ```mlir
+    %y = kiln.fusion loop(%x) : (tensor<1024xf32>) -> tensor<1024xf32> {
+    ^bb0(%a: tensor<1024xf32>):
+      %e = tensor.empty() : tensor<1024xf32>
+      %r = linalg.generic {...} ins(%a : tensor<1024xf32>) outs(%e : tensor<1024xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %m = arith.maximumf %in, %zero : f32
+        linalg.yield %m : f32
+      } -> tensor<1024xf32>
+      kiln.yield %r : tensor<1024xf32>
+    }
+    ```
+    After:
+    ```mlir
+    %y = kiln_gpu.launch @kiln_kernels::@kiln_k0 grid [1, 1, 1] block [256, 1, 1]
+        (%x) : (tensor<1024xf32>) -> tensor<1024xf32>
+    gpu.module @kiln_kernels {
+      gpu.func @kiln_k0(%in: memref<1024xf32>, %out: memref<1024xf32>) kernel {
+        // for each of this thread's groups of 4: vector load, 4 maxima, vector store
+      }
+    }
+    ```
+    An op with no elemental form is an error at its location (its ONNX node).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "The GPU the kernels are shaped for (sm_80, sm_90, ...): multiprocessor count, limits">,
+    Option<"maxBlocksPerSM", "max-blocks-per-sm", "int64_t", /*default=*/"8",
+           "Grid-stride loop kernels launch at most this many blocks per multiprocessor">
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect", "kiln::kgpu::KilnGpuDialect"
+  ];
+}
+
 #endif // KILN_CODEGEN_PASSES_TD

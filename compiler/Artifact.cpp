@@ -208,23 +208,6 @@ translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
   b.CreateCall(model, args);
   b.CreateRetVoid();
 
-  std::string manifest;
-  llvm::raw_string_ostream os(manifest);
-  os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
-     << "name " << encodeName(options.functionName) << "\n"
-     << "target " << machine.getTargetTriple().str() << "\n"
-     << "cpu " << machine.getTargetCPU() << "\n"
-     << "features" << (requiredFeatures(machine).empty() ? "" : " ")
-     << requiredFeatures(machine) << "\n";
-  for (const TensorSignature &t : signature.inputs)
-    os << "input " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape) << "\n";
-  for (const TensorSignature &t : signature.outputs)
-    os << "output " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape)
-       << "\n";
-  llvm::Constant *text = llvm::ConstantDataArray::getString(llvmContext, manifest, true);
-  new llvm::GlobalVariable(*llvmModule, text->getType(), /*isConstant=*/true,
-                           llvm::GlobalValue::ExternalLinkage, text, "kiln_manifest");
-
   for (llvm::Function &f : *llvmModule)
     if (!f.isDeclaration()) {
       f.addFnAttr("target-cpu", machine.getTargetCPU());
@@ -245,6 +228,71 @@ translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
   builder.crossRegisterProxies(lam, fam, cgam, mam);
   builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*llvmModule, mam);
   return llvmModule;
+}
+
+std::unique_ptr<llvm::Module> createDataModule(llvm::TargetMachine &machine,
+                                               llvm::LLVMContext &llvmContext) {
+  auto module = std::make_unique<llvm::Module>("kiln", llvmContext);
+  module->setTargetTriple(machine.getTargetTriple());
+  module->setDataLayout(machine.createDataLayout());
+  return module;
+}
+
+/// A constant global holding `bytes`, exported as `name`.
+static void addBytes(llvm::Module &module, llvm::StringRef name, llvm::StringRef bytes,
+                     bool nulTerminated, uint64_t alignment) {
+  llvm::Constant *data =
+      llvm::ConstantDataArray::getString(module.getContext(), bytes, nulTerminated);
+  auto *global = new llvm::GlobalVariable(module, data->getType(), /*isConstant=*/true,
+                                          llvm::GlobalValue::ExternalLinkage, data, name);
+  global->setAlignment(llvm::Align(alignment));
+}
+
+void addGpuImage(llvm::Module &module, const GpuImage &image) {
+  addBytes(module, "kiln_cuda_program", image.program, true, 8);
+  for (const auto &[chip, cubin] : image.cubins)
+    addBytes(module, "kiln_cuda_cubin_" + chip, cubin, false, 8);
+  if (!image.ptx.empty())
+    addBytes(module, "kiln_cuda_ptx", image.ptx, true, 8);
+  // Never empty, so the symbol exists even for a model without constants.
+  addBytes(module, "kiln_cuda_constants",
+           image.constants.empty() ? llvm::StringRef("\0", 1) : llvm::StringRef(image.constants),
+           false, 256);
+}
+
+std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
+                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu) {
+  std::string manifest;
+  llvm::raw_string_ostream os(manifest);
+  os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
+     << "name " << encodeName(options.functionName) << "\n"
+     << "target " << machine.getTargetTriple().str() << "\n";
+  if (cpuCode)
+    os << "cpu " << machine.getTargetCPU() << "\n"
+       << "features" << (requiredFeatures(machine).empty() ? "" : " ")
+       << requiredFeatures(machine) << "\n";
+  os << "devices" << (cpuCode ? " cpu" : "") << (gpu ? " cuda" : "") << "\n";
+  if (gpu) {
+    os << "cuda-cubin";
+    for (const auto &[chip, cubin] : gpu->cubins)
+      os << " " << chip;
+    os << "\n";
+    if (!gpu->ptx.empty())
+      os << "cuda-ptx " << gpu->ptxTarget << " " << gpu->ptxIsa << "\n";
+    os << "cuda-min-driver " << gpu->minDriver << "\n";
+  }
+  for (const TensorSignature &t : signature.inputs)
+    os << "input " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape) << "\n";
+  for (const TensorSignature &t : signature.outputs)
+    os << "output " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape)
+       << "\n";
+  return manifest;
+}
+
+void addManifest(llvm::Module &module, llvm::StringRef text) {
+  llvm::Constant *data = llvm::ConstantDataArray::getString(module.getContext(), text, true);
+  new llvm::GlobalVariable(module, data->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, data, "kiln_manifest");
 }
 
 llvm::Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {

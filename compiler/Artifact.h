@@ -48,13 +48,44 @@ void stripSignatureNames(mlir::ModuleOp module);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Translates an LLVM-dialect module to LLVM IR and adds the artifact
-/// symbols: the model function is renamed to `functionName`, and
-/// `kiln_entry` and `kiln_manifest` are added. Runs LLVM's O3 pipeline.
+/// Translates an LLVM-dialect module to LLVM IR and adds the CPU entry
+/// point: the model function is renamed to `functionName`, and `kiln_entry`
+/// is added. Runs LLVM's O3 pipeline.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, const ModelSignature &signature,
                   llvm::TargetMachine &machine, const TargetOptions &options,
                   llvm::LLVMContext &llvmContext);
+
+/// An LLVM module for `machine` that holds no code, to carry the data of an
+/// artifact without CPU code.
+std::unique_ptr<llvm::Module> createDataModule(llvm::TargetMachine &machine,
+                                               llvm::LLVMContext &llvmContext);
+
+/// The GPU part of an artifact (docs/cuda-artifact.md).
+struct GpuImage {
+  /// The `kiln_cuda_program` text and the `kiln_cuda_constants` bytes.
+  std::string program;
+  std::string constants;
+  /// (chip, cubin) per target, e.g. ("sm_90", ...).
+  std::vector<std::pair<std::string, std::string>> cubins;
+  /// The PTX of the lowest target, its architecture ("compute_80") and PTX
+  /// ISA version ("7.8").
+  std::string ptx, ptxTarget, ptxIsa;
+  /// The CUDA driver API version the cubins need.
+  int minDriver = 0;
+};
+
+/// Adds the GPU symbols: kiln_cuda_program, kiln_cuda_cubin_<chip>,
+/// kiln_cuda_ptx and kiln_cuda_constants.
+void addGpuImage(llvm::Module &module, const GpuImage &image);
+
+/// The manifest: format version, signature, the host target, and the device
+/// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given).
+std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
+                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu);
+
+/// Adds the `kiln_manifest` symbol.
+void addManifest(llvm::Module &module, llvm::StringRef text);
 
 /// Native object code for `module`.
 llvm::Expected<std::string> emitObject(llvm::Module &module,

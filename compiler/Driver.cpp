@@ -1,7 +1,10 @@
 //===- Driver.cpp - The kilnc compilation driver --------------------------===//
 #include "compiler/Driver.h"
 
+#include "compiler/GpuProgram.h"
 #include "compiler/Pipeline.h"
+#include "codegen/GPU/Chip.h"
+#include "codegen/NVPTX/Target.h"
 #include "dialects/kiln/KilnOps.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -109,7 +112,9 @@ std::string defaultOutput(const CompilerOptions &options) {
   const char *ext = ".kiln";
   switch (options.emit) {
   case Emit::Artifact: ext = ".kiln"; break;
-  case Emit::Mlir: case Emit::Linalg: case Emit::LLVMMlir: ext = ".mlir"; break;
+  case Emit::Mlir: case Emit::Linalg: case Emit::Gpu: case Emit::LLVMMlir: ext = ".mlir"; break;
+  case Emit::Ptx: ext = ".ptx"; break;
+  case Emit::CudaProgram: ext = ".program"; break;
   case Emit::LLVMIR: ext = ".ll"; break;
   case Emit::Object: ext = ".o"; break;
   case Emit::Header: ext = ".h"; break;
@@ -152,9 +157,218 @@ static void printBufferPlan(ModuleOp module) {
   });
 }
 
+namespace {
+/// The devices an artifact is compiled for (--target).
+struct Targets {
+  bool cpu = false;
+  /// Lowest first: the first one's PTX is embedded for newer GPUs.
+  std::vector<GpuChip> cuda;
+};
+
+/// Parses --target values; returns an error message or "".
+std::string parseTargets(llvm::ArrayRef<std::string> specs, Targets &targets) {
+  for (const std::string &spec : specs) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(spec).split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (llvm::StringRef part : parts) {
+      part = part.trim();
+      if (part == "cpu") {
+        targets.cpu = true;
+        continue;
+      }
+      if (!part.consume_front("cuda"))
+        return "--target: unknown target '" + part.str() + "' (cpu, cuda:sm_80, cuda:sm_90, ...)";
+      if (!part.consume_front(":") || part.empty())
+        return "--target: name the GPU architecture, e.g. cuda:sm_90 (known: " +
+               knownGpuChips() + ")";
+      std::optional<GpuChip> chip = lookupGpuChip(part);
+      if (!chip)
+        return "--target: unknown GPU architecture '" + part.str() + "' (known: " +
+               knownGpuChips() + ")";
+      if (llvm::none_of(targets.cuda, [&](const GpuChip &c) { return c.name == chip->name; }))
+        targets.cuda.push_back(*chip);
+    }
+  }
+  llvm::sort(targets.cuda,
+             [](const GpuChip &a, const GpuChip &b) { return a.version < b.version; });
+  if (!targets.cpu && targets.cuda.empty())
+    return "--target: give at least one target";
+  return "";
+}
+
+const char *emitName(Emit emit) {
+  switch (emit) {
+  case Emit::Artifact: return "artifact";
+  case Emit::Mlir: return "mlir";
+  case Emit::Linalg: return "linalg";
+  case Emit::Gpu: return "gpu";
+  case Emit::LLVMMlir: return "llvm-mlir";
+  case Emit::LLVMIR: return "llvm";
+  case Emit::Ptx: return "ptx";
+  case Emit::CudaProgram: return "cuda-program";
+  case Emit::Object: return "obj";
+  case Emit::Header: return "header";
+  }
+  return "";
+}
+
+/// Whether `emit` shows one target's code, so that --target must name one.
+bool isPerTarget(Emit emit) {
+  return emit != Emit::Artifact && emit != Emit::Mlir && emit != Emit::Header;
+}
+
+std::string printed(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+/// Kernels index their buffers with 32-bit arithmetic unless one of them
+/// holds 2^31 elements or more.
+unsigned kernelIndexBitwidth(ModuleOp module) {
+  unsigned bits = 32;
+  module.walk([&](gpu::GPUFuncOp func) {
+    for (Type type : func.getArgumentTypes())
+      if (auto memref = llvm::dyn_cast<MemRefType>(type);
+          memref && memref.getNumElements() >= (int64_t(1) << 31))
+        bits = 64;
+  });
+  return bits;
+}
+
+} // namespace
+
+/// Compiles `module` (graph level) for GPUs: kernels, host program, PTX and
+/// cubins. For an intermediate --emit, writes it and returns its exit code
+/// through `exitCode`; otherwise returns the image.
+static std::optional<GpuImage> compileForGpu(ModuleOp module, const Targets &targets,
+                                             const CompilerOptions &options, Progress &progress,
+                                             const std::string &output, int &exitCode) {
+  MLIRContext &context = *module.getContext();
+  const GpuChip &lowest = targets.cuda.front();
+  exitCode = kExitError;
+  PassManager kernels(&context);
+  if (failed(applyPassManagerCLOptions(kernels))) {
+    exitCode = kExitUsage;
+    return std::nullopt;
+  }
+  buildGpuKernelPipeline(kernels, lowest.name, options.emit == Emit::Linalg);
+  if (failed(kernels.run(module)))
+    return std::nullopt;
+  progress.done(options.emit == Emit::Linalg ? "lowered to linalg" : "formed GPU kernels");
+  if (options.emit == Emit::Linalg || options.emit == Emit::Gpu) {
+    exitCode = writeOutput(output, printed(module));
+    return std::nullopt;
+  }
+
+  auto program = buildGpuProgram(module);
+  if (!program) {
+    exitCode = reportError(program.takeError());
+    return std::nullopt;
+  }
+  if (options.stats)
+    llvm::errs() << "kilnc: GPU program: " << program->launches << " kernel launches, "
+                 << program->matmuls << " library matrix products, " << program->copies
+                 << " copies; peak intermediate memory: " << program->arenaBytes
+                 << " bytes (one arena); constants: " << program->constants.size()
+                 << " bytes\n";
+  if (options.emit == Emit::CudaProgram) {
+    exitCode = writeOutput(output, program->text);
+    return std::nullopt;
+  }
+
+  PassManager nvvm(&context);
+  if (failed(applyPassManagerCLOptions(nvvm))) {
+    exitCode = kExitUsage;
+    return std::nullopt;
+  }
+  buildGpuToNVVMPipeline(nvvm, kernelIndexBitwidth(module));
+  if (failed(nvvm.run(module)))
+    return std::nullopt;
+  progress.done("lowered GPU kernels to NVVM");
+  if (options.emit == Emit::LLVMMlir) {
+    exitCode = writeOutput(output, printed(module));
+    return std::nullopt;
+  }
+
+  auto toolkit = findCudaToolkit(options.cudaPath);
+  if (!toolkit) {
+    exitCode = reportError(toolkit.takeError());
+    return std::nullopt;
+  }
+  auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("kiln_kernels");
+  GpuImage image;
+  image.program = std::move(program->text);
+  image.constants = std::move(program->constants);
+  image.minDriver = toolkit->driverVersion();
+  for (const GpuChip &chip : targets.cuda) {
+    llvm::LLVMContext llvmContext;
+    auto llvmModule = translateKernelsToLLVMIR(gpuModule, chip, *toolkit, llvmContext);
+    if (!llvmModule) {
+      exitCode = reportError(llvmModule.takeError());
+      return std::nullopt;
+    }
+    if (options.emit == Emit::LLVMIR) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      (*llvmModule)->print(os, nullptr);
+      exitCode = writeOutput(output, text);
+      return std::nullopt;
+    }
+    auto ptx = emitPtx(**llvmModule, chip);
+    if (!ptx) {
+      exitCode = reportError(ptx.takeError());
+      return std::nullopt;
+    }
+    if (options.emit == Emit::Ptx) {
+      exitCode = writeOutput(output, ptx->text);
+      return std::nullopt;
+    }
+    auto cubin = assembleCubin(ptx->text, chip, *toolkit);
+    if (!cubin) {
+      exitCode = reportError(cubin.takeError());
+      return std::nullopt;
+    }
+    progress.done("generated " + std::to_string(cubin->size()) + " bytes of " +
+                  chip.name.str() + " code (ptxas " + std::to_string(toolkit->major) + "." +
+                  std::to_string(toolkit->minor) + ")");
+    image.cubins.emplace_back(chip.name.str(), std::move(*cubin));
+    // The lowest target's PTX runs, compiled by the driver, on GPUs newer
+    // than every cubin.
+    if (&chip == &targets.cuda.front()) {
+      image.ptx = std::move(ptx->text);
+      image.ptxIsa = ptx->isa;
+      image.ptxTarget = "compute_" + std::to_string(chip.version);
+    }
+  }
+  exitCode = kExitOk;
+  return image;
+}
+
 int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   Progress progress(options.verbose);
   std::string output = options.outputPath.empty() ? defaultOutput(options) : options.outputPath;
+
+  Targets targets;
+  if (std::string error = parseTargets(options.targets, targets); !error.empty()) {
+    llvm::errs() << "kilnc: error: " << error << "\n";
+    return kExitUsage;
+  }
+  bool single = (targets.cpu ? 1 : 0) + targets.cuda.size() == 1;
+  if (isPerTarget(options.emit) && !single) {
+    llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit)
+                 << " shows the code of one target; give one --target\n";
+    return kExitUsage;
+  }
+  bool gpuOnly = options.emit == Emit::Gpu || options.emit == Emit::Ptx ||
+                 options.emit == Emit::CudaProgram;
+  bool cpuOnly = options.emit == Emit::Object || options.emit == Emit::Header;
+  if ((gpuOnly && targets.cuda.empty()) || (cpuOnly && !targets.cpu)) {
+    llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit) << " needs --target="
+                 << (gpuOnly ? "cuda:sm_NN" : "cpu") << "\n";
+    return kExitUsage;
+  }
 
   // Import: ONNX, or a kiln-dialect .mlir file.
   OwningOpRef<ModuleOp> module;
@@ -206,66 +420,87 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   PassManager graph(&context);
   if (failed(applyPassManagerCLOptions(graph)))
     return kExitUsage;
-  buildGraphPipeline(graph, options.graph);
+  GraphOptions graphOptions = options.graph;
+  graphOptions.fuseOneOpEach = !targets.cuda.empty();
+  buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(*module)))
     return kExitError;
   progress.done("graph passes");
   FailureOr<ModelSignature> signature = readSignature(*module);
   if (failed(signature))
     return kExitError;
-  Phase phase = options.emit == Emit::Mlir     ? Phase::Kiln
-                : options.emit == Emit::Linalg ? Phase::Linalg
-                                               : Phase::LLVMDialect;
-  // The names live on in the manifest; lowering must not carry them along.
-  if (phase != Phase::Kiln)
-    stripSignatureNames(*module);
-  PassManager lowering(&context);
-  if (failed(applyPassManagerCLOptions(lowering)))
-    return kExitUsage;
-  buildLoweringPipeline(lowering, phase, options.cpu);
-  if (failed(lowering.run(*module)))
-    return kExitError;
-  if (options.stats && phase == Phase::LLVMDialect)
-    printBufferPlan(*module);
-  progress.done("lowered to " + std::string(phase == Phase::Kiln     ? "kiln"
-                                            : phase == Phase::Linalg ? "linalg"
-                                                                     : "the LLVM dialect"));
-  if (options.emit == Emit::Mlir || options.emit == Emit::Linalg ||
-      options.emit == Emit::LLVMMlir) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    return writeOutput(output, text);
-  }
-  if (options.emit == Emit::Header)
+  if (options.emit == Emit::Mlir)
+    return writeOutput(output, printed(*module));
+  if (options.emit == Emit::Header) {
+    if (!targets.cuda.empty()) {
+      llvm::errs() << "kilnc: error: --emit=header declares the CPU function; GPU code is "
+                      "run through the runtime (kiln-run, kiln_artifact_run)\n";
+      return kExitUsage;
+    }
     return writeOutput(output, emitHeader(*signature, options.target));
+  }
+  if (options.emit == Emit::Artifact && output == "-") {
+    llvm::errs() << "kilnc: error: an artifact cannot be written to stdout; give -o FILE\n";
+    return kExitUsage;
+  }
+  // The names live on in the manifest; lowering must not carry them along.
+  stripSignatureNames(*module);
 
   auto machine = createTargetMachine(options.target);
   if (!machine)
     return reportError(machine.takeError());
   llvm::LLVMContext llvmContext;
-  auto llvmModule =
-      translateToLLVMIR(*module, *signature, **machine, options.target, llvmContext);
-  if (!llvmModule)
-    return reportError(llvmModule.takeError());
-  progress.done("translated and optimized LLVM IR");
+  std::unique_ptr<llvm::Module> host;
+
+  std::optional<GpuImage> gpu;
+  if (!targets.cuda.empty()) {
+    OwningOpRef<ModuleOp> copy = targets.cpu ? module->clone() : std::move(module);
+    int exitCode;
+    gpu = compileForGpu(*copy, targets, options, progress, output, exitCode);
+    if (!gpu || exitCode != kExitOk)
+      return exitCode;
+  }
+
+  if (targets.cpu) {
+    Phase phase = options.emit == Emit::Linalg ? Phase::Linalg : Phase::LLVMDialect;
+    PassManager lowering(&context);
+    if (failed(applyPassManagerCLOptions(lowering)))
+      return kExitUsage;
+    buildLoweringPipeline(lowering, phase, options.cpu);
+    if (failed(lowering.run(*module)))
+      return kExitError;
+    if (options.stats)
+      printBufferPlan(*module);
+    progress.done(phase == Phase::Linalg ? "lowered to linalg" : "lowered to the LLVM dialect");
+    if (options.emit == Emit::Linalg || options.emit == Emit::LLVMMlir)
+      return writeOutput(output, printed(*module));
+    auto llvmModule =
+        translateToLLVMIR(*module, *signature, **machine, options.target, llvmContext);
+    if (!llvmModule)
+      return reportError(llvmModule.takeError());
+    progress.done("translated and optimized LLVM IR");
+    host = std::move(*llvmModule);
+  } else {
+    host = createDataModule(**machine, llvmContext);
+  }
+
+  if (gpu)
+    addGpuImage(*host, *gpu);
+  addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu,
+                                   gpu ? &*gpu : nullptr));
   if (options.emit == Emit::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    (*llvmModule)->print(os, nullptr);
+    host->print(os, nullptr);
     return writeOutput(output, text);
   }
-  auto object = emitObject(**llvmModule, **machine);
+  auto object = emitObject(*host, **machine);
   if (!object)
     return reportError(object.takeError());
   progress.done("generated " + std::to_string(object->size()) + " bytes of " +
                 (*machine)->getTargetCPU().str() + " code");
   if (options.emit == Emit::Object)
     return writeOutput(output, *object);
-  if (output == "-") {
-    llvm::errs() << "kilnc: error: an artifact cannot be written to stdout; give -o FILE\n";
-    return kExitUsage;
-  }
   if (llvm::Error error = linkArtifact(*object, output))
     return reportError(std::move(error));
   progress.done("wrote " + output);

@@ -23,13 +23,30 @@ enum ExitCode : int {
 };
 
 /// What kilnc writes.
-enum class Emit { Artifact, Mlir, Linalg, LLVMMlir, LLVMIR, Object, Header };
+enum class Emit {
+  Artifact,
+  Mlir,
+  Linalg,
+  Gpu,         // GPU kernels and their launches (cuda targets)
+  LLVMMlir,
+  LLVMIR,
+  Ptx,         // cuda targets
+  CudaProgram, // the GPU host program (cuda targets)
+  Object,
+  Header
+};
 
 struct CompilerOptions {
   std::string inputPath;
   std::string outputPath; // empty: derived from the input; "-": stdout
   Emit emit = Emit::Artifact;
   TargetOptions target;
+  /// --target values: "cpu", "cuda:sm_90", comma-separated lists of them.
+  std::vector<std::string> targets = {"cpu"};
+  /// The CUDA toolkit (ptxas, libdevice); empty: look in the usual places.
+  std::string cudaPath;
+  /// Let f32 matrix products on GPUs use TF32 tensor cores.
+  bool allowTf32 = false;
   std::vector<std::string> inputShapes;  // name=AxBxC
   std::vector<std::string> frozenInputs; // name=tensor.pb
   GraphOptions graph;

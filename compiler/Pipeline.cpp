@@ -18,7 +18,9 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
   pm.addPass(mlir::createCSEPass());
   KilnFusePassOptions fuse;
   fuse.report = options.fusionReport;
-  if (options.fusion) {
+  if (!options.fusion && options.fuseOneOpEach)
+    fuse.maxOps = 1;
+  if (options.fusion || options.fuseOneOpEach) {
     pm.addNestedPass<mlir::func::FuncOp>(createKilnFusePass(fuse));
     // Copies of cheap producers that sibling fusion brought together.
     pm.addPass(mlir::createCSEPass());
@@ -38,6 +40,19 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
   if (phase == Phase::Linalg)
     return;
   buildCPULoweringPipeline(pm, cpu);
+}
+
+void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg) {
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  if (stopAtLinalg)
+    return;
+  KilnGpuFormKernelsPassOptions options;
+  options.chip = chip.str();
+  pm.addPass(createKilnGpuFormKernelsPass(options));
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
 }
 
 } // namespace kiln

@@ -24,6 +24,9 @@ struct GraphOptions {
   bool fusion = true;
   /// Print each fusion, its ops and ONNX nodes to stderr.
   bool fusionReport = false;
+  /// With fusion off, still put each op in a fusion of its own (GPU code is
+  /// formed from fusions).
+  bool fuseOneOpEach = false;
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization
@@ -34,6 +37,11 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options = {
 /// Adds the passes that take a kiln module to `phase` (from the kiln phase).
 void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
                            const CPUPipelineOptions &cpu = {});
+
+/// Adds the passes that take a kiln module to GPU kernels (a gpu.module) and
+/// their launches on `chip` (kiln-lower-to-linalg, kiln-gpu-form-kernels);
+/// with `stopAtLinalg`, only as far as linalg inside the fusions.
+void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg);
 
 } // namespace kiln
 

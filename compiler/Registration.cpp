@@ -1,9 +1,11 @@
 //===- Registration.cpp - Dialects, passes and translations Kiln uses -----===//
 #include "compiler/Registration.h"
 
+#include "codegen/NVPTX/Target.h"
 #include "codegen/Passes.h"
 #include "passes/Passes.h"
 #include "dialects/kiln/KilnOps.h"
+#include "dialects/kiln_gpu/KilnGpuOps.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -13,7 +15,7 @@
 namespace kiln {
 
 void registerKilnDialects(mlir::DialectRegistry &registry) {
-  registry.insert<KilnDialect>();
+  registry.insert<KilnDialect, kgpu::KilnGpuDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
@@ -24,6 +26,7 @@ void registerKilnPasses() {
   registerKilnGraphPasses();
   registerKilnCodegenPasses();
   registerCodegenPipelines();
+  registerNVPTXPipelines();
 }
 
 } // namespace kiln

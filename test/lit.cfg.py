@@ -11,14 +11,28 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%onnx_node_tests", config.onnx_node_tests))
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "FileCheck", "not", "count"],
+    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "FileCheck", "not", "count",
+     "llvm-nm", "llvm-objcopy"],
     tool_dirs)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
 if os.path.isdir(config.onnx_node_tests):
     config.available_features.add("onnx-testdata")
+
+# GPU targets need the CUDA toolkit's ptxas and libdevice (not a GPU).
+def find_cuda_toolkit():
+    roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    for root in filter(None, roots):
+        if os.access(os.path.join(root, "bin", "ptxas"), os.X_OK) and os.path.exists(
+                os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc")):
+            return root
+    return None
+if find_cuda_toolkit():
+    config.available_features.add("cuda-toolkit")
+else:
+    lit_config.note("no CUDA toolkit (ptxas, libdevice): GPU code generation tests are skipped")

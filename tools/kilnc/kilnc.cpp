@@ -25,13 +25,34 @@ int main(int argc, char **argv) {
           clEnumValN(kiln::Emit::Artifact, "artifact",
                      "the .kiln artifact: shared object + weights + manifest (default)"),
           clEnumValN(kiln::Emit::Mlir, "mlir", "the kiln dialect after graph passes"),
-          clEnumValN(kiln::Emit::Linalg, "linalg", "linalg on tensors, before bufferization"),
-          clEnumValN(kiln::Emit::LLVMMlir, "llvm-mlir", "the MLIR LLVM dialect"),
-          clEnumValN(kiln::Emit::LLVMIR, "llvm", "optimized LLVM IR"),
-          clEnumValN(kiln::Emit::Object, "obj", "a native object file"),
+          clEnumValN(kiln::Emit::Linalg, "linalg",
+                     "linalg on tensors (CPU: tiled kernels; GPU: inside the fusions)"),
+          clEnumValN(kiln::Emit::Gpu, "gpu",
+                     "GPU kernels (gpu.module) and the kiln_gpu launches that run them"),
+          clEnumValN(kiln::Emit::LLVMMlir, "llvm-mlir",
+                     "the MLIR LLVM dialect (GPU: kernels in the LLVM and NVVM dialects)"),
+          clEnumValN(kiln::Emit::LLVMIR, "llvm",
+                     "optimized LLVM IR (GPU: the kernels, libdevice linked in)"),
+          clEnumValN(kiln::Emit::Ptx, "ptx", "the kernels' PTX (GPU)"),
+          clEnumValN(kiln::Emit::CudaProgram, "cuda-program",
+                     "the GPU host program: launches, library calls, buffer offsets"),
+          clEnumValN(kiln::Emit::Object, "obj", "a native object file (CPU)"),
           clEnumValN(kiln::Emit::Header, "header",
                      "a C header declaring the compiled function")),
       cl::cat(category));
+  cl::list<std::string> targets(
+      "target",
+      cl::desc("Devices to compile for, comma-separated or repeated: 'cpu' (the default) and "
+               "'cuda:sm_NN' for NVIDIA GPUs (sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, "
+               "sm_120); e.g. --target=cpu,cuda:sm_80,cuda:sm_90 runs on the CPU and on "
+               "GPUs from the A100 on. GPU targets need the CUDA toolkit's ptxas and "
+               "libdevice (see --cuda-path)"),
+      cl::value_desc("list"), cl::cat(category));
+  cl::opt<std::string> cudaPath(
+      "cuda-path",
+      cl::desc("CUDA toolkit for GPU targets (bin/ptxas, nvvm/libdevice); default: "
+               "$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or where ptxas is on PATH"),
+      cl::value_desc("dir"), cl::cat(category));
   cl::opt<std::string> cpu("cpu",
                            cl::desc("Target CPU: 'native' (this machine, the default) or "
                                     "an LLVM CPU name such as x86-64-v3 or skylake-avx512"),
@@ -71,7 +92,8 @@ int main(int argc, char **argv) {
       cl::init(Gemm::OneDnn), cl::cat(category));
   cl::opt<bool> stats("buffer-stats",
                       cl::desc("Print the static buffer plan: peak bytes of intermediate "
-                               "tensors (one arena, reused by liveness) and buffer counts"),
+                               "tensors (one arena, reused by liveness) and buffer counts; "
+                               "for GPU targets also the program's launches and constants"),
                       cl::cat(category));
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
@@ -89,6 +111,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "kilnc: compiles an ONNX model to a native Kiln artifact\n\n"
       "  kilnc model.onnx -o model.kiln\n"
+      "  kilnc model.onnx --target=cuda:sm_90 -o model.kiln\n"
       "  kilnc model.onnx --emit=header -o model.h\n"
       "  kilnc model.onnx --input-shape x=1x3x224x224 --emit=mlir\n\n"
       "Exit codes: 0 success, 1 error, 2 bad usage, 3 the model uses something Kiln\n"
@@ -113,6 +136,9 @@ int main(int argc, char **argv) {
   options.outputPath = output;
   options.emit = emit;
   options.target.cpu = cpu;
+  if (!targets.empty())
+    options.targets.assign(targets.begin(), targets.end());
+  options.cudaPath = cudaPath;
   options.target.functionName = name;
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());

@@ -1,0 +1,176 @@
+//===- FormKernels.cpp - kiln.fusion to GPU kernels and launches ----------===//
+//
+// Walks @main's fusions in order and replaces each by the kernels that
+// compute it (see Kernels.h for the schedules), leaving @main a straight
+// line of kiln_gpu ops, constants and reshapes on tensors.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/GPU/Kernels.h"
+#include "codegen/Passes.h"
+
+#include "dialects/kiln_gpu/KilnGpuOps.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNGPUFORMKERNELSPASS
+#include "codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr llvm::StringLiteral kKernelModule = "kiln_kernels";
+
+struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKernelsPass> {
+  using KilnGpuFormKernelsPassBase::KilnGpuFormKernelsPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<GpuChip> target = lookupGpuChip(chip);
+    if (!target) {
+      module.emitError("kiln-gpu-form-kernels: unknown chip '")
+          << chip << "' (known: " << knownGpuChips() << ")";
+      return signalPassFailure();
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(&getContext()));
+    auto kernels = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModule);
+    if (!kernels) {
+      OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+      kernels = gpu::GPUModuleOp::create(builder, module.getLoc(), kKernelModule);
+    }
+
+    unsigned nextKernel = 0;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
+      for (FusionOp fusion : fusions) {
+        FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, nextKernel, {},
+                            OpBuilder(fusion)};
+        if (failed(formKernels(state)))
+          return signalPassFailure();
+      }
+      if (failed(checkHostOps(func)))
+        return signalPassFailure();
+    }
+  }
+
+private:
+  /// What @main may hold once every fusion is kernels.
+  static LogicalResult checkHostOps(func::FuncOp func) {
+    WalkResult result = func.walk([](Operation *op) {
+      if (op->getParentOp() != op->getParentOfType<func::FuncOp>() ||
+          isa<kgpu::KilnGpuDialect>(op->getDialect()) ||
+          isa<func::ReturnOp, arith::ConstantOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+              tensor::EmptyOp>(op))
+        return WalkResult::advance();
+      op->emitError("kiln-gpu-form-kernels: '")
+          << op->getName() << "' is outside every kiln.fusion; GPU code is formed from "
+          << "fusions (kiln-fuse)";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// Constants in the body move to @main, where the host program places
+  /// them; splats stay, since the emitter folds them into the code.
+  static void hoistConstants(FusionKernels &state) {
+    for (auto constant : llvm::make_early_inc_range(
+             state.fusion.getBody().getOps<arith::ConstantOp>())) {
+      auto elements = llvm::dyn_cast<ElementsAttr>(constant.getValue());
+      if (!elements || llvm::isa<SplatElementsAttr>(elements))
+        continue;
+      Operation *copy = state.main.clone(*constant);
+      state.materialized[constant.getResult()] = copy->getResult(0);
+    }
+  }
+
+  static LogicalResult generalizeNamedOps(FusionOp fusion) {
+    IRRewriter rewriter(fusion.getContext());
+    SmallVector<linalg::LinalgOp> named;
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::GenericOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return op->emitError("kiln-gpu-form-kernels: cannot generalize this op");
+    }
+    return success();
+  }
+
+  /// The @main value of `result` when no kernel needs to compute it: a
+  /// fusion input or hoisted constant, through reshapes (views), or a splat.
+  static Value withoutKernel(FusionKernels &state, Value result) {
+    if (Value value = state.materialized.lookup(result))
+      return value;
+    Operation *def = result.getDefiningOp();
+    if (!def)
+      return {};
+    if (auto constant = dyn_cast<arith::ConstantOp>(def))
+      return state.main.clone(*constant)->getResult(0);
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      return {};
+    Value source = withoutKernel(state, def->getOperand(0));
+    if (!source)
+      return {};
+    IRMapping mapping;
+    mapping.map(def->getOperand(0), source);
+    return state.main.clone(*def, mapping)->getResult(0);
+  }
+
+  LogicalResult formKernels(FusionKernels &state) {
+    FusionOp fusion = state.fusion;
+    for (auto [argument, input] :
+         llvm::zip(fusion.getBody().getArguments(), fusion.getInputs()))
+      state.materialized[argument] = input;
+    hoistConstants(state);
+    if (failed(generalizeNamedOps(fusion)))
+      return failure();
+
+    SmallVector<Value> yielded(fusion.getYield().getValues());
+    SmallVector<Value> pending;
+    for (Value value : yielded) {
+      if (state.materialized.contains(value) || llvm::is_contained(pending, value))
+        continue;
+      auto type = llvm::cast<RankedTensorType>(value.getType());
+      if (type.getNumElements() == 0) {
+        state.materialized[value] = tensor::EmptyOp::create(
+            state.main, fusion.getLoc(), type.getShape(), type.getElementType());
+        continue;
+      }
+      if (Value direct = withoutKernel(state, value)) {
+        state.materialized[value] = direct;
+        continue;
+      }
+      pending.push_back(value);
+    }
+
+    // Results of one shape share a loop kernel.
+    while (!pending.empty()) {
+      Type shape = pending.front().getType();
+      auto sameShape = [&](Value v) {
+        return llvm::cast<ShapedType>(v.getType()).getShape() ==
+               llvm::cast<ShapedType>(shape).getShape();
+      };
+      SmallVector<Value> group;
+      llvm::copy_if(pending, std::back_inserter(group), sameShape);
+      llvm::erase_if(pending, sameShape);
+      if (failed(emitLoopKernel(state, group)))
+        return failure();
+    }
+
+    SmallVector<Value> replacements =
+        llvm::map_to_vector(yielded, [&](Value v) { return state.materialized.lookup(v); });
+    fusion->replaceAllUsesWith(replacements);
+    fusion->erase();
+    return success();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,84 @@
+//===- Kernels.h - Building GPU kernels from a kiln.fusion -----*- C++ -*-===//
+//
+// kiln-gpu-form-kernels turns each fusion into kernels with one of a few
+// schedules (a loop over the result, a row per warp or block, a library
+// call with an epilogue). They share what is here: a kernel under
+// construction, whose parameters appear as the elemental emitter asks for
+// buffers, and the fusion's state: which of its body's tensors already
+// live in @main tensors.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CODEGEN_GPU_KERNELS_H
+#define KILN_CODEGEN_GPU_KERNELS_H
+
+#include "codegen/GPU/Chip.h"
+#include "codegen/GPU/Elemental.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+
+/// A gpu.func being built. Its parameters are the buffers of @main tensors
+/// it reads, in the order it first asks for them, then those of its results.
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::gpu::GPUModuleOp module, llvm::StringRef name, mlir::Location loc,
+                mlir::TypeRange results, llvm::ArrayRef<int64_t> block);
+
+  /// Inserts into the kernel's body.
+  mlir::OpBuilder &getBuilder() { return builder; }
+  mlir::Location getLoc() const { return loc; }
+  /// The buffer of result `i`.
+  mlir::Value getResult(unsigned i);
+  /// The buffer holding @main tensor `tensor`, a new parameter the first time.
+  mlir::Value getInput(mlir::Value tensor);
+  /// Workgroup (shared) memory of `type`, private to each block.
+  mlir::Value addSharedBuffer(mlir::MemRefType type);
+  /// Thread and block coordinates, as index values.
+  mlir::Value threadId(mlir::gpu::Dimension dim = mlir::gpu::Dimension::x);
+  mlir::Value blockId(mlir::gpu::Dimension dim = mlir::gpu::Dimension::x);
+
+  /// Finishes the kernel and launches it in @main at `main`'s insertion
+  /// point over `grid`; returns the launch's results.
+  mlir::ValueRange launch(mlir::OpBuilder &main, llvm::ArrayRef<int64_t> grid);
+
+private:
+  mlir::gpu::GPUFuncOp func;
+  mlir::OpBuilder builder;
+  mlir::Location loc;
+  llvm::SmallVector<int64_t, 3> block;
+  llvm::SmallVector<mlir::Type> resultTypes;
+  llvm::SmallVector<mlir::Value> inputs;
+  llvm::DenseMap<mlir::Value, unsigned> inputIndex;
+};
+
+/// One fusion on its way to kernels.
+struct FusionKernels {
+  FusionOp fusion;
+  mlir::gpu::GPUModuleOp module;
+  const GpuChip &chip;
+  int64_t maxBlocksPerSM;
+  /// Counter behind kernel names (kiln_k0, kiln_k1, ...), shared by the pass.
+  unsigned &nextKernel;
+  /// Body tensors whose elements already live in @main tensors: the
+  /// fusion's inputs, constants moved to @main, results of this fusion's
+  /// earlier kernels.
+  llvm::DenseMap<mlir::Value, mlir::Value> materialized;
+  /// Inserts into @main, before the fusion.
+  mlir::OpBuilder main;
+
+  std::string newKernelName() { return "kiln_k" + std::to_string(nextKernel++); }
+  /// An emitter whose buffers are `kernel`'s parameters for materialized
+  /// tensors.
+  ElementalEmitter makeEmitter(KernelBuilder &kernel, int64_t lanes);
+};
+
+/// Computes `results` (body tensors of one shape) with one loop kernel and
+/// records their @main tensors in `state.materialized`.
+mlir::LogicalResult emitLoopKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_GPU_KERNELS_H

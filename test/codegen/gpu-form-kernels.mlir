@@ -1,0 +1,172 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg),canonicalize,cse,kiln-gpu-form-kernels{chip=sm_90},canonicalize,cse)' | FileCheck %s
+
+// An elementwise kernel: each thread computes 4 consecutive elements with
+// one 128-bit load and one 128-bit store; one block covers the 256 groups.
+// CHECK-LABEL: func.func @relu
+// CHECK: kiln_gpu.launch @kiln_kernels::@[[K:kiln_k[0-9]+]] grid [1, 1, 1] block [256, 1, 1](%{{.*}}) : (tensor<1024xf32>) -> tensor<1024xf32>
+// CHECK: gpu.func @[[K]](%[[IN:.*]]: memref<1024xf32> {llvm.noalias, llvm.readonly}, %[[OUT:.*]]: memref<1024xf32> {llvm.noalias, llvm.writeonly}) kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: %[[ITEM:.*]] = arith.addi
+// CHECK: scf.if
+// CHECK: %[[AT:.*]] = arith.muli %[[ITEM]], %c4
+// CHECK: vector.load %[[IN]][%[[AT]]] {alignment = 16 : i64} : memref<1024xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.select
+// CHECK: vector.store %{{.*}}, %[[OUT]][%[[AT]]] {alignment = 16 : i64}
+func.func @relu(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%a: tensor<1024xf32>):
+    %r = kiln.relu %a : tensor<1024xf32>
+    kiln.yield %r : tensor<1024xf32>
+  }
+  return %0 : tensor<1024xf32>
+}
+
+// -----
+
+// Broadcast operands: the bias along the row is contiguous in the lanes and
+// is one vector load too; the per-row scale is the same for all four lanes:
+// one scalar load.
+// CHECK-LABEL: func.func @broadcasts
+// CHECK: gpu.func @{{.*}}(%[[X:.*]]: memref<64x128xf32> {{.*}}, %[[B:.*]]: memref<128xf32> {{.*}}, %[[C:.*]]: memref<64x1xf32> {{.*}}, %[[OUT:.*]]: memref<64x128xf32>
+// CHECK: %[[COL:.*]] = arith.remui %{{.*}}, %c128
+// CHECK: %[[ROW:.*]] = arith.divui %{{.*}}, %c128
+// CHECK: vector.load %[[X]][%[[ROW]], %[[COL]]] {alignment = 16 : i64}
+// CHECK: vector.load %[[B]][%[[COL]]] {alignment = 16 : i64}
+// CHECK-COUNT-4: arith.addf
+// CHECK: %[[SCALE:.*]] = memref.load %[[C]][%[[ROW]], %c0]
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %[[SCALE]]
+// CHECK: vector.store %{{.*}}, %[[OUT]][%[[ROW]], %[[COL]]]
+func.func @broadcasts(%x: tensor<64x128xf32>, %b: tensor<128xf32>, %c: tensor<64x1xf32>) -> tensor<64x128xf32> {
+  %0 = kiln.fusion loop(%x, %b, %c) : (tensor<64x128xf32>, tensor<128xf32>, tensor<64x1xf32>) -> tensor<64x128xf32> {
+  ^bb0(%a: tensor<64x128xf32>, %v: tensor<128xf32>, %w: tensor<64x1xf32>):
+    %s = kiln.add %a, %v : (tensor<64x128xf32>, tensor<128xf32>) -> tensor<64x128xf32>
+    %t = kiln.mul %s, %w : (tensor<64x128xf32>, tensor<64x1xf32>) -> tensor<64x128xf32>
+    kiln.yield %t : tensor<64x128xf32>
+  }
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+// A transpose reads four elements a column apart: four scalar loads, one
+// vector store.
+// CHECK-LABEL: func.func @transpose
+// CHECK: gpu.func
+// CHECK-NOT: vector.load
+// CHECK-COUNT-4: memref.load %{{.*}} : memref<64x128xf32>
+// CHECK: vector.store %{{.*}} : memref<128x64xf32>, vector<4xf32>
+func.func @transpose(%x: tensor<64x128xf32>) -> tensor<128x64xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<64x128xf32>) -> tensor<128x64xf32> {
+  ^bb0(%a: tensor<64x128xf32>):
+    %t = kiln.transpose %a {perm = array<i64: 1, 0>} : (tensor<64x128xf32>) -> tensor<128x64xf32>
+    kiln.yield %t : tensor<128x64xf32>
+  }
+  return %0 : tensor<128x64xf32>
+}
+
+// -----
+
+// A result that is a reshape of an input is a view in @main: no kernel.
+// CHECK-LABEL: func.func @reshape_only
+// CHECK-NEXT: %[[V:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x3x4xf32> into tensor<6x4xf32>
+// CHECK-NEXT: return %[[V]]
+// CHECK: gpu.module @kiln_kernels {
+// CHECK-NEXT: }
+func.func @reshape_only(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  ^bb0(%a: tensor<2x3x4xf32>):
+    %r = kiln.reshape %a {shape = array<i64: 6, 4>} : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    kiln.yield %r : tensor<6x4xf32>
+  }
+  return %0 : tensor<6x4xf32>
+}
+
+// -----
+
+// Constant tensors move to @main (the host program uploads them once) and
+// reach the kernel as a parameter.
+// CHECK-LABEL: func.func @constant
+// CHECK: %[[C:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
+// CHECK: kiln_gpu.launch {{.*}}(%{{.*}}, %[[C]]) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: gpu.func @{{.*}}(%{{.*}}: memref<4xf32> {llvm.noalias, llvm.readonly}, %{{.*}}: memref<4xf32> {llvm.noalias, llvm.readonly}, %{{.*}}: memref<4xf32> {llvm.noalias, llvm.writeonly})
+func.func @constant(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %c = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %r = kiln.mul %a, %c : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    kiln.yield %r : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A multi-output fusion: the two results of one shape share a kernel that
+// reads the input once; the reduction, of another shape, gets its own kernel,
+// where one thread loops over the reduced dimension.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[PAIR:.*]]:2 = kiln_gpu.launch @kiln_kernels::@[[K0:.*]] grid [1, 1, 1] block [64, 1, 1](%[[X:.*]]) : (tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>)
+// CHECK: %[[SUM:.*]] = kiln_gpu.launch @kiln_kernels::@[[K1:.*]] grid [1, 1, 1] block [32, 1, 1](%[[X]]) : (tensor<256xf32>) -> tensor<1xf32>
+// CHECK: return %[[PAIR]]#0, %[[PAIR]]#1, %[[SUM]]
+// CHECK: gpu.func @[[K0]]
+// CHECK: vector.load
+// CHECK-NOT: vector.load
+// CHECK-COUNT-4: math.exp
+// CHECK: vector.store
+// CHECK-COUNT-4: arith.negf
+// CHECK: vector.store
+// CHECK: gpu.func @[[K1]]
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c1 iter_args
+// CHECK: arith.addf
+func.func @siblings(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<1xf32>) {
+  %0:3 = kiln.fusion input(%x) : (tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>, tensor<1xf32>) {
+  ^bb0(%a: tensor<256xf32>):
+    %e = kiln.exp %a : tensor<256xf32>
+    %n = kiln.neg %a : tensor<256xf32>
+    %s = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<256xf32>) -> tensor<1xf32>
+    kiln.yield %e, %n, %s : tensor<256xf32>, tensor<256xf32>, tensor<1xf32>
+  }
+  return %0#0, %0#1, %0#2 : tensor<256xf32>, tensor<256xf32>, tensor<1xf32>
+}
+
+// -----
+
+// A padded convolution computed directly: each thread accumulates four
+// outputs over the 3x3 window; a padded element is read only inside the
+// input (scf.if) and is zero elsewhere.
+// CHECK-LABEL: func.func @pad
+// CHECK: gpu.func
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK: arith.cmpi uge
+// CHECK: arith.cmpi ult
+// CHECK: scf.if %{{.*}} -> (f32)
+// CHECK: memref.load %{{.*}} : memref<1x1x4x4xf32>
+// CHECK: } else {
+// CHECK: scf.yield %cst : f32
+// CHECK: vector.store {{.*}} : memref<1x1x4x4xf32>, vector<4xf32>
+func.func @pad(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32> {
+  ^bb0(%a: tensor<1x1x4x4xf32>, %b: tensor<1x1x3x3xf32>):
+    %c = kiln.conv %a, %b {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x4x4xf32>
+    kiln.yield %c : tensor<1x1x4x4xf32>
+  }
+  return %0 : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// A large result: at most 8 blocks per multiprocessor of an sm_90 (132 of
+// them), each thread striding over the result.
+// CHECK-LABEL: func.func @grid_stride
+// CHECK: kiln_gpu.launch {{.*}} grid [1056, 1, 1] block [256, 1, 1]
+// CHECK: %[[FIRST:.*]] = arith.addi
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %c1048576 step %c270336
+func.func @grid_stride(%x: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
+  ^bb0(%a: tensor<4096x1024xf32>):
+    %r = kiln.neg %a : tensor<4096x1024xf32>
+    kiln.yield %r : tensor<4096x1024xf32>
+  }
+  return %0 : tensor<4096x1024xf32>
+}
