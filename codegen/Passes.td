@@ -348,13 +348,33 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
     thread that needs them. The schedule decides which elements each thread
     computes:
 
-    * loop kernels: each thread computes `lanes` consecutive elements of the
+    * loop kernels (the default): each thread computes `lanes` consecutive elements of the
       result (4 for 32-bit types when the innermost dimension allows it, so
       contiguous operands move as 128-bit vector loads and the result as
       128-bit stores), in a grid-stride loop over the result; blocks of
       256 threads, at most `max-blocks-per-sm` blocks per multiprocessor of
       the target. Results of one fusion with the same shape share a kernel
       (sibling fusion); results of other shapes get kernels of their own.
+    * row kernels, for fusions whose reductions all reduce the trailing
+      dimensions (columns) of one iteration space and combine with an
+      associative operation (sum, product, max, min, and, or, xor; f32 or
+      i32), and whose results are whole rows or one value per row: softmax,
+      layer normalization, row sums. A power-of-two group of threads owns
+      each row: a few lanes of a warp for short rows (several rows per
+      block of 256), a warp for rows of up to 1024 32-bit values, a block
+      of up to 1024 threads (about 4 chunks each) beyond. Each thread reads
+      chunks of 4 consecutive elements, t, t + T, ...; for each reduction in
+      turn it combines its chunks, the group combines with `gpu.shuffle xor`
+      and, across warps, through one shared-memory buffer per reduction
+      after a barrier, so every thread holds the row's value; the results
+      are then computed and stored. With at most 8 chunks per thread the
+      chunks are unrolled and what the thread computed from its row stays
+      in registers between phases (each input read once, each exponential
+      computed once); longer rows loop over their chunks in every phase.
+      Lanes past a row's end count the identity, and groups past the last
+      row redo the last row without storing (every lane of a warp takes part
+      in its shuffles). A reduction's own init (a fill or a tensor) is
+      combined with the row's value at the end.
 
     Fusion results that are reshapes of a fusion input, or constants, become
     reshapes and constants in `@main`: no kernel copies them. Constant

@@ -711,6 +711,40 @@ ElementalEmitter::clonePayload(Block &payload, ArrayRef<Lanes> arguments,
   return results;
 }
 
+FailureOr<SmallVector<Lanes>> ElementalEmitter::emitPayload(linalg::GenericOp generic,
+                                                           ArrayRef<LaneIndex> loops,
+                                                           ArrayRef<Lanes> accumulators) {
+  Block &payload = generic.getRegion().front();
+  SmallVector<Lanes> arguments;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    BlockArgument argument = payload.getArgument(input->getOperandNumber());
+    if (argument.use_empty()) {
+      arguments.push_back({});
+      continue;
+    }
+    if (!llvm::isa<ShapedType>(input->get().getType())) {
+      FailureOr<Value> scalar = emitScalar(input->get());
+      if (failed(scalar))
+        return failure();
+      arguments.push_back({{*scalar}});
+      continue;
+    }
+    SmallVector<LaneIndex> at;
+    for (AffineExpr expr : generic.getMatchingIndexingMap(input).getResults()) {
+      FailureOr<LaneIndex> index = applyExpr(expr, loops);
+      if (failed(index))
+        return generic->emitError("kiln-gpu-form-kernels: unsupported indexing map"), failure();
+      at.push_back(*index);
+    }
+    FailureOr<Lanes> element = emit(input->get(), at);
+    if (failed(element))
+      return failure();
+    arguments.push_back(*element);
+  }
+  llvm::append_range(arguments, accumulators);
+  return clonePayload(payload, arguments, loops);
+}
+
 FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNumber,
                                                ArrayRef<LaneIndex> indices) {
   auto generic = cast<linalg::GenericOp>(op);
@@ -752,38 +786,6 @@ FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNum
   };
 
   Block &payload = generic.getRegion().front();
-  auto computeAt = [&](ArrayRef<LaneIndex> loops,
-                       ArrayRef<Lanes> accumulators) -> FailureOr<SmallVector<Lanes>> {
-    SmallVector<Lanes> arguments;
-    for (OpOperand *input : generic.getDpsInputOperands()) {
-      BlockArgument argument = payload.getArgument(input->getOperandNumber());
-      if (argument.use_empty()) {
-        arguments.push_back({});
-        continue;
-      }
-      if (!llvm::isa<ShapedType>(input->get().getType())) {
-        FailureOr<Value> scalar = emitScalar(input->get());
-        if (failed(scalar))
-          return failure();
-        arguments.push_back({{*scalar}});
-        continue;
-      }
-      SmallVector<LaneIndex> at;
-      for (AffineExpr expr : generic.getMatchingIndexingMap(input).getResults()) {
-        FailureOr<LaneIndex> index = applyExpr(expr, loops);
-        if (failed(index))
-          return op->emitError("kiln-gpu-form-kernels: unsupported indexing map"), failure();
-        at.push_back(*index);
-      }
-      FailureOr<Lanes> element = emit(input->get(), at);
-      if (failed(element))
-        return failure();
-      arguments.push_back(*element);
-    }
-    llvm::append_range(arguments, accumulators);
-    return clonePayload(payload, arguments, loops);
-  };
-
   unsigned numResults = generic.getNumDpsInits();
   if (reductionLoops.empty()) {
     SmallVector<LaneIndex> loops = llvm::map_to_vector(known, [](auto &i) { return *i; });
@@ -798,7 +800,7 @@ FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNum
         return failure();
       accumulators.push_back(*init);
     }
-    FailureOr<SmallVector<Lanes>> results = computeAt(loops, accumulators);
+    FailureOr<SmallVector<Lanes>> results = emitPayload(generic, loops, accumulators);
     if (failed(results))
       return failure();
     for (unsigned k = 0; k < numResults; ++k)
@@ -821,8 +823,6 @@ FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNum
     for (int64_t l = 0; l < width; ++l)
       carried.push_back(init->lane(l));
   }
-  Block *outerBlock = builder.getInsertionBlock();
-  Block::iterator outerPoint = builder.getInsertionPoint();
   SmallVector<scf::ForOp> nest;
   SmallVector<std::optional<LaneIndex>> loops = known;
   for (unsigned d : reductionLoops) {
@@ -843,7 +843,7 @@ FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNum
     accumulators.push_back(acc);
   }
   SmallVector<LaneIndex> all = llvm::map_to_vector(loops, [](auto &i) { return *i; });
-  FailureOr<SmallVector<Lanes>> results = computeAt(all, accumulators);
+  FailureOr<SmallVector<Lanes>> results = emitPayload(generic, all, accumulators);
   if (failed(results))
     return failure();
   SmallVector<Value> yielded;
@@ -855,9 +855,7 @@ FailureOr<Lanes> ElementalEmitter::emitGeneric(Operation *op, unsigned resultNum
     scf::YieldOp::create(builder, loc, yielded);
     yielded.assign(loop.getResults().begin(), loop.getResults().end());
   }
-  builder.setInsertionPoint(outerBlock, outerPoint);
-  if (!nest.empty())
-    builder.setInsertionPointAfter(nest.front());
+  builder.setInsertionPointAfter(nest.front());
   for (unsigned k = 0; k < numResults; ++k) {
     Lanes value;
     for (int64_t l = 0; l < width; ++l)

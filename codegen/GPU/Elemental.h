@@ -18,6 +18,7 @@
 #ifndef KILN_CODEGEN_GPU_ELEMENTAL_H
 #define KILN_CODEGEN_GPU_ELEMENTAL_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -69,6 +70,13 @@ public:
   /// The elements of `tensor` at `indices` (one per dimension), or failure
   /// after a diagnostic at the op that has no elemental form.
   mlir::FailureOr<Lanes> emit(mlir::Value tensor, llvm::ArrayRef<LaneIndex> indices);
+
+  /// The values `generic`'s payload yields at loop indices `loops`, given
+  /// the values of its outputs' block arguments (`accumulators`; an empty
+  /// Lanes for an argument the payload does not read).
+  mlir::FailureOr<llvm::SmallVector<Lanes>> emitPayload(mlir::linalg::GenericOp generic,
+                                                        llvm::ArrayRef<LaneIndex> loops,
+                                                        llvm::ArrayRef<Lanes> accumulators);
 
   /// A scalar defined in the fusion body outside any payload (a constant).
   mlir::FailureOr<mlir::Value> emitScalar(mlir::Value scalar);

@@ -150,7 +150,15 @@ private:
       pending.push_back(value);
     }
 
-    // Results of one shape share a loop kernel.
+    // Rows reduced cooperatively, when the fusion's reductions allow it.
+    if (!pending.empty()) {
+      FailureOr<bool> rows = emitRowKernel(state, pending);
+      if (failed(rows))
+        return failure();
+      if (*rows)
+        pending.clear();
+    }
+    // Otherwise results of one shape share a loop kernel.
     while (!pending.empty()) {
       Type shape = pending.front().getType();
       auto sameShape = [&](Value v) {

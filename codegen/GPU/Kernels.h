@@ -79,6 +79,11 @@ struct FusionKernels {
 /// records their @main tensors in `state.materialized`.
 mlir::LogicalResult emitLoopKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
 
+/// Computes `results` with one row kernel when the fusion's reductions all
+/// reduce the trailing dimensions of one row space (softmax, layer norm);
+/// false when the fusion is not of that form.
+mlir::FailureOr<bool> emitRowKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_GPU_KERNELS_H
