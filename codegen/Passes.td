@@ -376,6 +376,24 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       in its shuffles). A reduction's own init (a fill or a tensor) is
       combined with the row's value at the end.
 
+    * library products (`library-gemm`, on by default): a fusion with one
+      matrix product (loops batch.., m, n, k) or convolution of f32, f16 or
+      bf16 gets a `kiln_gpu.matmul` (cuBLASLt). Operands are viewed as
+      [batch, rows, columns]; an operand that is a transpose of its last
+      two dimensions is read transposed instead of copied; an operand
+      computed in the fusion is materialized by a loop kernel first. Along
+      the chain of single-use elementwise ops after the product, a bias
+      along the columns, an addend of the result's shape (a residual) and a
+      ReLU fold into the library's epilogue; whatever follows is a loop
+      kernel reading the product. A product that accumulates onto a tensor
+      computed in the fusion (a convolution's broadcast bias) is split into
+      a product from zero and an elementwise add in that kernel. A
+      convolution becomes an im2col kernel ([batch.., window.., spatial..],
+      the image read through the convolution's own indexing map, padding
+      included) and one product per image (or per group): filter
+      [f, window] times columns [window, spatial]; when there are both
+      several images and several groups, it stays a direct kernel. Integer
+      products stay generated.
     Fusion results that are reshapes of a fusion input, or constants, become
     reshapes and constants in `@main`: no kernel copies them. Constant
     tensors inside a fusion move to `@main` and reach the kernel as
@@ -410,7 +428,13 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "The GPU the kernels are shaped for (sm_80, sm_90, ...): multiprocessor count, limits">,
     Option<"maxBlocksPerSM", "max-blocks-per-sm", "int64_t", /*default=*/"8",
-           "Grid-stride loop kernels launch at most this many blocks per multiprocessor">
+           "Grid-stride loop kernels launch at most this many blocks per multiprocessor">,
+    Option<"libraryGemm", "library-gemm", "bool", /*default=*/"true",
+           "Compute matrix products and convolutions with the vendor library (cuBLASLt); "
+           "off: generated kernels only">,
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "Let f32 library matrix products use TF32 tensor cores (about 10 bits of "
+           "mantissa in the products)">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect", "mlir::memref::MemRefDialect",

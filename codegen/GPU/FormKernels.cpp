@@ -48,8 +48,8 @@ struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKern
     for (auto func : module.getOps<func::FuncOp>()) {
       SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
       for (FusionOp fusion : fusions) {
-        FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, nextKernel, {},
-                            OpBuilder(fusion)};
+        FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, allowTf32, nextKernel,
+                            {}, OpBuilder(fusion)};
         if (failed(formKernels(state)))
           return signalPassFailure();
       }
@@ -103,26 +103,6 @@ private:
     return success();
   }
 
-  /// The @main value of `result` when no kernel needs to compute it: a
-  /// fusion input or hoisted constant, through reshapes (views), or a splat.
-  static Value withoutKernel(FusionKernels &state, Value result) {
-    if (Value value = state.materialized.lookup(result))
-      return value;
-    Operation *def = result.getDefiningOp();
-    if (!def)
-      return {};
-    if (auto constant = dyn_cast<arith::ConstantOp>(def))
-      return state.main.clone(*constant)->getResult(0);
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
-      return {};
-    Value source = withoutKernel(state, def->getOperand(0));
-    if (!source)
-      return {};
-    IRMapping mapping;
-    mapping.map(def->getOperand(0), source);
-    return state.main.clone(*def, mapping)->getResult(0);
-  }
-
   LogicalResult formKernels(FusionKernels &state) {
     FusionOp fusion = state.fusion;
     for (auto [argument, input] :
@@ -143,13 +123,20 @@ private:
             state.main, fusion.getLoc(), type.getShape(), type.getElementType());
         continue;
       }
-      if (Value direct = withoutKernel(state, value)) {
+      if (Value direct = state.materializeView(value)) {
         state.materialized[value] = direct;
         continue;
       }
       pending.push_back(value);
     }
 
+    // A matrix product by the vendor library, with what it can apply to its
+    // result; the rest of the fusion then reads the product.
+    if (!pending.empty() && libraryGemm) {
+      if (failed(emitLibraryMatmul(state)))
+        return failure();
+      llvm::erase_if(pending, [&](Value v) { return state.materialized.contains(v); });
+    }
     // Rows reduced cooperatively, when the fusion's reductions allow it.
     if (!pending.empty()) {
       FailureOr<bool> rows = emitRowKernel(state, pending);

@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -78,6 +80,24 @@ ValueRange KernelBuilder::launch(OpBuilder &main, ArrayRef<int64_t> grid) {
                                    main.getDenseI64ArrayAttr(block),
                                    /*shared=*/main.getI64IntegerAttr(0), inputs);
   return op.getResults();
+}
+
+Value FusionKernels::materializeView(Value value) {
+  if (Value main = materialized.lookup(value))
+    return main;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return {};
+  if (auto constant = dyn_cast<arith::ConstantOp>(def))
+    return materialized[value] = this->main.clone(*constant)->getResult(0);
+  if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+    return {};
+  Value source = materializeView(def->getOperand(0));
+  if (!source)
+    return {};
+  IRMapping mapping;
+  mapping.map(def->getOperand(0), source);
+  return materialized[value] = this->main.clone(*def, mapping)->getResult(0);
 }
 
 ElementalEmitter FusionKernels::makeEmitter(KernelBuilder &kernel, int64_t lanes) {

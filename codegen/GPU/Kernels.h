@@ -60,6 +60,7 @@ struct FusionKernels {
   mlir::gpu::GPUModuleOp module;
   const GpuChip &chip;
   int64_t maxBlocksPerSM;
+  bool allowTf32;
   /// Counter behind kernel names (kiln_k0, kiln_k1, ...), shared by the pass.
   unsigned &nextKernel;
   /// Body tensors whose elements already live in @main tensors: the
@@ -70,6 +71,10 @@ struct FusionKernels {
   mlir::OpBuilder main;
 
   std::string newKernelName() { return "kiln_k" + std::to_string(nextKernel++); }
+  /// The @main value of body tensor `value` when no kernel needs to compute
+  /// it: a materialized tensor, through reshapes (which become views in
+  /// @main), or a constant; null otherwise.
+  mlir::Value materializeView(mlir::Value value);
   /// An emitter whose buffers are `kernel`'s parameters for materialized
   /// tensors.
   ElementalEmitter makeEmitter(KernelBuilder &kernel, int64_t lanes);
@@ -78,6 +83,13 @@ struct FusionKernels {
 /// Computes `results` (body tensors of one shape) with one loop kernel and
 /// records their @main tensors in `state.materialized`.
 mlir::LogicalResult emitLoopKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
+
+/// Computes the fusion's matrix product with the vendor library when it has
+/// exactly one, of f32, f16 or bf16, and folds into the call the bias, the
+/// addend and the ReLU that follow it; materializes the product (or what
+/// the call computed) in `state.materialized`. Leaves everything when the
+/// fusion has no such product.
+mlir::LogicalResult emitLibraryMatmul(FusionKernels &state);
 
 /// Computes `results` with one row kernel when the fusion's reductions all
 /// reduce the trailing dimensions of one row space (softmax, layer norm);

@@ -173,10 +173,12 @@ bool usedPerRow(Reduction reduction, ArrayRef<int64_t> rows,
   return true;
 }
 
-FailureOr<RowFusion> analyze(FusionOp fusion, ArrayRef<Value> results) {
+FailureOr<RowFusion> analyze(FusionKernels &state, ArrayRef<Value> results) {
   RowFusion row;
-  WalkResult walk = fusion.getBody().walk([&](linalg::GenericOp op) {
-    if (op.getNumReductionLoops() == 0)
+  WalkResult walk = state.fusion.getBody().walk([&](linalg::GenericOp op) {
+    // A reduction an earlier kernel computed (a library product) is read,
+    // not reduced again.
+    if (op.getNumReductionLoops() == 0 || state.materialized.contains(op->getResult(0)))
       return WalkResult::advance();
     std::optional<Reduction> reduction = matchReduction(op);
     if (!reduction)
@@ -497,7 +499,7 @@ int64_t chooseLanes(ArrayRef<int64_t> columns, ArrayRef<Value> results) {
 } // namespace
 
 FailureOr<bool> emitRowKernel(FusionKernels &state, ArrayRef<Value> results) {
-  FailureOr<RowFusion> row = analyze(state.fusion, results);
+  FailureOr<RowFusion> row = analyze(state, results);
   if (failed(row))
     return false;
   int64_t lanes = chooseLanes(row->columns, results);

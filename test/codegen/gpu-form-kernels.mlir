@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg),canonicalize,cse,kiln-gpu-form-kernels{chip=sm_90},canonicalize,cse)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg),canonicalize,cse,kiln-gpu-form-kernels{chip=sm_90 library-gemm=0},canonicalize,cse)' | FileCheck %s
 
 // An elementwise kernel: each thread computes 4 consecutive elements with
 // one 128-bit load and one 128-bit store; one block covers the 256 groups.
@@ -129,7 +129,8 @@ func.func @siblings(%x: tensor<256xf32>) -> (tensor<256xf32>, tensor<256xf32>, t
 
 // -----
 
-// A padded convolution computed directly: each thread accumulates four
+// A padded convolution computed directly (without the library): each
+// thread accumulates four
 // outputs over the 3x3 window; a padded element is read only inside the
 // input (scf.if) and is zero elsewhere.
 // CHECK-LABEL: func.func @pad
