@@ -1,7 +1,11 @@
 // The runtime C ABI: artifact validation (ELF checks before dlopen), loading, signature, running.
 #include "kiln/runtime.h"
 
+#include "ArtifactInternal.h"
 #include "CpuFeatures.h"
+#include "cuda/Executor.h"
+#include "kiln/artifact.h"
+#include "kiln/cuda_program.h"
 #include "kiln/manifest.h"
 
 #include <cerrno>
@@ -18,33 +22,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using kiln::rt::DeviceSpec;
 using kiln::rt::Error;
 using kiln::rt::Manifest;
 using kiln::rt::printable;
 using kiln::rt::TensorSpec;
+using kiln::rt::detail::StatusError;
+
+using EntryFn = void (*)(void **);
 
 struct kiln_artifact {
   std::string path;
   void *library = nullptr;
-  void (*entry)(void **) = nullptr;
   Manifest manifest;
   std::string features;
+  std::string devices; // "cpu,cuda"
+  std::string device;  // "cpu" or "gpu:N"
+  // CPU: the kiln_entry of the artifact, serialized per loaded library.
+  EntryFn entry = nullptr;
   std::shared_ptr<std::mutex> runMutex;
+  // GPU: declared after the manifest it refers to, so it is destroyed first.
+  std::unique_ptr<kiln::rt::cuda::Executor> gpu;
 };
 
 namespace {
 
 thread_local std::string gLastError;
-
-// An Error that also carries the C status to report.
-class StatusError : public Error {
-public:
-  StatusError(kiln_status status, const std::string &message) : Error(message), status_(status) {}
-  kiln_status status() const { return status_; }
-
-private:
-  kiln_status status_;
-};
 
 kiln_status fail(kiln_status status, std::string message) {
   gLastError = std::move(message);
@@ -222,14 +225,18 @@ void validateElf(const std::string &path) {
   }
 }
 
-std::string readManifestText(void *library, const std::string &path) {
+} // namespace
+
+namespace kiln::rt::detail {
+
+std::optional<SymbolData> findDataSymbol(void *library, const char *name, const std::string &path) {
   dlerror();
-  void *symbol = dlsym(library, "kiln_manifest");
+  void *symbol = dlsym(library, name);
   if (!symbol)
-    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                      path + ": not a Kiln artifact (no kiln_manifest symbol)");
-  const char *text = static_cast<const char *>(symbol);
-  // The symbol table knows the array's size; use it so a missing NUL cannot run off the end.
+    return std::nullopt;
+  SymbolData data;
+  data.data = static_cast<const char *>(symbol);
+  // The symbol table knows the array's size; use it so nothing runs off the end.
   Dl_info info;
   void *extra = nullptr;
   const ElfW(Sym) *entry = nullptr;
@@ -238,16 +245,37 @@ std::string readManifestText(void *library, const std::string &path) {
   if (entry) {
     if (ELF64_ST_TYPE(entry->st_info) == STT_FUNC)
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                        path + ": kiln_manifest is a function, expected a char array");
-    if (entry->st_size > 0) {
-      std::size_t length = strnlen(text, entry->st_size);
-      if (length == entry->st_size)
-        throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                          path + ": kiln_manifest is not NUL-terminated");
-      return std::string(text, length);
-    }
+                        path + ": " + name + " is a function, expected a data array");
+    data.size = entry->st_size;
+    data.sized = entry->st_size > 0;
   }
-  return std::string(text);
+  return data;
+}
+
+std::optional<std::string> readTextSymbol(void *library, const char *name, const std::string &path) {
+  std::optional<SymbolData> symbol = findDataSymbol(library, name, path);
+  if (!symbol)
+    return std::nullopt;
+  if (!symbol->sized)
+    return std::string(symbol->data);
+  std::size_t length = strnlen(symbol->data, symbol->size);
+  if (length == symbol->size)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": " + name + " is not NUL-terminated");
+  return std::string(symbol->data, length);
+}
+
+} // namespace kiln::rt::detail
+
+namespace {
+
+using kiln::rt::detail::readTextSymbol;
+
+std::string readManifestText(void *library, const std::string &path) {
+  std::optional<std::string> text = readTextSymbol(library, "kiln_manifest", path);
+  if (!text)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": not a Kiln artifact (no kiln_manifest symbol)");
+  return *text;
 }
 
 // One mutex per loaded library (dlopen hands out the same handle for the same file), because
@@ -288,13 +316,124 @@ void pinDependencies(void *library) {
   }
 }
 
+// Validates the file, dlopens it and parses its manifest; the caller owns the handle.
+void *loadLibrary(const std::string &name, Manifest &manifest) {
+  validateElf(name);
+  // Without a slash dlopen searches the library path instead of opening this file.
+  std::string loadPath = name.find('/') == std::string::npos ? "./" + name : name;
+  dlerror();
+  void *library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *error = dlerror();
+    std::string why = error ? error : "unknown dlopen error";
+    // dlerror repeats the path; the message already starts with it.
+    if (why.rfind(loadPath + ": ", 0) == 0)
+      why.erase(0, loadPath.size() + 2);
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
+  }
+  pinDependencies(library);
+  try {
+    manifest = kiln::rt::parseManifest(readManifestText(library, name), name);
+  } catch (const kiln::rt::ManifestVersionError &e) {
+    dlclose(library);
+    throw StatusError(KILN_ERROR_UNSUPPORTED, e.what());
+  } catch (...) {
+    dlclose(library);
+    throw;
+  }
+  return library;
+}
+
+// The CPU entry point; an artifact whose manifest lists cpu must have one, whichever device it
+// is opened on.
+EntryFn findEntry(void *library, const Manifest &manifest, const std::string &name) {
+  if (!manifest.hasDevice("cpu"))
+    return nullptr;
+  dlerror();
+  void *entry = dlsym(library, "kiln_entry");
+  if (!entry)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": artifact has no kiln_entry symbol");
+  return reinterpret_cast<EntryFn>(entry);
+}
+
+void openOnCpu(kiln_artifact &artifact) {
+  const std::string &name = artifact.path;
+
+  std::vector<std::string> missing = kiln::rt::detail::missingCpuFeatures(artifact.manifest.features);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string &feature : missing)
+      list += (list.empty() ? "" : ", ") + feature;
+    throw StatusError(KILN_ERROR_CPU_FEATURES, name + ": compiled for CPU features the host lacks: " + list +
+                                                   " (recompile with kilnc --cpu=native or a lower --cpu)");
+  }
+  artifact.runMutex = runMutexFor(artifact.library);
+}
+
+// Picks the device (the artifact's default when none is asked for) and loads the code for it;
+// never falls back to another device.
+void openOn(kiln_artifact &artifact, DeviceSpec spec) {
+  const Manifest &manifest = artifact.manifest;
+  const std::string &name = artifact.path;
+  artifact.devices = manifest.deviceList();
+  for (const std::string &feature : manifest.features)
+    artifact.features += (artifact.features.empty() ? "" : ",") + feature;
+  bool hasCpu = manifest.hasDevice("cpu"), hasCuda = manifest.hasDevice("cuda");
+  artifact.entry = findEntry(artifact.library, manifest, name);
+  if (spec.kind == DeviceSpec::Kind::Default) {
+    if (!hasCpu && !hasCuda)
+      throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": the artifact has code for " + artifact.devices +
+                                                    " only, which this runtime cannot run");
+    spec.kind = hasCpu ? DeviceSpec::Kind::Cpu : DeviceSpec::Kind::Gpu;
+  }
+  if (spec.kind == DeviceSpec::Kind::Cpu) {
+    artifact.device = "cpu";
+    if (!hasCpu)
+      throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": cannot run on cpu: the artifact has code for " +
+                                                    artifact.devices + " only (add cpu to kilnc's --target)");
+    openOnCpu(artifact);
+    return;
+  }
+  artifact.device = "gpu:" + std::to_string(spec.index);
+  if (!hasCuda)
+    throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": cannot run on " + artifact.device +
+                                                  ": the artifact has code for " + artifact.devices +
+                                                  " only (add cuda:sm_XY to kilnc's --target)");
+  artifact.gpu = kiln::rt::cuda::Executor::open(name, manifest, artifact.library, spec.index);
+}
+
 } // namespace
+
+namespace kiln::rt {
+
+ArtifactInfo inspectArtifact(const std::string &path) {
+  ArtifactInfo info;
+  void *library = nullptr;
+  try {
+    library = loadLibrary(path, info.manifest);
+    findEntry(library, info.manifest, path);
+    if (info.manifest.hasDevice("cuda"))
+      info.cudaProgram = cuda::Executor::readProgram(path, info.manifest, library);
+  } catch (...) {
+    if (library)
+      dlclose(library);
+    throw;
+  }
+  dlclose(library);
+  return info;
+}
+
+} // namespace kiln::rt
 
 extern "C" {
 
 const char *kiln_last_error(void) { return gLastError.c_str(); }
 
 kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
+  return kiln_artifact_open_device(path, nullptr, out);
+}
+
+kiln_status kiln_artifact_open_device(const char *path, const char *device, kiln_artifact **out) {
   if (out)
     *out = nullptr;
   if (!path || !out)
@@ -303,52 +442,18 @@ kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
     std::string name = path;
     if (name.empty())
       return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_open: empty artifact path");
-    validateElf(name);
-
-    // Without a slash dlopen searches the library path instead of opening this file.
-    std::string loadPath = name.find('/') == std::string::npos ? "./" + name : name;
-    dlerror();
-    void *library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-      const char *error = dlerror();
-      std::string why = error ? error : "unknown dlopen error";
-      // dlerror repeats the path; the message already starts with it.
-      if (why.rfind(loadPath + ": ", 0) == 0)
-        why.erase(0, loadPath.size() + 2);
-      return fail(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
-    }
-    pinDependencies(library);
+    std::optional<DeviceSpec> spec = kiln::rt::parseDeviceString(device ? device : "");
+    if (!spec)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, name + ": bad device '" + printable(device) +
+                                                   "' (expected cpu, gpu or gpu:N)");
     auto artifact = std::make_unique<kiln_artifact>();
     artifact->path = name;
-    artifact->library = library;
+    artifact->library = loadLibrary(name, artifact->manifest);
     try {
-      std::string text = readManifestText(library, name);
-      artifact->manifest = kiln::rt::parseManifest(text, name);
-      dlerror();
-      void *entry = dlsym(library, "kiln_entry");
-      if (!entry)
-        throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": artifact has no kiln_entry symbol");
-      artifact->entry = reinterpret_cast<void (*)(void **)>(entry);
-
-      std::vector<std::string> missing = kiln::rt::detail::missingCpuFeatures(artifact->manifest.features);
-      if (!missing.empty()) {
-        std::string list;
-        for (const std::string &feature : missing)
-          list += (list.empty() ? "" : ", ") + feature;
-        throw StatusError(KILN_ERROR_CPU_FEATURES,
-                          name + ": compiled for CPU features the host lacks: " + list +
-                              " (recompile with kilnc --cpu=native or a lower --cpu)");
-      }
-      for (const std::string &feature : artifact->manifest.features)
-        artifact->features += (artifact->features.empty() ? "" : ",") + feature;
-      artifact->runMutex = runMutexFor(library);
-    } catch (const StatusError &) {
-      dlclose(library);
-      throw;
-    } catch (const kiln::rt::ManifestVersionError &e) {
-      dlclose(library);
-      throw StatusError(KILN_ERROR_UNSUPPORTED, e.what());
+      openOn(*artifact, *spec);
     } catch (...) {
+      void *library = artifact->library;
+      artifact.reset();
       dlclose(library);
       throw;
     }
@@ -381,6 +486,43 @@ const char *kiln_artifact_cpu(const kiln_artifact *artifact) {
 }
 const char *kiln_artifact_features(const kiln_artifact *artifact) {
   return artifact ? artifact->features.c_str() : "";
+}
+
+const char *kiln_artifact_device(const kiln_artifact *artifact) {
+  return artifact ? artifact->device.c_str() : "";
+}
+const char *kiln_artifact_device_name(const kiln_artifact *artifact) {
+  if (!artifact)
+    return "";
+  return artifact->gpu ? artifact->gpu->deviceName().c_str() : artifact->manifest.cpu.c_str();
+}
+const char *kiln_artifact_devices(const kiln_artifact *artifact) {
+  return artifact ? artifact->devices.c_str() : "";
+}
+const char *kiln_artifact_device_code(const kiln_artifact *artifact) {
+  return artifact && artifact->gpu ? artifact->gpu->code().c_str() : "";
+}
+double kiln_artifact_last_device_ms(const kiln_artifact *artifact) {
+  return artifact && artifact->gpu ? artifact->gpu->lastDeviceMs() : -1.0;
+}
+const char *kiln_artifact_cuda_graph(const kiln_artifact *artifact) {
+  return artifact && artifact->gpu ? artifact->gpu->cudaGraphState().c_str() : "";
+}
+
+kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, const char *value) {
+  if (!artifact || !key || !value)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_set_option: artifact, key and value must not be NULL");
+  std::string name = key, setting = value;
+  if (name != "cuda-graph")
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": unknown option '" + printable(name) + "' (options: cuda-graph)");
+  if (setting != "on" && setting != "off")
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": option cuda-graph takes on or off, got '" + printable(setting) + "'");
+  // CPU artifacts accept it too, so callers can set it without knowing the device.
+  if (artifact->gpu)
+    artifact->gpu->setCudaGraph(setting == "on");
+  return KILN_OK;
 }
 
 int kiln_artifact_num_inputs(const kiln_artifact *artifact) {
@@ -434,6 +576,19 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
       return fail(KILN_ERROR_INVALID_ARGUMENT,
                   artifact->path + ": kiln_artifact_run: inputs/outputs array is NULL");
 
+    for (std::size_t i = 0; i < total; ++i) {
+      bool isInput = i < numInputs;
+      const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
+      void *user = isInput ? inputs[i] : outputs[i - numInputs];
+      if (!user && kiln::rt::checkedNumElements(spec.dims, spec.name) * kiln::rt::dtypeSize(spec.dtype) > 0)
+        return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " + (isInput ? "input '" : "output '") +
+                                                     spec.name + "' buffer is NULL");
+    }
+    if (artifact->gpu) {
+      artifact->gpu->run(inputs, outputs);
+      return KILN_OK;
+    }
+
     // Zero-byte tensors still get a valid, aligned address.
     alignas(KILN_BUFFER_ALIGNMENT) static char emptyBuffer[KILN_BUFFER_ALIGNMENT];
     std::vector<void *> buffers(total);
@@ -448,10 +603,6 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
         buffers[i] = emptyBuffer;
         continue;
       }
-      if (!user)
-        return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " +
-                                                     (isInput ? "input '" : "output '") + spec.name +
-                                                     "' buffer is NULL");
       if (reinterpret_cast<uintptr_t>(user) % KILN_BUFFER_ALIGNMENT == 0) {
         buffers[i] = user;
         continue;

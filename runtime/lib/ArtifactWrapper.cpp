@@ -33,9 +33,9 @@ Artifact::Artifact(kiln_artifact *handle, std::string path)
     : handle_(handle), path_(std::move(path)), inputs_(readSpecs(handle, true)),
       outputs_(readSpecs(handle, false)) {}
 
-Artifact Artifact::open(const std::string &path) {
+Artifact Artifact::open(const std::string &path, const std::string &device) {
   kiln_artifact *handle = nullptr;
-  if (kiln_artifact_open(path.c_str(), &handle) != KILN_OK)
+  if (kiln_artifact_open_device(path.c_str(), device.c_str(), &handle) != KILN_OK)
     throw Error(kiln_last_error());
   try {
     return Artifact(handle, path);
@@ -65,6 +65,17 @@ Artifact::~Artifact() { kiln_artifact_close(handle_); }
 std::string Artifact::name() const { return kiln_artifact_name(handle_); }
 std::string Artifact::target() const { return kiln_artifact_target(handle_); }
 std::string Artifact::cpu() const { return kiln_artifact_cpu(handle_); }
+std::string Artifact::device() const { return kiln_artifact_device(handle_); }
+std::string Artifact::deviceName() const { return kiln_artifact_device_name(handle_); }
+std::string Artifact::devices() const { return kiln_artifact_devices(handle_); }
+std::string Artifact::deviceCode() const { return kiln_artifact_device_code(handle_); }
+double Artifact::lastDeviceMs() const { return kiln_artifact_last_device_ms(handle_); }
+std::string Artifact::cudaGraph() const { return kiln_artifact_cuda_graph(handle_); }
+
+void Artifact::setOption(const std::string &key, const std::string &value) {
+  if (kiln_artifact_set_option(handle_, key.c_str(), value.c_str()) != KILN_OK)
+    throw Error(kiln_last_error());
+}
 
 std::vector<Tensor> Artifact::allocateOutputs() const {
   std::vector<Tensor> tensors;

@@ -1,6 +1,9 @@
 // Parser for the line-oriented kiln_manifest text embedded in every artifact.
 #include "kiln/manifest.h"
 
+#include "kiln/cuda_program.h"
+
+#include <algorithm>
 #include <cstdint>
 #include <set>
 
@@ -67,6 +70,17 @@ std::string printable(std::string_view text) {
   std::string out;
   for (char c : text)
     out += (static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f) ? c : '?';
+  return out;
+}
+
+bool Manifest::hasDevice(std::string_view kind) const {
+  return std::find(devices.begin(), devices.end(), kind) != devices.end();
+}
+
+std::string Manifest::deviceList() const {
+  std::string out;
+  for (const std::string &kind : devices)
+    out += (out.empty() ? "" : ",") + kind;
   return out;
 }
 
@@ -200,6 +214,42 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
       if (!(isInput ? inputNames : outputNames).insert(spec.name).second)
         throw Error(where + ": duplicate " + std::string(keyword) + " name '" + spec.name + "'");
       (isInput ? manifest.inputs : manifest.outputs).push_back(std::move(spec));
+    } else if (keyword == "devices") {
+      if (fields.size() < 2)
+        throw Error(where + ": expected 'devices KIND...' (e.g. 'devices cpu cuda')");
+      manifest.devices.clear();
+      for (std::size_t i = 1; i < fields.size(); ++i)
+        if (!manifest.hasDevice(fields[i]))
+          manifest.devices.emplace_back(fields[i]);
+    } else if (keyword == "cuda-cubin") {
+      if (fields.size() < 2)
+        throw Error(where + ": expected 'cuda-cubin sm_NN...'");
+      manifest.cudaCubins.clear();
+      for (std::size_t i = 1; i < fields.size(); ++i) {
+        if (!parseCudaArch(fields[i], "sm_"))
+          throw Error(where + ": bad cubin architecture '" + printable(fields[i]) + "' (expected sm_NN)");
+        if (std::find(manifest.cudaCubins.begin(), manifest.cudaCubins.end(), fields[i]) !=
+            manifest.cudaCubins.end())
+          throw Error(where + ": cubin architecture '" + std::string(fields[i]) + "' listed twice");
+        manifest.cudaCubins.emplace_back(fields[i]);
+      }
+    } else if (keyword == "cuda-ptx") {
+      if (fields.size() != 3)
+        throw Error(where + ": expected 'cuda-ptx compute_NN ISA' (e.g. 'cuda-ptx compute_80 7.8')");
+      if (!parseCudaArch(fields[1], "compute_"))
+        throw Error(where + ": bad PTX architecture '" + printable(fields[1]) + "' (expected compute_NN)");
+      std::size_t dot = fields[2].find('.');
+      int64_t major, minor;
+      if (dot == std::string_view::npos || !parseCount(fields[2].substr(0, dot), major) ||
+          !parseCount(fields[2].substr(dot + 1), minor) || major > 99 || minor > 99)
+        throw Error(where + ": bad PTX ISA version '" + printable(fields[2]) + "' (expected MAJOR.MINOR)");
+      manifest.cudaPtxTarget = std::string(fields[1]);
+      manifest.cudaPtxIsa = std::string(fields[2]);
+    } else if (keyword == "cuda-min-driver") {
+      int64_t version;
+      if (fields.size() != 2 || !parseCount(fields[1], version) || version > INT32_MAX)
+        throw Error(where + ": expected 'cuda-min-driver VERSION' (e.g. 12000 for CUDA 12.0)");
+      manifest.cudaMinDriver = static_cast<int>(version);
     }
     // Any other keyword is a newer record this runtime does not need.
   }

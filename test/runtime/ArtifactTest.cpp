@@ -17,6 +17,7 @@
 #include <elf.h>
 
 extern "C" int kiln_test_c_api_add_one(const char *path);
+extern "C" int kiln_test_c_api_cpu_device(const char *path);
 
 using kiln::rt::Artifact;
 using kiln::rt::Error;
@@ -123,7 +124,10 @@ TEST(Artifact, StagesMisalignedBuffers) {
   EXPECT_NE(std::string(kiln_last_error()).find("input 'x' buffer is NULL"), std::string::npos);
 }
 
-TEST(Artifact, CallableFromC) { EXPECT_EQ(kiln_test_c_api_add_one(KILN_FAKE_ADD_ONE), 0); }
+TEST(Artifact, CallableFromC) {
+  EXPECT_EQ(kiln_test_c_api_add_one(KILN_FAKE_ADD_ONE), 0);
+  EXPECT_EQ(kiln_test_c_api_cpu_device(KILN_FAKE_ADD_ONE), 0);
+}
 
 TEST(Artifact, CxxWrapperChecksTensors) {
   Artifact artifact = Artifact::open(KILN_FAKE_MULTI);

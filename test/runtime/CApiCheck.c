@@ -41,3 +41,25 @@ int kiln_test_c_api_add_one(const char *path) {
   kiln_artifact_close(artifact);
   return failure;
 }
+
+/* Returns 0 when the device functions answer as they must for a CPU artifact opened on "cpu". */
+int kiln_test_c_api_cpu_device(const char *path) {
+  kiln_artifact *artifact = NULL;
+  int failure = 0;
+  if (kiln_artifact_open_device(path, "cpu", &artifact) != KILN_OK)
+    return 1;
+  if (strcmp(kiln_artifact_device(artifact), "cpu") != 0 || strcmp(kiln_artifact_devices(artifact), "cpu") != 0)
+    failure = 2;
+  else if (kiln_artifact_last_device_ms(artifact) != -1.0 || strcmp(kiln_artifact_cuda_graph(artifact), "") != 0 ||
+           strcmp(kiln_artifact_device_code(artifact), "") != 0)
+    failure = 3;
+  else if (kiln_artifact_set_option(artifact, "cuda-graph", "off") != KILN_OK ||
+           kiln_artifact_set_option(artifact, "cuda-graph", "maybe") != KILN_ERROR_INVALID_ARGUMENT)
+    failure = 4;
+  else if (kiln_artifact_device_name(artifact)[0] == '\0')
+    failure = 5;
+  kiln_artifact_close(artifact);
+  if (!failure && kiln_artifact_open_device(path, "gpu:", &artifact) != KILN_ERROR_INVALID_ARGUMENT)
+    failure = 6;
+  return failure;
+}

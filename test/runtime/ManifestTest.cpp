@@ -106,3 +106,46 @@ TEST(Manifest, ReportsBadRecordsWithLineNumbers) {
             std::string::npos);
   EXPECT_NE(errorOf("kiln-artifact 1\nname a b\n").find("expected 'name VALUE'"), std::string::npos);
 }
+
+TEST(Manifest, ParsesGpuRecords) {
+  Manifest m = parseManifest("kiln-artifact 1\n"
+                             "devices cpu cuda\n"
+                             "cuda-cubin sm_80 sm_90a\n"
+                             "cuda-ptx compute_80 7.8\n"
+                             "cuda-min-driver 12000\n",
+                             "model.kiln");
+  EXPECT_EQ(m.devices, (std::vector<std::string>{"cpu", "cuda"}));
+  EXPECT_TRUE(m.hasDevice("cuda"));
+  EXPECT_EQ(m.deviceList(), "cpu,cuda");
+  EXPECT_EQ(m.cudaCubins, (std::vector<std::string>{"sm_80", "sm_90a"}));
+  EXPECT_EQ(m.cudaPtxTarget, "compute_80");
+  EXPECT_EQ(m.cudaPtxIsa, "7.8");
+  EXPECT_EQ(m.cudaMinDriver, 12000);
+
+  // No devices record: a CPU artifact.
+  Manifest cpu = parseManifest("kiln-artifact 1\ninput x f32 2\n", "model.kiln");
+  EXPECT_EQ(cpu.devices, (std::vector<std::string>{"cpu"}));
+  EXPECT_TRUE(cpu.cudaCubins.empty());
+  EXPECT_TRUE(cpu.cudaPtxTarget.empty());
+  EXPECT_EQ(cpu.cudaMinDriver, 0);
+  EXPECT_EQ(parseManifest("kiln-artifact 1\ndevices cuda cuda\n", "model.kiln").deviceList(), "cuda");
+}
+
+TEST(Manifest, ReportsBadGpuRecords) {
+  EXPECT_EQ(errorOf("kiln-artifact 1\ndevices\n"),
+            "model.kiln: manifest line 2: expected 'devices KIND...' (e.g. 'devices cpu cuda')");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-cubin\n"), "model.kiln: manifest line 2: expected 'cuda-cubin sm_NN...'");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-cubin sm_90 compute_90\n"),
+            "model.kiln: manifest line 2: bad cubin architecture 'compute_90' (expected sm_NN)");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-cubin sm_90 sm_90\n"),
+            "model.kiln: manifest line 2: cubin architecture 'sm_90' listed twice");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-ptx compute_80\n"),
+            "model.kiln: manifest line 2: expected 'cuda-ptx compute_NN ISA' (e.g. 'cuda-ptx compute_80 7.8')");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-ptx sm_80 7.8\n"),
+            "model.kiln: manifest line 2: bad PTX architecture 'sm_80' (expected compute_NN)");
+  for (const char *isa : {"78", "7.", ".8", "7.8.1", "v7.8", "7.100"})
+    EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-ptx compute_80 " + std::string(isa) + "\n"),
+              "model.kiln: manifest line 2: bad PTX ISA version '" + std::string(isa) + "' (expected MAJOR.MINOR)");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-min-driver 12.0\n"),
+            "model.kiln: manifest line 2: expected 'cuda-min-driver VERSION' (e.g. 12000 for CUDA 12.0)");
+}

@@ -1,11 +1,14 @@
 // End-to-end tests of the kiln-run and kiln-conformance binaries on fake artifacts and test data.
 #include "TestUtil.h"
+#include "fake_gpu_constants.h"
 #include "kiln/tensor.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <sys/stat.h>
 
@@ -32,6 +35,49 @@ Tensor plusOne(Tensor tensor) {
 bool contains(const std::string &haystack, const std::string &needle) {
   return haystack.find(needle) != std::string::npos;
 }
+
+// Sets environment variables for the child processes of one test, and restores them after.
+class ScopedEnv {
+public:
+  ScopedEnv(std::initializer_list<std::pair<const char *, std::string>> values) {
+    for (const auto &[name, value] : values) {
+      const char *old = std::getenv(name);
+      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      setenv(name, value.c_str(), 1);
+    }
+  }
+  ScopedEnv(const ScopedEnv &) = delete;
+  ScopedEnv &operator=(const ScopedEnv &) = delete;
+  ~ScopedEnv() {
+    for (const auto &[name, old] : saved_) {
+      if (old)
+        setenv(name.c_str(), old->c_str(), 1);
+      else
+        unsetenv(name.c_str());
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The fake driver and cuBLASLt, for tools that open GPU artifacts.
+ScopedEnv fakeGpu(const std::string &driver = KILN_FAKE_CUDA) {
+  return ScopedEnv{{"KILN_LIBCUDA", driver}, {"KILN_LIBCUBLASLT", KILN_FAKE_CUDA}};
+}
+
+// The inputs of the fake GPU add artifact and its expected outputs: y = a + b + bias, a_copy = a.
+struct GpuAddCase {
+  Tensor a = sequence(KILN_DTYPE_F32, {2, 3}, "a");
+  Tensor b = plusOne(sequence(KILN_DTYPE_F32, {2, 3}, "b"));
+  Tensor y{KILN_DTYPE_F32, {2, 3}, "y"};
+  Tensor copy = sequence(KILN_DTYPE_F32, {2, 3}, "a_copy");
+  GpuAddCase() {
+    const float bias[6] = {KILN_FAKE_ADD_BIAS};
+    for (int i = 0; i < 6; ++i)
+      y.dataAs<float>()[i] = a.dataAs<float>()[i] + b.dataAs<float>()[i] + bias[i];
+  }
+};
 
 } // namespace
 
@@ -125,8 +171,86 @@ TEST(KilnRun, ReportsBadModelsAndFlags) {
 
   CommandResult help = runCommand({KILN_RUN_PATH, "--help"});
   EXPECT_EQ(help.exitCode, 0);
-  for (const char *option : {"--input", "--output-dir", "--output-format", "--print", "--repeat", "--help"})
+  for (const char *option : {"--input", "--output-dir", "--output-format", "--print", "--repeat", "--help",
+                             "--device", "--no-cuda-graph", "--info", "KILN_LIBCUDA", "KILN_CUDA_GRAPH"})
     EXPECT_TRUE(contains(help.stdOut, option)) << option;
+
+  CommandResult device = runCommand({KILN_RUN_PATH, KILN_FAKE_ADD_ONE, "--device", "gpu:one"});
+  EXPECT_EQ(device.exitCode, 1);
+  EXPECT_EQ(device.stdErr, "kiln-run: error: --device expects cpu, gpu or gpu:N, got 'gpu:one' (see kiln-run --help)\n");
+}
+
+TEST(KilnRun, RunsOnTheFakeGpu) {
+  ScopedEnv env = fakeGpu();
+  TempDir dir;
+  GpuAddCase data;
+  kiln::rt::writeNpy(data.a, dir.file("a.npy"));
+  kiln::rt::writeNpy(data.b, dir.file("b.npy"));
+  CommandResult result = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, dir.file("a.npy"), dir.file("b.npy"),
+                                     "--device=gpu:0", "--output-dir", dir.file("out")});
+  ASSERT_EQ(result.exitCode, 0) << result.stdErr;
+  Tensor y = kiln::rt::readNpy(dir.file("out/y.npy"));
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(y.dataAs<float>()[i], data.y.dataAs<float>()[i]);
+
+  CommandResult graph = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, dir.file("a.npy"), dir.file("b.npy"),
+                                    "--repeat", "3", "--warmup", "1"});
+  ASSERT_EQ(graph.exitCode, 0) << graph.stdErr;
+  EXPECT_TRUE(contains(graph.stdOut, "3 runs: median ")) << graph.stdOut;
+  EXPECT_TRUE(contains(graph.stdOut, "; on gpu:0 median ")) << graph.stdOut;
+  EXPECT_TRUE(contains(graph.stdOut, " ms per run (CUDA graph)\n")) << graph.stdOut;
+  CommandResult direct = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, dir.file("a.npy"), dir.file("b.npy"),
+                                     "--repeat", "2", "--no-cuda-graph"});
+  ASSERT_EQ(direct.exitCode, 0) << direct.stdErr;
+  EXPECT_TRUE(contains(direct.stdOut, " ms per run (direct launches)\n")) << direct.stdOut;
+  // CPU artifacts print no device time.
+  kiln::rt::writeNpy(sequence(KILN_DTYPE_F32, {2, 3}), dir.file("x.npy"));
+  CommandResult cpu = runCommand({KILN_RUN_PATH, KILN_FAKE_ADD_ONE, dir.file("x.npy"), "--repeat", "2"});
+  EXPECT_FALSE(contains(cpu.stdOut, "; on ")) << cpu.stdOut;
+}
+
+TEST(KilnRun, RefusesDevicesWithoutCode) {
+  ScopedEnv env = fakeGpu();
+  TempDir dir;
+  GpuAddCase data;
+  kiln::rt::writeNpy(data.a, dir.file("a.npy"));
+  kiln::rt::writeNpy(data.b, dir.file("b.npy"));
+  CommandResult cpu = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, dir.file("a.npy"), dir.file("b.npy"),
+                                  "--device", "cpu"});
+  EXPECT_EQ(cpu.exitCode, 1);
+  EXPECT_EQ(cpu.stdErr, "kiln-run: error: " + std::string(KILN_FAKE_GPU_ADD) +
+                            ": cannot run on cpu: the artifact has code for cuda only (add cpu to kilnc's --target)\n");
+  CommandResult absent = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, "--device", "gpu:1"});
+  EXPECT_EQ(absent.exitCode, 1);
+  EXPECT_EQ(absent.stdErr, "kiln-run: error: " + std::string(KILN_FAKE_GPU_ADD) +
+                               ": no gpu:1 on this machine (it has 1 GPU: gpu:0)\n");
+}
+
+TEST(KilnRun, InfoShowsGpuCodeAndProgram) {
+  ScopedEnv env = fakeGpu();
+  CommandResult info = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_ADD, "--info"});
+  ASSERT_EQ(info.exitCode, 0) << info.stdErr;
+  for (const char *line : {"devices  cuda\n", "cubins   sm_80 sm_90\n", "ptx      compute_80 (PTX ISA 7.8)\n",
+                           "driver   CUDA 12.0 or newer\n",
+                           "program  2 launches, 0 matmuls, 1 copy; arena 256 bytes, constants 256 bytes\n",
+                           "input    a f32[2x3]\n", "output   a_copy f32[2x3]\n",
+                           "device   gpu:0: Kiln Fake GPU (sm_90, driver 13.0), cubin sm_90, cuda graph on (captured at the end of "
+                           "the first run)\n"})
+    EXPECT_TRUE(contains(info.stdOut, line)) << line << "\nin:\n" << info.stdOut;
+
+  CommandResult cpu = runCommand({KILN_RUN_PATH, KILN_FAKE_ADD_ONE, "--info"});
+  ASSERT_EQ(cpu.exitCode, 0) << cpu.stdErr;
+  EXPECT_TRUE(contains(cpu.stdOut, "devices  cpu\n")) << cpu.stdOut;
+  EXPECT_TRUE(contains(cpu.stdOut, "device   cpu (generic)\n")) << cpu.stdOut;
+  EXPECT_FALSE(contains(cpu.stdOut, "cubins")) << cpu.stdOut;
+
+  // Without a driver the contents still print; the device part fails.
+  ScopedEnv noDriver{{"KILN_LIBCUDA", "/nonexistent/libcuda.so.1"}};
+  CommandResult offline = runCommand({KILN_RUN_PATH, KILN_FAKE_GPU_MATMUL, "--info"});
+  EXPECT_EQ(offline.exitCode, 1);
+  EXPECT_TRUE(contains(offline.stdOut, "program  0 launches, 3 matmuls, 0 copies; arena 0 bytes, constants 768 bytes\n"))
+      << offline.stdOut;
+  EXPECT_TRUE(contains(offline.stdErr, ": no CUDA driver on this machine (/nonexistent/libcuda.so.1: ")) << offline.stdErr;
 }
 
 #endif // KILN_RUN_PATH
@@ -255,6 +379,89 @@ TEST_F(ConformanceFixture, UsageErrors) {
   CommandResult badRegex = conformance({"--filter", "("});
   EXPECT_EQ(badRegex.exitCode, 2);
   EXPECT_TRUE(contains(badRegex.stdErr, "invalid regular expression")) << badRegex.stdErr;
+}
+
+namespace {
+
+// One GPU test in the ONNX layout and a fake kilnc that logs its arguments and "compiles" the fake
+// GPU add artifact (or, for test_badgpu, one whose GPU program is wrong).
+class GpuConformanceFixture : public ::testing::Test {
+protected:
+  void SetUp() override {
+    data_ = dir_.file("node");
+    GpuAddCase expected;
+    for (const char *name : {"test_gpu", "test_badgpu"}) {
+      std::string set = data_ + "/" + name + "/test_data_set_0";
+      std::filesystem::create_directories(set);
+      kiln::test::writeFile(data_ + "/" + name + "/model.onnx", "not really onnx");
+      kiln::rt::writeTensorProto(expected.a, set + "/input_0.pb");
+      kiln::rt::writeTensorProto(expected.b, set + "/input_1.pb");
+      kiln::rt::writeTensorProto(expected.y, set + "/output_0.pb");
+      kiln::rt::writeTensorProto(expected.copy, set + "/output_1.pb");
+    }
+    kilnc_ = dir_.file("fake-kilnc.sh");
+    kiln::test::writeFile(kilnc_, "#!/bin/sh\n"
+                                  "echo \"$@\" >> " + dir_.file("kilnc.log") + "\n"
+                                  "case $(basename \"$(dirname \"$1\")\") in\n"
+                                  "  test_badgpu) cp " KILN_FAKE_GPU_BAD_PROGRAM " \"$3\" ;;\n"
+                                  "  *) cp " KILN_FAKE_GPU_ADD " \"$3\" ;;\n"
+                                  "esac\n");
+    chmod(kilnc_.c_str(), 0755);
+  }
+
+  CommandResult conformance(std::vector<std::string> extra) {
+    std::vector<std::string> args = {KILN_CONFORMANCE_PATH, "--kilnc", kilnc_, "--data-dir", data_, "--timeout", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runCommand(args);
+  }
+
+  TempDir dir_;
+  std::string data_;
+  std::string kilnc_;
+};
+
+} // namespace
+
+TEST_F(GpuConformanceFixture, PassesArgumentsToKilncAndKilnRun) {
+  ScopedEnv env = fakeGpu();
+  CommandResult result = conformance({"--kiln-run", KILN_RUN_PATH, "--filter", "^test_gpu$",
+                                      "--kilnc-arg=--target=cuda:sm_90", "--kilnc-arg", "--name=m",
+                                      "--kiln-run-arg=--device=gpu:0", "--kiln-run-arg", "--no-cuda-graph"});
+  EXPECT_EQ(result.exitCode, 0) << result.stdOut << result.stdErr;
+  EXPECT_TRUE(contains(result.stdOut, "PASS test_gpu\n")) << result.stdOut;
+  EXPECT_TRUE(contains(result.stdOut, "1 passed, 0 failed, 0 skipped\n")) << result.stdOut;
+  std::string log = kiln::test::readFile(dir_.file("kilnc.log"));
+  EXPECT_TRUE(contains(log, ".kiln --target=cuda:sm_90 --name=m\n")) << log;
+
+  // kiln-run gets its arguments too: on the CPU this artifact is refused.
+  CommandResult cpu = conformance({"--kiln-run", KILN_RUN_PATH, "--filter", "^test_gpu$", "--kiln-run-arg=--device=cpu"});
+  EXPECT_EQ(cpu.exitCode, 1);
+  EXPECT_TRUE(contains(cpu.stdOut, "FAIL test_gpu: kiln-run exited with 1: test_gpu.kiln: cannot run on cpu: the "
+                                   "artifact has code for cuda only"))
+      << cpu.stdOut;
+}
+
+TEST_F(GpuConformanceFixture, CompileOnlyNeedsNoGpu) {
+  ScopedEnv env = fakeGpu("/nonexistent/libcuda.so.1");
+  CommandResult result = conformance({"--compile-only"});
+  EXPECT_EQ(result.exitCode, 1) << result.stdOut << result.stdErr;
+  EXPECT_TRUE(contains(result.stdOut, "PASS test_gpu\n")) << result.stdOut;
+  EXPECT_TRUE(contains(result.stdOut, "FAIL test_badgpu: test_badgpu.kiln: cuda program line 8: dst= out:1 needs 28 "
+                                      "bytes, but output 1 'a_copy' has 24\n"))
+      << result.stdOut;
+  EXPECT_TRUE(contains(result.stdOut, "1 passed, 1 failed, 0 skipped\n")) << result.stdOut;
+
+  kiln::test::writeFile(dir_.file("expected.txt"), "test_gpu\n");
+  CommandResult expected = conformance({"--compile-only", "--expected", dir_.file("expected.txt")});
+  EXPECT_EQ(expected.exitCode, 0) << expected.stdOut << expected.stdErr;
+  kiln::test::writeFile(dir_.file("expected.txt"), "test_gpu\ntest_badgpu\n");
+  CommandResult regressed = conformance({"--compile-only", "--expected", dir_.file("expected.txt")});
+  EXPECT_EQ(regressed.exitCode, 1) << regressed.stdOut;
+  EXPECT_TRUE(contains(regressed.stdOut, "REGRESSION test_badgpu: FAIL")) << regressed.stdOut;
+
+  CommandResult noRunner = conformance({});
+  EXPECT_EQ(noRunner.exitCode, 2);
+  EXPECT_TRUE(contains(noRunner.stdErr, "--kilnc and --kiln-run are required")) << noRunner.stdErr;
 }
 
 #endif // KILN_RUN_PATH && KILN_CONFORMANCE_PATH

@@ -1,6 +1,7 @@
 // kiln-run: load a Kiln artifact, bind .npy/.pb inputs, run it, and write or print the outputs.
 #include "common/Flags.h"
 #include "kiln/artifact.h"
+#include "kiln/cuda_program.h"
 #include "kiln/tensor.h"
 
 #include <algorithm>
@@ -46,18 +47,37 @@ Outputs:
   --print                  print each output's type and first values to stdout
   Without --output-dir or --repeat, --print is implied.
 
+Device:
+  --device cpu|gpu|gpu:N   where to run: the CPU, or the Nth NVIDIA GPU ("gpu" is gpu:0). The
+                           default is the artifact's: cpu when it has CPU code, else gpu:0. An
+                           artifact without code for the device, or a GPU it cannot run on, is
+                           refused; nothing falls back to another device
+  --no-cuda-graph          on a GPU, launch the program's kernels one by one on every run instead
+                           of replaying the CUDA graph captured after the first run
+
 Other:
-  --repeat N               run N times and print the median wall time per run
+  --repeat N               run N times and print the median wall time per run (on a GPU also the
+                           median time the GPU spent on the program, input and output copies
+                           excluded, and whether runs replayed a CUDA graph)
   --warmup N               run N untimed times first (default 0; with --repeat)
   --threads N              threads the artifact's kernels may use (default: every core the
                            process may run on; sets OMP_NUM_THREADS before loading)
-  --info                   print the artifact's name, target and signature, then exit
+  --info                   print the artifact's name, target, devices, GPU code and program and
+                           signature, then open it on its device (the default, or --device) and
+                           print that device and the code chosen for it; then exit
   --help                   show this help
+
+Environment:
+  KILN_LIBCUDA=PATH        the CUDA driver to load instead of libcuda.so.1
+  KILN_LIBCUBLASLT=PATH    the cuBLASLt to load for matmul records instead of searching
+                           libcublasLt.so.13/.12/.11 on the loader path and in /usr/local/cuda
+  KILN_CUDA_GRAPH=0        as --no-cuda-graph
 
 Examples:
   kiln-run mlp.kiln x.npy --print
   kiln-run mlp.kiln --input x=batch.pb --input flag=flag.npy --output-dir out --output-format pb
   kiln-run mlp.kiln x.npy --repeat 100 --warmup 10 --threads 2
+  kiln-run mlp.kiln x.npy --device gpu:1 --repeat 100 --warmup 10
 )";
 
 struct Options {
@@ -72,6 +92,8 @@ struct Options {
   long repeat = 0; // 0: not given
   long warmup = 0;
   long threads = 0; // 0: not given
+  std::string device; // "": the artifact's default
+  bool noCudaGraph = false;
 };
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -145,6 +167,13 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       options.warmup = parseCount(flag, takeValue(), 0);
     } else if (flag == "--threads") {
       options.threads = parseCount(flag, takeValue(), 1);
+    } else if (flag == "--device") {
+      options.device = takeValue();
+      if (!kiln::rt::parseDeviceString(options.device) || options.device.empty())
+        usageError("--device expects cpu, gpu or gpu:N, got '" + options.device + "'");
+    } else if (flag == "--no-cuda-graph") {
+      noValue();
+      options.noCudaGraph = true;
     } else {
       usageError("unknown option '" + flag + "'");
     }
@@ -283,15 +312,60 @@ void printOutputs(const std::vector<Tensor> &outputs) {
   }
 }
 
-void printInfo(const Artifact &artifact) {
-  std::printf("artifact %s\n", artifact.path().c_str());
-  std::printf("name     %s\n", artifact.name().c_str());
-  std::printf("target   %s\n", artifact.target().c_str());
-  std::printf("cpu      %s\n", artifact.cpu().c_str());
-  for (const TensorSpec &spec : artifact.inputs())
+std::string counted(std::size_t count, const char *one, const char *many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+// What the file holds, read without a device.
+void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) {
+  const kiln::rt::Manifest &manifest = info.manifest;
+  std::printf("artifact %s\n", path.c_str());
+  std::printf("name     %s\n", manifest.name.c_str());
+  std::printf("target   %s\n", manifest.target.c_str());
+  std::printf("cpu      %s\n", manifest.cpu.c_str());
+  std::printf("devices  %s\n", manifest.deviceList().c_str());
+  if (manifest.hasDevice("cuda")) {
+    std::string cubins;
+    for (const std::string &arch : manifest.cudaCubins)
+      cubins += (cubins.empty() ? "" : " ") + arch;
+    std::printf("cubins   %s\n", cubins.empty() ? "none" : cubins.c_str());
+    if (manifest.cudaPtxTarget.empty())
+      std::printf("ptx      none\n");
+    else
+      std::printf("ptx      %s (PTX ISA %s)\n", manifest.cudaPtxTarget.c_str(), manifest.cudaPtxIsa.c_str());
+    if (manifest.cudaMinDriver > 0)
+      std::printf("driver   CUDA %s or newer\n", kiln::rt::formatDriverVersion(manifest.cudaMinDriver).c_str());
+  }
+  if (const std::optional<kiln::rt::CudaProgram> &program = info.cudaProgram) {
+    std::printf("program  %s, %s, %s; arena %llu bytes, constants %llu bytes\n",
+                counted(program->launches(), "launch", "launches").c_str(),
+                counted(program->matmuls(), "matmul", "matmuls").c_str(),
+                counted(program->copies(), "copy", "copies").c_str(),
+                static_cast<unsigned long long>(program->arenaBytes),
+                static_cast<unsigned long long>(program->constantBytes));
+  }
+  for (const TensorSpec &spec : manifest.inputs)
     std::printf("input    %s %s\n", spec.name.c_str(), spec.typeString().c_str());
-  for (const TensorSpec &spec : artifact.outputs())
+  for (const TensorSpec &spec : manifest.outputs)
     std::printf("output   %s %s\n", spec.name.c_str(), spec.typeString().c_str());
+}
+
+void printDevice(const Artifact &artifact) {
+  if (artifact.device() == "cpu") {
+    std::printf("device   cpu (%s)\n", artifact.deviceName().c_str());
+    return;
+  }
+  std::string graph = artifact.cudaGraph();
+  if (graph == "pending")
+    graph = "on (captured at the end of the first run)";
+  std::printf("device   %s: %s, %s, cuda graph %s\n", artifact.device().c_str(), artifact.deviceName().c_str(),
+              artifact.deviceCode().c_str(), graph.c_str());
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
 int run(int argc, char **argv) {
@@ -303,11 +377,20 @@ int run(int argc, char **argv) {
   // The OpenMP runtime reads OMP_NUM_THREADS when the artifact first loads it.
   if (options.threads > 0)
     setenv("OMP_NUM_THREADS", std::to_string(options.threads).c_str(), /*overwrite=*/1);
-  Artifact artifact = Artifact::open(options.model);
   if (options.info) {
-    printInfo(artifact);
+    // The contents first: they are worth seeing even where the device cannot be opened.
+    printContents(options.model, kiln::rt::inspectArtifact(options.model));
+    std::fflush(stdout);
+    Artifact artifact = Artifact::open(options.model, options.device);
+    if (options.noCudaGraph)
+      artifact.setOption("cuda-graph", "off");
+    printDevice(artifact);
     return 0;
   }
+  Artifact artifact = Artifact::open(options.model, options.device);
+  if (options.noCudaGraph)
+    artifact.setOption("cuda-graph", "off");
+  bool onGpu = artifact.device() != "cpu";
 
   std::vector<Binding> bindings = bindInputs(options, artifact.inputs());
   std::vector<Tensor> inputs;
@@ -325,13 +408,15 @@ int run(int argc, char **argv) {
   for (long i = 0; i < options.warmup; ++i)
     artifact.run(inputPtrs, outputPtrs);
   long runs = std::max(options.repeat, 1L);
-  std::vector<double> millis;
+  std::vector<double> millis, deviceMillis;
   millis.reserve(static_cast<std::size_t>(runs));
   for (long i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
     artifact.run(inputPtrs, outputPtrs);
     auto stop = std::chrono::steady_clock::now();
     millis.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    if (onGpu)
+      deviceMillis.push_back(artifact.lastDeviceMs());
   }
 
   if (options.outputDir)
@@ -339,11 +424,20 @@ int run(int argc, char **argv) {
   if (options.print)
     printOutputs(outputs);
   if (options.repeat > 0) {
-    std::sort(millis.begin(), millis.end());
-    std::size_t mid = millis.size() / 2;
-    double median = millis.size() % 2 ? millis[mid] : (millis[mid - 1] + millis[mid]) / 2;
-    std::printf("%ld run%s: median %.4f ms per run (min %.4f ms, max %.4f ms)\n", runs,
-                runs == 1 ? "" : "s", median, millis.front(), millis.back());
+    std::string device;
+    if (onGpu) {
+      // With one timed run and no warmup, that run launched directly and captured the graph.
+      std::string graph = artifact.cudaGraph();
+      bool replayed = graph == "on" && runs + options.warmup > 1;
+      char text[128];
+      std::snprintf(text, sizeof text, "; on %s median %.4f ms per run (", artifact.device().c_str(),
+                    median(deviceMillis));
+      device = text + std::string(replayed ? "CUDA graph" : "direct launches") +
+               (graph.rfind("failed: ", 0) == 0 ? "; CUDA graph " + graph : "") + ")";
+    }
+    std::printf("%ld run%s: median %.4f ms per run (min %.4f ms, max %.4f ms)%s\n", runs, runs == 1 ? "" : "s",
+                median(millis), *std::min_element(millis.begin(), millis.end()),
+                *std::max_element(millis.begin(), millis.end()), device.c_str());
   }
   if (std::fflush(stdout) != 0)
     throw Error(std::string("cannot write to stdout: ") + std::strerror(errno));

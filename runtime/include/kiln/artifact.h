@@ -2,19 +2,32 @@
 #ifndef KILN_ARTIFACT_H
 #define KILN_ARTIFACT_H
 
+#include "kiln/cuda_program.h"
 #include "kiln/manifest.h"
 #include "kiln/runtime.h"
 #include "kiln/tensor.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::rt {
 
+// What an artifact holds, read without a device.
+struct ArtifactInfo {
+  Manifest manifest;
+  std::optional<CudaProgram> cudaProgram; // when the artifact has code for cuda
+};
+
+// Loads the artifact like kiln_artifact_open and reads its manifest and GPU program with every
+// check that needs no device, CPU entry or CPU features; unloads it again. Throws Error.
+ArtifactInfo inspectArtifact(const std::string &path);
+
 class Artifact {
 public:
-  // Throws Error with kiln_last_error()'s message.
-  static Artifact open(const std::string &path);
+  // `device` as for kiln_artifact_open_device ("" = the artifact's default). Throws Error with
+  // kiln_last_error()'s message.
+  static Artifact open(const std::string &path, const std::string &device = "");
 
   Artifact(Artifact &&other) noexcept;
   Artifact &operator=(Artifact &&other) noexcept;
@@ -26,6 +39,14 @@ public:
   std::string name() const;
   std::string target() const;
   std::string cpu() const;
+  std::string device() const;     // "cpu", "gpu:0"
+  std::string deviceName() const; // "NVIDIA H100 80GB HBM3 (sm_90, driver 13.0)", or the cpu record
+  std::string devices() const;    // "cpu,cuda"
+  std::string deviceCode() const; // "cubin sm_90", "ptx compute_80", "" on the CPU
+  double lastDeviceMs() const;    // -1 on the CPU and before the first run
+  std::string cudaGraph() const;  // "off", "pending", "on", "failed: WHY"; "" on the CPU
+  // Throws Error for an unknown key or value.
+  void setOption(const std::string &key, const std::string &value);
   const std::vector<TensorSpec> &inputs() const { return inputs_; }
   const std::vector<TensorSpec> &outputs() const { return outputs_; }
   kiln_artifact *handle() { return handle_; }

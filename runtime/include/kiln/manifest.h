@@ -27,6 +27,18 @@ struct Manifest {
   std::vector<std::string> features; // as written, e.g. "avx2"
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+
+  // GPU records (docs/cuda-artifact.md). `devices` holds the kinds with code as written ("cpu",
+  // "cuda"); a manifest without a devices record is a CPU artifact, {"cpu"}.
+  std::vector<std::string> devices{"cpu"};
+  std::vector<std::string> cudaCubins; // "sm_80", "sm_90"
+  std::string cudaPtxTarget;           // "compute_80"; empty when the artifact has no PTX
+  std::string cudaPtxIsa;              // "7.8"
+  int cudaMinDriver = 0;               // cuDriverGetVersion value; 0 when not given
+
+  bool hasDevice(std::string_view kind) const;
+  // "cpu", "cuda", "cpu,cuda".
+  std::string deviceList() const;
 };
 
 // The manifest is well-formed but written in a format version this runtime does not read.

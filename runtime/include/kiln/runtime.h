@@ -9,6 +9,13 @@
 extern "C" {
 #endif
 
+/* Environment the runtime reads:
+ *   KILN_LIBCUDA      the CUDA driver library to dlopen instead of libcuda.so.1 (tests use a fake)
+ *   KILN_LIBCUBLASLT  the cuBLASLt library to dlopen instead of searching libcublasLt.so.13, .12,
+ *                     .11 and .so on the loader's path, then in $CUDA_HOME/lib64,
+ *                     /usr/local/cuda/lib64 and /usr/local/cuda/targets/<arch>-linux/lib
+ *   KILN_CUDA_GRAPH   "0" or "off": GPU artifacts open with the cuda-graph option off */
+
 /* The artifact format version this runtime reads (first manifest line: "kiln-artifact 1"). */
 #define KILN_ARTIFACT_FORMAT_VERSION 1
 
@@ -24,7 +31,9 @@ typedef enum kiln_status {
   KILN_ERROR_INVALID_ARTIFACT = 2, /* not an ELF shared object, truncated, bad manifest, missing symbol */
   KILN_ERROR_UNSUPPORTED = 3,      /* well-formed but not loadable here: format version, machine */
   KILN_ERROR_CPU_FEATURES = 4,     /* compiled for CPU features this host lacks */
-  KILN_ERROR_INVALID_ARGUMENT = 5  /* null pointer, index out of range, missing buffer */
+  KILN_ERROR_INVALID_ARGUMENT = 5, /* null pointer, index out of range, missing buffer, bad device string */
+  KILN_ERROR_NO_DEVICE = 6,        /* the device asked for is not there: no CUDA driver, no GPU, index out of range */
+  KILN_ERROR_DEVICE = 7            /* the device failed: a CUDA driver or library call returned an error */
 } kiln_status;
 
 /* Element types. The numeric values are part of the ABI and never change. */
@@ -60,7 +69,18 @@ typedef struct kiln_artifact kiln_artifact;
 const char *kiln_last_error(void);
 
 /* Validates the file (ELF x86-64 shared object, not truncated), loads it, reads its manifest and
- * checks the host has the CPU features it was compiled for. On success *out owns the artifact. */
+ * prepares it to run on one device: for the CPU it checks the host has the CPU features it was
+ * compiled for; for a GPU it loads the driver (libcuda.so.1, or $KILN_LIBCUDA), picks the GPU code
+ * for that GPU, allocates device memory and uploads the weights. On success *out owns the artifact.
+ *
+ * `device` is "cpu", "gpu" (= "gpu:0") or "gpu:N"; NULL or "" picks the artifact's default: cpu
+ * when it has CPU code, else gpu:0. A device kind the artifact has no code for, or a GPU it cannot
+ * run on (no code for its architecture, a driver too old), fails with KILN_ERROR_UNSUPPORTED naming
+ * both; a missing driver or GPU with KILN_ERROR_NO_DEVICE; a bad device string with
+ * KILN_ERROR_INVALID_ARGUMENT. Never falls back to another device. */
+kiln_status kiln_artifact_open_device(const char *path, const char *device, kiln_artifact **out);
+
+/* kiln_artifact_open(path, out) == kiln_artifact_open_device(path, NULL, out). */
 kiln_status kiln_artifact_open(const char *path, kiln_artifact **out);
 
 /* Unloads the artifact. Accepts NULL. */
@@ -74,6 +94,33 @@ const char *kiln_artifact_cpu(const kiln_artifact *artifact);
 /* The CPU features as written in the manifest, comma-separated ("" when none). */
 const char *kiln_artifact_features(const kiln_artifact *artifact);
 
+/* The device the artifact runs on: "cpu" or "gpu:N". */
+const char *kiln_artifact_device(const kiln_artifact *artifact);
+/* A GPU's name, architecture and driver, e.g. "NVIDIA H100 80GB HBM3 (sm_90, driver 13.0)"; for
+ * the CPU the manifest's cpu record. */
+const char *kiln_artifact_device_name(const kiln_artifact *artifact);
+/* The device kinds the artifact has code for, comma-separated: "cpu", "cuda" or "cpu,cuda". */
+const char *kiln_artifact_devices(const kiln_artifact *artifact);
+/* The GPU code loaded: "cubin sm_90", or "ptx compute_80" when the driver compiled the PTX; ""
+ * on the CPU. */
+const char *kiln_artifact_device_code(const kiln_artifact *artifact);
+
+/* Milliseconds the GPU spent on the last run's program, the copies of inputs and outputs excluded
+ * (measured with CUDA events); -1 for CPU artifacts and before the first run. */
+double kiln_artifact_last_device_ms(const kiln_artifact *artifact);
+
+/* Sets a run option. "cuda-graph" = "on" | "off" (default on; off when the environment has
+ * KILN_CUDA_GRAPH=0 or CUDA_LAUNCH_BLOCKING=1 at open): GPU runs record the program once as a CUDA graph, at the end of the
+ * first run, and replay it; CPU artifacts accept and ignore it. An unknown key or value fails with
+ * KILN_ERROR_INVALID_ARGUMENT. */
+kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, const char *value);
+/* What the next GPU run does with the CUDA graph: "off" (the option is off: direct launches),
+ * "pending" (on; the graph is captured at the end of the next run, which launches directly),
+ * "on" (replays the captured graph) or "failed: WHY" (capture failed, e.g. a driver that cannot
+ * capture a library's kernels; runs launch directly). "" on the CPU. Valid until the next call
+ * on the artifact. */
+const char *kiln_artifact_cuda_graph(const kiln_artifact *artifact);
+
 int kiln_artifact_num_inputs(const kiln_artifact *artifact);
 int kiln_artifact_num_outputs(const kiln_artifact *artifact);
 kiln_status kiln_artifact_input(const kiln_artifact *artifact, int index, kiln_tensor_info *out);
@@ -82,10 +129,12 @@ kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_
 int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name);
 int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name);
 
-/* Runs the model once. inputs/outputs hold one dense row-major buffer per tensor, in manifest
- * order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes may be NULL.
- * Calls on one artifact are serialized, because generated code may keep state in static
- * buffers; use separate processes for parallel runs of the same model. */
+/* Runs the model once on its device. inputs/outputs hold one dense row-major host buffer per
+ * tensor, in manifest order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes
+ * may be NULL. On a GPU the inputs are copied to the device, the program runs on one stream and
+ * the outputs are copied back before the call returns. Calls on one artifact are serialized,
+ * because generated code may keep state in static buffers; use separate processes for parallel
+ * runs of the same model. */
 kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void *const *outputs);
 
 /* Bytes per element (bool is 1); 0 for an invalid dtype. */

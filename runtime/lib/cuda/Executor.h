@@ -1,0 +1,54 @@
+// The GPU executor: loads an artifact's CUDA code on one GPU and runs its program on one stream.
+#ifndef KILN_RUNTIME_CUDA_EXECUTOR_H
+#define KILN_RUNTIME_CUDA_EXECUTOR_H
+
+#include "kiln/cuda_program.h"
+#include "kiln/manifest.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt::cuda {
+
+class Executor {
+public:
+  // Reads and checks the GPU program and code of the artifact dlopen'ed as `library`, then loads
+  // it on gpu:`index`: context, stream, module, kernels, device buffers, constants, cuBLASLt plans.
+  // Throws detail::StatusError (KILN_ERROR_NO_DEVICE, _UNSUPPORTED, _INVALID_ARTIFACT, _DEVICE).
+  static std::unique_ptr<Executor> open(const std::string &path, const Manifest &manifest, void *library,
+                                        int index);
+  // Reads and checks the GPU program, the constants and every cubin and PTX the manifest lists:
+  // every check that needs no driver or device.
+  static CudaProgram readProgram(const std::string &path, const Manifest &manifest, void *library);
+
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  // One run on dense host buffers in manifest order (sizes from the manifest; zero-byte tensors
+  // may be NULL). Serialized per executor. Throws detail::StatusError.
+  void run(const void *const *inputs, void *const *outputs);
+
+  // "NVIDIA H100 80GB HBM3 (sm_90, driver 13.0)".
+  const std::string &deviceName() const;
+  // "cubin sm_90" or "ptx compute_80".
+  const std::string &code() const;
+  // Milliseconds between the events around the last run's program; -1 before the first run.
+  double lastDeviceMs() const;
+  // Whether runs capture the program once as a CUDA graph and replay it.
+  void setCudaGraph(bool enabled);
+  // What the next run does: "off", "pending" (on; captured at the end of the next run), "on"
+  // (replays the captured graph) or "failed: WHY" (capture failed; launches directly).
+  const std::string &cudaGraphState() const;
+
+  class Impl;
+
+private:
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace kiln::rt::cuda
+
+#endif // KILN_RUNTIME_CUDA_EXECUTOR_H

@@ -1,0 +1,132 @@
+/* Stand-in GPU artifacts for the runtime tests, run by the fake driver (fake_cuda.c); -D switches
+ * select the variant. The cubins are bare ELF headers followed by their architecture's name. */
+#include "fake_gpu_constants.h"
+
+#include <elf.h>
+#include <stdint.h>
+
+#define KILN_STR2(x) #x
+#define KILN_STR(x) KILN_STR2(x)
+
+struct fake_cubin {
+  Elf64_Ehdr header;
+  char arch[16];
+};
+#define FAKE_CUBIN(arch)                                                                           \
+  {{{ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT}, ET_EXEC, 190 /* EM_CUDA */, \
+    EV_CURRENT, 0, 0, 0, 0, sizeof(Elf64_Ehdr), 0, 0, 0, 0, 0},                                    \
+   arch}
+
+#define HEADER(name)                                                                               \
+  "kiln-artifact 1\n"                                                                              \
+  "name " name "\n"                                                                                \
+  "target x86_64-unknown-linux-gnu\n"                                                              \
+  "cpu generic\n"                                                                                  \
+  "features\n"
+
+#if defined(KILN_FAKE_GPU_MATMUL)
+/* y = relu(x . W + bias); z[b] = xt[b]^T . W + bias + addend[b] (xt stored k x m, W given
+ * transposed); w = x . W in TF32, W given transposed. */
+const char kiln_manifest[] = HEADER("fake_gpu_matmul")
+    "devices cuda\n"
+    "cuda-cubin sm_90\n"
+    "input x f32 2x3\n"
+    "input xt f32 2x3x2\n"
+    "input addend f32 2x2x4\n"
+    "output y f32 2x4\n"
+    "output z f32 2x2x4\n"
+    "output w f32 2x4\n";
+const char kiln_cuda_program[] =
+    "kiln-cuda-program 1\n"
+    "arena 0\n"
+    "constants 768\n"
+    "matmul dtype=f32 math=f32 batch=1 m=2 n=4 k=3 lhs=in:0 lhs_t=0 lhs_batched=0 rhs=const:0 rhs_t=0 "
+    "rhs_batched=0 out=out:0 bias=const:512 addend=- epilogue=relu node=Gemm_relu\n"
+    "matmul dtype=f32 math=f32 batch=2 m=2 n=4 k=3 lhs=in:1 lhs_t=1 lhs_batched=1 rhs=const:256 rhs_t=1 "
+    "rhs_batched=0 out=out:1 bias=const:512 addend=in:2 epilogue=none node=BatchedGemm\n"
+    "matmul dtype=f32 math=tf32 batch=1 m=2 n=4 k=3 lhs=in:0 lhs_t=0 lhs_batched=0 rhs=const:256 rhs_t=1 "
+    "rhs_batched=0 out=out:2 bias=- addend=- epilogue=none node=Gemm_tf32\n";
+const struct {
+  float w[64], wt[64], bias[64];
+} kiln_cuda_constants = {{KILN_FAKE_W}, {KILN_FAKE_W_TRANSPOSED}, {KILN_FAKE_COLUMN_BIAS}};
+const struct fake_cubin kiln_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+
+#else
+/* y = a + b + bias, a_copy = a, over f32[2x3]; the second launch asks for 64 KiB of shared
+ * memory, which needs the opt-in. Variants change the code offered or add a failing record. */
+#if defined(KILN_FAKE_GPU_PTX_ONLY)
+#define CODE "cuda-ptx compute_80 8.5\n"
+#elif defined(KILN_FAKE_GPU_SM80)
+#define CODE "cuda-cubin sm_80\n"
+#else
+#define CODE "cuda-cubin sm_80 sm_90\ncuda-ptx compute_80 7.8\ncuda-min-driver 12000\n"
+#endif
+#if defined(KILN_FAKE_GPU_BOTH)
+#define DEVICES "devices cpu cuda\n"
+#else
+#define DEVICES "devices cuda\n"
+#endif
+#if defined(KILN_FAKE_GPU_FAIL)
+#define EXTRA "launch kernel=fake_fail grid=1,1,1 block=1,1,1 shared=0 args= node=Bad%20Node\n"
+#elif defined(KILN_FAKE_GPU_FAULT)
+#define EXTRA "launch kernel=fake_fault grid=1,1,1 block=1,1,1 shared=0 args= node=Faulty\n"
+#elif defined(KILN_FAKE_GPU_FAULT_LAST)
+#define LAST "launch kernel=fake_fault grid=1,1,1 block=1,1,1 shared=0 args= node=Faulty\n"
+#elif defined(KILN_FAKE_GPU_MISSING_KERNEL)
+#define EXTRA "launch kernel=kiln_k7 grid=1,1,1 block=1,1,1 shared=0 args=arena:0 node=Missing\n"
+#elif defined(KILN_FAKE_GPU_BAD_PROGRAM)
+#define EXTRA "copy dst=out:1 src=in:0 bytes=28 node=Too_long\n"
+#endif
+#ifndef EXTRA
+#define EXTRA ""
+#endif
+#ifndef LAST
+#define LAST ""
+#endif
+
+const char kiln_manifest[] = HEADER("fake_gpu_add") DEVICES CODE
+    "input a f32 2x3\n"
+    "input b f32 2x3\n"
+    "output y f32 2x3\n"
+    "output a_copy f32 2x3\n";
+const char kiln_cuda_program[] =
+    "# y = a + b + bias; a_copy = a\n"
+    "kiln-cuda-program 1\n"
+    "arena 256\n"
+    "constants 256\n"
+    "\n"
+    "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:1,arena:0 node=Add_0\n"
+    "launch kernel=fake_add grid=2,1,1 block=3,1,1 shared=65536 args=arena:0,const:0,out:0 node=Add%20bias\n"
+    EXTRA
+    "copy dst=out:1 src=in:0 bytes=24 node=Identity_0\n"
+    LAST;
+const float kiln_cuda_constants[64] = {KILN_FAKE_ADD_BIAS};
+
+#if defined(KILN_FAKE_GPU_PTX_ONLY)
+const char kiln_cuda_ptx[] = "//\n// fake PTX\n//\n.version 8.5\n.target sm_80\n.address_size 64\n";
+#elif defined(KILN_FAKE_GPU_SM80)
+const struct fake_cubin kiln_cuda_cubin_sm_80 = FAKE_CUBIN("sm_80");
+#else
+const struct fake_cubin kiln_cuda_cubin_sm_80 = FAKE_CUBIN("sm_80");
+#if defined(KILN_FAKE_GPU_BAD_CUBIN)
+const char kiln_cuda_cubin_sm_90[] = "not an ELF file";
+#else
+const struct fake_cubin kiln_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+#endif
+const char kiln_cuda_ptx[] = ".version 7.8\n.target sm_80\n.address_size 64\n";
+#endif
+
+#if defined(KILN_FAKE_GPU_BOTH) && !defined(KILN_FAKE_GPU_NO_ENTRY)
+/* The same function on the CPU. */
+void kiln_entry(void **buffers) {
+  static const float bias[6] = {KILN_FAKE_ADD_BIAS};
+  const float *a = (const float *)buffers[0], *b = (const float *)buffers[1];
+  float *y = (float *)buffers[2], *copy = (float *)buffers[3];
+  int i;
+  for (i = 0; i < 6; ++i) {
+    y[i] = a[i] + b[i] + bias[i];
+    copy[i] = a[i];
+  }
+}
+#endif
+#endif
