@@ -505,6 +505,18 @@ const char *kiln_artifact_device_code(const kiln_artifact *artifact) {
 double kiln_artifact_last_device_ms(const kiln_artifact *artifact) {
   return artifact && artifact->gpu ? artifact->gpu->lastDeviceMs() : -1.0;
 }
+kiln_status kiln_artifact_time_steps(kiln_artifact *artifact, int steps, double *ms) {
+  if (!artifact || !ms || steps < 1)
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                "kiln_artifact_time_steps: artifact and ms must not be NULL and steps must be positive");
+  if (!artifact->gpu)
+    return fail(KILN_ERROR_UNSUPPORTED,
+                artifact->path + ": kiln_artifact_time_steps times GPU programs; this runs on the CPU");
+  return guarded([&]() -> kiln_status {
+    *ms = artifact->gpu->timeSteps(steps);
+    return KILN_OK;
+  });
+}
 const char *kiln_artifact_cuda_graph(const kiln_artifact *artifact) {
   return artifact && artifact->gpu ? artifact->gpu->cudaGraphState().c_str() : "";
 }

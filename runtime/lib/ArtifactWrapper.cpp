@@ -70,6 +70,12 @@ std::string Artifact::deviceName() const { return kiln_artifact_device_name(hand
 std::string Artifact::devices() const { return kiln_artifact_devices(handle_); }
 std::string Artifact::deviceCode() const { return kiln_artifact_device_code(handle_); }
 double Artifact::lastDeviceMs() const { return kiln_artifact_last_device_ms(handle_); }
+double Artifact::timeSteps(int steps) {
+  double ms = 0;
+  if (kiln_artifact_time_steps(handle_, steps, &ms) != KILN_OK)
+    throw Error(kiln_last_error());
+  return ms;
+}
 std::string Artifact::cudaGraph() const { return kiln_artifact_cuda_graph(handle_); }
 
 void Artifact::setOption(const std::string &key, const std::string &value) {

@@ -146,6 +146,26 @@ TEST_F(GpuArtifact, RunsOnTheGpuAndReplaysAGraph) {
   runAdd(artifact, 7);
   EXPECT_EQ(fakeStat("graph_launches"), graphLaunches + 3);
   EXPECT_EQ(fakeStat("captures"), captures + 1) << "the graph is captured once";
+
+  // Back-to-back steps on the device data: one graph launch each, nothing copied.
+  double ms = -1;
+  graphLaunches = fakeStat("graph_launches");
+  ASSERT_EQ(kiln_artifact_time_steps(artifact, 4, &ms), KILN_OK) << kiln_last_error();
+  EXPECT_GE(ms, 0.0);
+  EXPECT_EQ(fakeStat("graph_launches"), graphLaunches + 4);
+  EXPECT_EQ(kiln_artifact_time_steps(artifact, 0, &ms), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(GpuArtifact, TimeStepsNeedsARunAndAGpu) {
+  Opened opened = open(KILN_FAKE_GPU_ADD);
+  ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+  double ms = 0;
+  EXPECT_EQ(kiln_artifact_time_steps(opened.artifact.get(), 1, &ms), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(kiln_last_error(), "time the steps after a first run")) << kiln_last_error();
+  Opened cpu = open(KILN_FAKE_GPU_BOTH);
+  ASSERT_EQ(cpu.status, KILN_OK) << cpu.message;
+  runAdd(cpu.artifact.get());
+  EXPECT_EQ(kiln_artifact_time_steps(cpu.artifact.get(), 1, &ms), KILN_ERROR_UNSUPPORTED);
 }
 
 TEST_F(GpuArtifact, GraphSwitchedOffOrUncapturable) {

@@ -375,7 +375,7 @@ TEST_F(ConformanceFixture, ExpectedListFindsRegressionsAndNewPasses) {
 TEST_F(ConformanceFixture, UsageErrors) {
   CommandResult noKilnc = runCommand({KILN_CONFORMANCE_PATH, "--kiln-run", KILN_RUN_PATH});
   EXPECT_EQ(noKilnc.exitCode, 2);
-  EXPECT_TRUE(contains(noKilnc.stdErr, "--kilnc and --kiln-run are required")) << noKilnc.stdErr;
+  EXPECT_TRUE(contains(noKilnc.stdErr, "--kilnc (or --prebuilt) and --kiln-run are required")) << noKilnc.stdErr;
   CommandResult badRegex = conformance({"--filter", "("});
   EXPECT_EQ(badRegex.exitCode, 2);
   EXPECT_TRUE(contains(badRegex.stdErr, "invalid regular expression")) << badRegex.stdErr;
@@ -461,7 +461,32 @@ TEST_F(GpuConformanceFixture, CompileOnlyNeedsNoGpu) {
 
   CommandResult noRunner = conformance({});
   EXPECT_EQ(noRunner.exitCode, 2);
-  EXPECT_TRUE(contains(noRunner.stdErr, "--kilnc and --kiln-run are required")) << noRunner.stdErr;
+  EXPECT_TRUE(contains(noRunner.stdErr, "--kilnc (or --prebuilt) and --kiln-run are required"))
+      << noRunner.stdErr;
+}
+
+// Artifacts compiled where kilnc is (--compile-only --work-dir), run where the GPU is (--prebuilt).
+TEST_F(GpuConformanceFixture, RunsPrebuiltArtifacts) {
+  std::string work = dir_.file("work");
+  {
+    ScopedEnv env = fakeGpu("/nonexistent/libcuda.so.1");
+    CommandResult compiled = conformance({"--compile-only", "--work-dir", work, "--keep"});
+    EXPECT_TRUE(contains(compiled.stdOut, "PASS test_gpu\n")) << compiled.stdOut;
+  }
+  ScopedEnv env = fakeGpu(KILN_FAKE_CUDA);
+  CommandResult ran = runCommand({KILN_CONFORMANCE_PATH, "--prebuilt", work, "--kiln-run", KILN_RUN_PATH,
+                                  "--data-dir", data_, "--kiln-run-arg=--device=gpu:0", "--jobs", "1"});
+  EXPECT_TRUE(contains(ran.stdOut, "PASS test_gpu\n")) << ran.stdOut << ran.stdErr;
+  EXPECT_TRUE(contains(ran.stdOut, "FAIL test_badgpu:")) << ran.stdOut;
+
+  CommandResult both = runCommand({KILN_CONFORMANCE_PATH, "--prebuilt", work, "--compile-only",
+                                   "--kilnc", KILN_RUN_PATH, "--data-dir", data_});
+  EXPECT_EQ(both.exitCode, 2);
+  EXPECT_TRUE(contains(both.stdErr, "--prebuilt runs artifacts; --compile-only makes them")) << both.stdErr;
+  CommandResult missing = runCommand({KILN_CONFORMANCE_PATH, "--prebuilt", dir_.file("none"), "--kiln-run",
+                                      KILN_RUN_PATH, "--data-dir", data_});
+  EXPECT_EQ(missing.exitCode, 2);
+  EXPECT_TRUE(contains(missing.stdErr, "--prebuilt " + dir_.file("none") + ": not a directory")) << missing.stdErr;
 }
 
 #endif // KILN_RUN_PATH && KILN_CONFORMANCE_PATH

@@ -47,7 +47,8 @@ constexpr std::size_t kMaxCapture = 1 << 20;
 constexpr int kUsageExit = 2;
 
 const char kUsage[] = R"(usage: kiln-conformance --kilnc PATH --kiln-run PATH [options]
-       kiln-conformance --kilnc PATH --compile-only [options]
+       kiln-conformance --kilnc PATH --compile-only --work-dir DIR --keep [options]
+       kiln-conformance --prebuilt DIR --kiln-run PATH [options]
 
 Compiles every ONNX backend node test with kilnc, runs each test_data_set_* through kiln-run,
 and compares the outputs with ONNX's reference outputs (floats: |got-want| <= 1e-7 + 1e-3*|want|,
@@ -59,7 +60,7 @@ Per test it prints one line: PASS test_x, FAIL test_x: <reason>, or SKIP test_x:
 "--freeze-input NAME=<test_data_set_0 .pb of that input>" for each hinted input.
 
 Options:
-  --kilnc PATH          the compiler to test (required)
+  --kilnc PATH          the compiler to test (required, except with --prebuilt)
   --kiln-run PATH       the runner to use (required, except with --compile-only)
   --data-dir DIR        node test directory (default )" KILN_DEFAULT_DATA_DIR R"()
   --filter REGEX        run only tests whose name matches REGEX (ECMAScript, partial match)
@@ -72,6 +73,9 @@ Options:
   --kilnc-arg ARG       pass ARG to every kilnc call, after the model and its output (repeatable),
                         e.g. --kilnc-arg=--target=cuda:sm_90
   --kiln-run-arg ARG    pass ARG to every kiln-run call (repeatable), e.g. --kiln-run-arg=--device=gpu:0
+  --prebuilt DIR        run the artifacts DIR/<test>.kiln that an earlier --compile-only
+                        --work-dir DIR --keep run wrote, instead of compiling (on a machine without
+                        kilnc, e.g. one with the GPU); a test with no artifact there is skipped
   --compile-only        compile every test but run none: a test passes when kilnc succeeds and the
                         artifact it wrote passes the runtime's load checks that need no device
                         (manifest, GPU program, symbols), so GPU code is checked on machines
@@ -106,6 +110,8 @@ struct Options {
   std::vector<std::string> kilncArgs;
   std::vector<std::string> kilnRunArgs;
   bool compileOnly = false;
+  // Artifacts an earlier --compile-only --work-dir run wrote, run instead of compiling.
+  std::string prebuilt;
 };
 
 class UsageError : public Error {
@@ -569,6 +575,9 @@ private:
     if (dataSets.empty())
       return fail(result, "no test_data_set_* directories in " + testDir.string());
 
+    if (!options_.prebuilt.empty())
+      return runPrebuilt(test, dataSets, result);
+
     // Compile.
     fs::path artifactPath = workDir_ / (test + ".kiln");
     fs::remove(artifactPath, ec);
@@ -636,6 +645,35 @@ private:
       std::string where = dataSets.size() > 1 ? dataSet.filename().string() + ": " : "";
       std::string why =
           runDataSet(test, artifactPath, dataSet, frozen, manifestInputs, manifestOutputs, result);
+      if (!why.empty())
+        return fail(result, where + why);
+    }
+    result.outcome = Outcome::Pass;
+  }
+
+  // Runs the artifact a --compile-only run left in --prebuilt. The inputs it was compiled with
+  // frozen are the data set's inputs its manifest does not list.
+  void runPrebuilt(const std::string &test, const std::vector<fs::path> &dataSets,
+                   TestResult &result) const {
+    fs::path artifactPath = fs::path(options_.prebuilt) / (test + ".kiln");
+    std::error_code ec;
+    if (!fs::is_regular_file(artifactPath, ec)) {
+      result.outcome = Outcome::Skip;
+      result.reason = "no prebuilt artifact " + artifactPath.string();
+      return;
+    }
+    kiln::rt::ArtifactInfo info = kiln::rt::inspectArtifact(artifactPath.string());
+    std::set<std::string> listed;
+    for (const TensorSpec &spec : info.manifest.inputs)
+      listed.insert(spec.name);
+    std::set<std::string> frozen;
+    for (const auto &[name, file] : inputNames(dataSets.front()))
+      if (!listed.count(name))
+        frozen.insert(file.filename().string());
+    for (const fs::path &dataSet : dataSets) {
+      std::string where = dataSets.size() > 1 ? dataSet.filename().string() + ": " : "";
+      std::string why = runDataSet(test, artifactPath, dataSet, frozen, info.manifest.inputs,
+                                   info.manifest.outputs, result);
       if (!why.empty())
         return fail(result, where + why);
     }
@@ -824,6 +862,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
     } else if (flag == "--compile-only") {
       noValue();
       options.compileOnly = true;
+    } else if (flag == "--prebuilt") {
+      options.prebuilt = takeValue();
     } else if (flag == "--keep") {
       noValue();
       options.keep = true;
@@ -834,9 +874,15 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       throw UsageError("unknown argument '" + arg + "'");
     }
   }
-  if (!sawKilnc || (!sawKilnRun && !options.compileOnly))
-    throw UsageError("--kilnc and --kiln-run are required");
-  options.kilnc = resolveProgram("--kilnc", options.kilnc);
+  if (!options.prebuilt.empty() && options.compileOnly)
+    throw UsageError("--prebuilt runs artifacts; --compile-only makes them: give one");
+  if ((!sawKilnc && options.prebuilt.empty()) || (!sawKilnRun && !options.compileOnly))
+    throw UsageError("--kilnc (or --prebuilt) and --kiln-run are required");
+  if (sawKilnc)
+    options.kilnc = resolveProgram("--kilnc", options.kilnc);
+  std::error_code prebuiltError;
+  if (!options.prebuilt.empty() && !fs::is_directory(options.prebuilt, prebuiltError))
+    throw UsageError("--prebuilt " + options.prebuilt + ": not a directory");
   if (sawKilnRun)
     options.kilnRun = resolveProgram("--kiln-run", options.kilnRun);
   if (options.jobs == 0)

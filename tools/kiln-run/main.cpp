@@ -58,8 +58,13 @@ Device:
 Other:
   --repeat N               run N times and print the median wall time per run (on a GPU also the
                            median time the GPU spent on the program, input and output copies
-                           excluded, and whether runs replayed a CUDA graph)
+                           excluded, and whether runs replayed a CUDA graph); on a GPU then 5
+                           rounds of N steps back to back on the data left on the device (no
+                           copies, one wait per round) and their median time per step
   --warmup N               run N untimed times first (default 0; with --repeat)
+  --timing-json FILE       with --repeat, also write every time measured to FILE as JSON:
+                           run_ms (wall, per run), device_ms (GPU, per run), step_ms (per round
+                           of back-to-back steps), device, cuda_graph
   --threads N              threads the artifact's kernels may use (default: every core the
                            process may run on; sets OMP_NUM_THREADS before loading)
   --info                   print the artifact's name, target, devices, GPU code and program and
@@ -90,6 +95,7 @@ struct Options {
   bool print = false;
   bool info = false;
   long repeat = 0; // 0: not given
+  std::optional<std::string> timingJson;
   long warmup = 0;
   long threads = 0; // 0: not given
   std::string device; // "": the artifact's default
@@ -163,6 +169,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       options.info = true;
     } else if (flag == "--repeat") {
       options.repeat = parseCount(flag, takeValue(), 1);
+    } else if (flag == "--timing-json") {
+      options.timingJson = takeValue();
     } else if (flag == "--warmup") {
       options.warmup = parseCount(flag, takeValue(), 0);
     } else if (flag == "--threads") {
@@ -186,6 +194,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
     usageError("--output-format only applies with --output-dir");
   if (options.warmup > 0 && options.repeat == 0)
     usageError("--warmup only applies with --repeat");
+  if (options.timingJson && options.repeat == 0)
+    usageError("--timing-json only applies with --repeat");
   if (!options.outputDir && options.repeat == 0)
     options.print = true;
   return options;
@@ -362,6 +372,31 @@ void printDevice(const Artifact &artifact) {
               artifact.deviceCode().c_str(), graph.c_str());
 }
 
+// Rounds of back-to-back steps kiln-run --repeat times on a GPU.
+constexpr int kStepRounds = 5;
+
+void writeTimingJson(const std::string &path, const Artifact &artifact,
+                     const std::vector<double> &runs, const std::vector<double> &device,
+                     const std::vector<double> &steps) {
+  std::FILE *file = std::fopen(path.c_str(), "w");
+  if (!file)
+    throw Error("cannot write --timing-json " + path + ": " + std::strerror(errno));
+  auto list = [&](const char *key, const std::vector<double> &values, bool last) {
+    std::fprintf(file, "  \"%s\": [", key);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      std::fprintf(file, "%s%.6f", i ? ", " : "", values[i]);
+    std::fprintf(file, "]%s\n", last ? "" : ",");
+  };
+  std::fprintf(file, "{\n  \"device\": \"%s\",\n  \"cuda_graph\": \"%s\",\n",
+               artifact.device().c_str(), artifact.cudaGraph().c_str());
+  list("run_ms", runs, false);
+  list("device_ms", device, false);
+  list("step_ms", steps, true);
+  std::fprintf(file, "}\n");
+  if (std::fclose(file) != 0)
+    throw Error("cannot write --timing-json " + path + ": " + std::strerror(errno));
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   std::size_t mid = values.size() / 2;
@@ -438,6 +473,18 @@ int run(int argc, char **argv) {
     std::printf("%ld run%s: median %.4f ms per run (min %.4f ms, max %.4f ms)%s\n", runs, runs == 1 ? "" : "s",
                 median(millis), *std::min_element(millis.begin(), millis.end()),
                 *std::max_element(millis.begin(), millis.end()), device.c_str());
+    // On a GPU, also steps back to back on data that stays on the device, in rounds of
+    // --repeat steps: the time a caller that keeps its tensors on the GPU sees.
+    std::vector<double> stepMillis;
+    if (onGpu) {
+      for (int round = 0; round < kStepRounds; ++round)
+        stepMillis.push_back(artifact.timeSteps(static_cast<int>(runs)));
+      std::printf("%d rounds of %ld steps on data kept on %s: median %.4f ms per step (min %.4f ms)\n",
+                  kStepRounds, runs, artifact.device().c_str(), median(stepMillis),
+                  *std::min_element(stepMillis.begin(), stepMillis.end()));
+    }
+    if (options.timingJson)
+      writeTimingJson(*options.timingJson, artifact, millis, deviceMillis, stepMillis);
   }
   if (std::fflush(stdout) != 0)
     throw Error(std::string("cannot write to stdout: ") + std::strerror(errno));

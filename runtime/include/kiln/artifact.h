@@ -44,6 +44,8 @@ public:
   std::string devices() const;    // "cpu,cuda"
   std::string deviceCode() const; // "cubin sm_90", "ptx compute_80", "" on the CPU
   double lastDeviceMs() const;    // -1 on the CPU and before the first run
+  // GPU milliseconds per step of `steps` back-to-back steps (kiln_artifact_time_steps).
+  double timeSteps(int steps);
   std::string cudaGraph() const;  // "off", "pending", "on", "failed: WHY"; "" on the CPU
   // Throws Error for an unknown key or value.
   void setOption(const std::string &key, const std::string &value);

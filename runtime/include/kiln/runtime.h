@@ -109,6 +109,13 @@ const char *kiln_artifact_device_code(const kiln_artifact *artifact);
  * (measured with CUDA events); -1 for CPU artifacts and before the first run. */
 double kiln_artifact_last_device_ms(const kiln_artifact *artifact);
 
+/* GPU artifacts, for benchmarks: runs the program `steps` times back to back on the inputs the
+ * last kiln_artifact_run left on the device, copying nothing to or from the host and waiting only
+ * at the end, and stores the GPU time per step in *ms (CUDA events around all the steps). This is
+ * how long a step takes when the caller keeps data on the device. Needs one kiln_artifact_run
+ * first; KILN_ERROR_UNSUPPORTED on the CPU. */
+kiln_status kiln_artifact_time_steps(kiln_artifact *artifact, int steps, double *ms);
+
 /* Sets a run option. "cuda-graph" = "on" | "off" (default on; off when the environment has
  * KILN_CUDA_GRAPH=0 or CUDA_LAUNCH_BLOCKING=1 at open): GPU runs record the program once as a CUDA graph, at the end of the
  * first run, and replay it; CPU artifacts accept and ignore it. An unknown key or value fails with

@@ -102,6 +102,7 @@ public:
 
   void open(void *library, int index);
   void run(const void *const *inputs, void *const *outputs);
+  double timeSteps(int steps);
 
   std::string deviceName_;
   std::string code_;
@@ -685,6 +686,36 @@ void Executor::Impl::run(const void *const *inputs, void *const *outputs) {
   updateGraphState();
 }
 
+double Executor::Impl::timeSteps(int steps) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (lastDeviceMs_ < 0)
+    throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": time the steps after a first run");
+  ContextScope scope(*this);
+  bool replay = graphEnabled_ && graphExec_;
+  try {
+    check(api_->cuEventRecord(start_, stream_), "cuEventRecord");
+    for (int i = 0; i < steps; ++i) {
+      if (replay)
+        check(api_->cuGraphLaunch(graphExec_, stream_), "cuGraphLaunch");
+      else
+        enqueueRecords();
+    }
+    check(api_->cuEventRecord(stop_, stream_), "cuEventRecord");
+    CUresult synced = api_->cuStreamSynchronize(stream_);
+    if (synced != CUDA_SUCCESS)
+      throw ProgramFault(prefix() + ": the GPU program failed: cuStreamSynchronize: " +
+                         api_->describe(synced) + lateFaultHint());
+  } catch (const ProgramFault &) {
+    throw;
+  } catch (...) {
+    api_->cuStreamSynchronize(stream_);
+    throw;
+  }
+  float milliseconds = 0;
+  check(api_->cuEventElapsedTime(&milliseconds, start_, stop_), "cuEventElapsedTime");
+  return milliseconds / std::max(steps, 1);
+}
+
 void Executor::Impl::release() noexcept {
   if (!api_ || !retained_)
     return;
@@ -785,6 +816,7 @@ std::unique_ptr<Executor> Executor::open(const std::string &path, const Manifest
 }
 
 void Executor::run(const void *const *inputs, void *const *outputs) { impl_->run(inputs, outputs); }
+double Executor::timeSteps(int steps) { return impl_->timeSteps(steps); }
 const std::string &Executor::deviceName() const { return impl_->deviceName_; }
 const std::string &Executor::code() const { return impl_->code_; }
 double Executor::lastDeviceMs() const { return impl_->lastDeviceMs_; }

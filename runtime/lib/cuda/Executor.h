@@ -30,6 +30,12 @@ public:
   // may be NULL). Serialized per executor. Throws detail::StatusError.
   void run(const void *const *inputs, void *const *outputs);
 
+  // Enqueues the program `steps` times back to back on the device buffers as the last run left
+  // them, with no copies to or from the host and no waiting in between, and returns the GPU
+  // milliseconds per step (events around all of them). What benchmarks compare with other
+  // frameworks' pipelined loops. Needs a run first. Throws detail::StatusError.
+  double timeSteps(int steps);
+
   // "NVIDIA H100 80GB HBM3 (sm_90, driver 13.0)".
   const std::string &deviceName() const;
   // "cubin sm_90" or "ptx compute_80".
