@@ -25,6 +25,9 @@ class Graph:
     # order; w maps initializer names to jax arrays. Called only in the JAX worker.
     jax_fn: Callable
     notes: list = field(default_factory=list)
+    # torch_fn(w) -> f(*inputs) like jax_fn, with w mapping initializer names to torch tensors
+    # on the GPU. Called only in the GPU benchmark's PyTorch worker.
+    torch_fn: Callable = None
 
 
 def _rng(name):
@@ -114,6 +117,31 @@ def _softmax_jax(x):
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
+def _torch():
+    import torch
+    return torch
+
+
+def _gelu_torch(x):
+    torch = _torch()
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def _layernorm_torch(x, scale, bias, eps=1e-5):
+    # Written out like the JAX and ONNX forms; torch.nn.functional.layer_norm computes the
+    # same function with its own fused kernel, which is what the PyTorch row uses.
+    torch = _torch()
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], scale, bias, eps)
+
+
+def _softmax_torch(x):
+    return _torch().softmax(x, dim=-1)
+
+
+def _conv_torch(x, w, b, pad):
+    return _torch().nn.functional.conv2d(x, w, b, padding=pad)
+
+
 # ---- MLP 784-1024-1024-10 -------------------------------------------------------------------
 
 def _mlp(batch):
@@ -141,8 +169,17 @@ def _mlp(batch):
             return (h @ w["w2"] + w["b2"],)
         return f
 
+    def torch_fn(w):
+        torch = _torch()
+
+        def f(x):
+            h = torch.relu(torch.addmm(w["b0"], x, w["w0"]))
+            h = torch.relu(torch.addmm(w["b1"], h, w["w1"]))
+            return (torch.addmm(w["b2"], h, w["w2"]),)
+        return f
+
     return Graph(name, f"MLP 784-1024-1024-10, batch {batch}: Gemm+Relu, Gemm+Relu, Gemm (no softmax)",
-                 build, jax_fn)
+                 build, jax_fn, torch_fn=torch_fn)
 
 
 # ---- ResNet basic block ---------------------------------------------------------------------
@@ -189,8 +226,17 @@ def _cnn_block():
             return (jnp.maximum(t + x, 0.0),)
         return f
 
+    def torch_fn(w):
+        torch = _torch()
+
+        def f(x):
+            t = torch.relu(_conv_torch(x, w["w1"], w["b1"], 1))
+            t = _conv_torch(t, w["w2"], w["b2"], 1)
+            return (torch.relu(t + x),)
+        return f
+
     return Graph("cnn_block", f"ResNet basic block on {'x'.join(map(str, CNN_SHAPE))}: Conv3x3+bias, Relu, "
-                 "Conv3x3+bias, + input, Relu", build, jax_fn)
+                 "Conv3x3+bias, + input, Relu", build, jax_fn, torch_fn=torch_fn)
 
 
 def _lenet():
@@ -231,8 +277,21 @@ def _lenet():
             return (t @ w["f3w"] + w["f3b"],)
         return f
 
+    def torch_fn(w):
+        torch = _torch()
+        pool = torch.nn.functional.max_pool2d
+
+        def f(x):
+            t = pool(torch.relu(_conv_torch(x, w["c1w"], w["c1b"], 2)), 2)
+            t = pool(torch.relu(_conv_torch(t, w["c2w"], w["c2b"], 0)), 2)
+            t = t.reshape(t.shape[0], -1)
+            t = torch.relu(torch.addmm(w["f1b"], t, w["f1w"]))
+            t = torch.relu(torch.addmm(w["f2b"], t, w["f2w"]))
+            return (torch.addmm(w["f3b"], t, w["f3w"]),)
+        return f
+
     return Graph("lenet", f"LeNet-5 on {batch}x1x28x28: Conv5x5(pad 2)+Relu+MaxPool, Conv5x5+Relu+MaxPool, "
-                 "Flatten, Gemm 400-120-84-10 with Relu", build, jax_fn)
+                 "Flatten, Gemm 400-120-84-10 with Relu", build, jax_fn, torch_fn=torch_fn)
 
 
 # ---- Transformer encoder layer --------------------------------------------------------------
@@ -295,10 +354,26 @@ def _transformer_layer():
             return (_layernorm_jax(ff + h, w["ln2_g"], w["ln2_b"]),)
         return f
 
+    def torch_fn(w):
+        def lin(t, p):
+            return t @ w[f"{p}_w"] + w[f"{p}_b"]
+
+        def f(x):
+            q = lin(x, "q").reshape(1, SEQ, HEADS, dh).permute(0, 2, 1, 3)
+            k = lin(x, "k").reshape(1, SEQ, HEADS, dh).permute(0, 2, 3, 1)
+            v = lin(x, "v").reshape(1, SEQ, HEADS, dh).permute(0, 2, 1, 3)
+            p = _softmax_torch((q @ k) / math.sqrt(dh))
+            ctx = (p @ v).permute(0, 2, 1, 3).reshape(1, SEQ, HIDDEN)
+            h = _layernorm_torch(lin(ctx, "o") + x, w["ln1_g"], w["ln1_b"])
+            ff = lin(_gelu_torch(lin(h, "ffn1")), "ffn2")
+            return (_layernorm_torch(ff + h, w["ln2_g"], w["ln2_b"]),)
+        return f
+
     return Graph("transformer_layer",
                  f"post-LN encoder layer, batch 1, seq {SEQ}, hidden {HIDDEN}, {HEADS} heads, FFN {FFN}: "
                  "Q/K/V MatMul+Add, Reshape/Transpose, QK^T, Div sqrt(d), Softmax, PV, output projection, "
-                 "residual, LayerNormalization, FFN with erf GELU, residual, LayerNormalization", build, jax_fn)
+                 "residual, LayerNormalization, FFN with erf GELU, residual, LayerNormalization", build, jax_fn,
+                 torch_fn=torch_fn)
 
 
 # ---- Single-op chains over a large tensor ---------------------------------------------------
@@ -306,51 +381,91 @@ def _transformer_layer():
 ROWS, COLS = 4096, 1024
 
 
-def _softmax():
+def _softmax(rows=ROWS, cols=COLS, name="softmax"):
     def build(rng):
-        b = _Builder("softmax")
+        b = _Builder(name)
         b.node("Softmax", ["x"], ["y"], axis=-1)
-        model = b.model([("x", (ROWS, COLS))], [("y", (ROWS, COLS))])
-        return model, {"x": 3 * rng.standard_normal((ROWS, COLS), dtype=np.float32)}
+        model = b.model([("x", (rows, cols))], [("y", (rows, cols))])
+        return model, {"x": 3 * rng.standard_normal((rows, cols), dtype=np.float32)}
 
     def jax_fn(w):
         return lambda x: (_softmax_jax(x),)
 
-    return Graph("softmax", f"Softmax over the last axis of {ROWS}x{COLS}", build, jax_fn)
+    def torch_fn(w):
+        return lambda x: (_softmax_torch(x),)
+
+    return Graph(name, f"Softmax over the last axis of {rows}x{cols}", build, jax_fn, torch_fn=torch_fn)
 
 
-def _layernorm():
+def _layernorm(rows=ROWS, cols=COLS, name="layernorm"):
     def build(rng):
-        b = _Builder("layernorm")
-        g = b.init("gamma", 1 + 0.1 * rng.standard_normal(COLS, dtype=np.float32))
-        beta = b.init("beta", 0.1 * rng.standard_normal(COLS, dtype=np.float32))
+        b = _Builder(name)
+        g = b.init("gamma", 1 + 0.1 * rng.standard_normal(cols, dtype=np.float32))
+        beta = b.init("beta", 0.1 * rng.standard_normal(cols, dtype=np.float32))
         b.node("LayerNormalization", ["x", g, beta], ["y"], axis=-1, epsilon=1e-5)
-        model = b.model([("x", (ROWS, COLS))], [("y", (ROWS, COLS))])
-        return model, {"x": 1 + 2 * rng.standard_normal((ROWS, COLS), dtype=np.float32)}
+        model = b.model([("x", (rows, cols))], [("y", (rows, cols))])
+        return model, {"x": 1 + 2 * rng.standard_normal((rows, cols), dtype=np.float32)}
 
     def jax_fn(w):
         return lambda x: (_layernorm_jax(x, w["gamma"], w["beta"]),)
 
-    return Graph("layernorm", f"LayerNormalization (axis -1, scale and bias) of {ROWS}x{COLS}", build, jax_fn)
+    def torch_fn(w):
+        return lambda x: (_layernorm_torch(x, w["gamma"], w["beta"]),)
+
+    return Graph(name, f"LayerNormalization (axis -1, scale and bias) of {rows}x{cols}", build, jax_fn,
+                 torch_fn=torch_fn)
 
 
-def _gelu():
+def _gelu(rows=ROWS, cols=COLS, name="gelu"):
     def build(rng):
-        b = _Builder("gelu")
+        b = _Builder(name)
         y = _gelu_onnx(b, "x")
         b.nodes[-1].output[0] = "y"
         del y
-        model = b.model([("x", (ROWS, COLS))], [("y", (ROWS, COLS))])
-        return model, {"x": 2 * rng.standard_normal((ROWS, COLS), dtype=np.float32)}
+        model = b.model([("x", (rows, cols))], [("y", (rows, cols))])
+        return model, {"x": 2 * rng.standard_normal((rows, cols), dtype=np.float32)}
 
     def jax_fn(w):
         return lambda x: (_gelu_jax(x),)
 
-    return Graph("gelu", f"GELU as x*0.5*(1+Erf(x/sqrt(2))) (Div, Erf, Add, Mul, Mul) on {ROWS}x{COLS}", build, jax_fn)
+    def torch_fn(w):
+        return lambda x: (_gelu_torch(x),)
+
+    return Graph(name, f"GELU as x*0.5*(1+Erf(x/sqrt(2))) (Div, Erf, Add, Mul, Mul) on {rows}x{cols}", build,
+                 jax_fn, torch_fn=torch_fn)
+
+
+def _gemm(n):
+    # Both operands are graph inputs, so the model stays small and the inputs are generated where
+    # the benchmark runs.
+    name = f"gemm_{n}"
+
+    def build(rng):
+        b = _Builder(name)
+        b.node("MatMul", ["a", "b"], ["c"])
+        model = b.model([("a", (n, n)), ("b", (n, n))], [("c", (n, n))])
+        scale = np.float32(1 / math.sqrt(n))
+        return model, {"a": rng.standard_normal((n, n), dtype=np.float32) * scale,
+                       "b": rng.standard_normal((n, n), dtype=np.float32) * scale}
+
+    def jax_fn(w):
+        return lambda a, b: (a @ b,)
+
+    def torch_fn(w):
+        return lambda a, b: (a @ b,)
+
+    return Graph(name, f"MatMul {n}x{n} by {n}x{n}, f32", build, jax_fn, torch_fn=torch_fn)
 
 
 GRAPHS = {g.name: g for g in [_mlp(64), _mlp(256), _cnn_block(), _lenet(), _transformer_layer(),
                               _softmax(), _layernorm(), _gelu()]}
+
+# The GPU benchmark runs GRAPHS and these: memory-bound chains large enough that launch costs
+# vanish (8192x8192 f32: 256 MiB in, 256 MiB out), and a square GEMM.
+BIG = 8192
+GPU_GRAPHS = {**GRAPHS, **{g.name: g for g in [
+    _softmax(BIG, BIG, "softmax_8k"), _layernorm(BIG, BIG, "layernorm_8k"), _gelu(BIG, BIG, "gelu_8k"),
+    _gemm(4096)]}}
 
 
 def generate(graph, out_dir):
