@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -231,21 +232,28 @@ private:
   }
 
   void writeMatmul(llvm::raw_ostream &os, kgpu::MatmulOp matmul) {
-    auto lhs = matmul.getLhs().getType(), rhs = matmul.getRhs().getType();
-    auto result = matmul.getResult().getType();
-    Type element = result.getElementType();
-    int64_t batch = result.getDimSize(0);
-    int64_t k = lhs.getDimSize(matmul.getLhsTransposed() ? 1 : 2);
+    Type element = matmul.getResult().getType().getElementType();
+    // The verifier made sure every view exists.
+    kgpu::MatmulOp::MatrixView lhs = *matmul.getLhsView(), rhs = *matmul.getRhsView(),
+                               out = *matmul.getResultView();
     os << "matmul dtype=" << (element.isF32() ? "f32" : element.isF16() ? "f16" : "bf16")
-       << " math=" << (matmul.getAllowTf32() ? "tf32" : "f32") << " batch=" << batch
-       << " m=" << result.getDimSize(1) << " n=" << result.getDimSize(2) << " k=" << k
+       << " math=" << (matmul.getAllowTf32() ? "tf32" : "f32") << " batch=" << matmul.getBatch()
+       << " m=" << matmul.getM() << " n=" << matmul.getN() << " k=" << matmul.getK()
        << " lhs=" << ref(matmul.getLhs()) << " lhs_t=" << matmul.getLhsTransposed()
-       << " lhs_batched=" << (lhs.getDimSize(0) == batch && batch > 1)
-       << " rhs=" << ref(matmul.getRhs()) << " rhs_t=" << matmul.getRhsTransposed()
-       << " rhs_batched=" << (rhs.getDimSize(0) == batch && batch > 1)
-       << " out=" << ref(matmul.getResult()) << " bias=" << ref(matmul.getBias())
-       << " addend=" << ref(matmul.getAddend()) << " epilogue="
-       << kgpu::stringifyEpilogue(matmul.getEpilogue());
+       << " lhs_batched=" << (lhs.batches > 1) << " lhs_ld=" << lhs.rowStride
+       << " lhs_batch_stride=" << lhs.batchStride << " rhs=" << ref(matmul.getRhs())
+       << " rhs_t=" << matmul.getRhsTransposed() << " rhs_batched=" << (rhs.batches > 1)
+       << " rhs_ld=" << rhs.rowStride << " rhs_batch_stride=" << rhs.batchStride
+       << " out=" << ref(matmul.getResult()) << " out_ld=" << out.rowStride
+       << " out_batch_stride=" << out.batchStride << " bias=" << ref(matmul.getBias())
+       << " addend=" << ref(matmul.getAddend());
+    if (matmul.getAddend()) {
+      kgpu::MatmulOp::MatrixView addend = *matmul.getAddendView();
+      os << " addend_ld=" << addend.rowStride << " addend_batch_stride=" << addend.batchStride;
+    }
+    if (matmul.getAlpha().convertToFloat() != 1.0f)
+      os << " alpha=" << llvm::format("%.9g", matmul.getAlpha().convertToFloat());
+    os << " epilogue=" << kgpu::stringifyEpilogue(matmul.getEpilogue());
     writeNode(os, matmul);
     ++program.matmuls;
   }

@@ -46,6 +46,11 @@ struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKern
 
     unsigned nextKernel = 0;
     for (auto func : module.getOps<func::FuncOp>()) {
+      for (FusionOp fusion : func.getOps<FusionOp>())
+        if (failed(generalizeNamedOps(fusion)))
+          return signalPassFailure();
+      if (libraryGemm)
+        absorbMovementIntoProducts(func);
       SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
       for (FusionOp fusion : fusions) {
         FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, allowTf32, nextKernel,
@@ -109,8 +114,6 @@ private:
          llvm::zip(fusion.getBody().getArguments(), fusion.getInputs()))
       state.materialized[argument] = input;
     hoistConstants(state);
-    if (failed(generalizeNamedOps(fusion)))
-      return failure();
 
     SmallVector<Value> yielded(fusion.getYield().getValues());
     SmallVector<Value> pending;

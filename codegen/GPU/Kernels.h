@@ -15,6 +15,7 @@
 #include "codegen/GPU/Elemental.h"
 #include "dialects/kiln/KilnOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
@@ -90,6 +91,13 @@ mlir::LogicalResult emitLoopKernel(FusionKernels &state, llvm::ArrayRef<mlir::Va
 /// the call computed) in `state.materialized`. Leaves everything when the
 /// fusion has no such product.
 mlir::LogicalResult emitLibraryMatmul(FusionKernels &state);
+
+/// Moves fusions that only reshape and transpose (movement) into the product
+/// fusion they feed, when that product can read the mover's input in place as
+/// strided matrices, or else into the product fusion they read, when that
+/// product can write its matrices in place of the mover's result. The
+/// library then does without the copy. Runs on fusions of linalg ops.
+void absorbMovementIntoProducts(mlir::func::FuncOp func);
 
 /// Computes `results` with one row kernel when the fusion's reductions all
 /// reduce the trailing dimensions of one row space (softmax, layer norm);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Contraction.h"
 #include "codegen/GPU/Kernels.h"
+#include "codegen/GPU/Strided.h"
 
 #include "dialects/kiln_gpu/KilnGpuOps.h"
 
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 
@@ -32,15 +34,6 @@ struct Product {
   SmallVector<unsigned> batch;
   int64_t batchSize = 1;
   SmallVector<int64_t> ranges;
-};
-
-/// How the product reads one operand: the body tensor, whether its last two
-/// dimensions are swapped relative to [rows, columns], and whether it has
-/// the batch dimensions (else one matrix serves every batch).
-struct Operand {
-  Value body;
-  bool transposed = false;
-  bool batched = false;
 };
 
 std::optional<Product> matchProduct(linalg::GenericOp op) {
@@ -71,72 +64,119 @@ std::optional<Product> matchProduct(linalg::GenericOp op) {
   return product;
 }
 
-/// Reads an operand's indexing map: [batch or 0]..., then `rows` and
-/// `columns` in either order.
-std::optional<Operand> matchOperand(const Product &product, OpOperand *operand, unsigned rows,
-                                    unsigned columns) {
-  linalg::GenericOp op = product.op;
-  AffineMap map = op.getMatchingIndexingMap(operand);
-  ArrayRef<AffineExpr> results = map.getResults();
-  if (results.size() < 2)
+/// `value` as a view of a body tensor that @main has (or can view without a
+/// kernel): follows movement ops back from `value`.
+struct Source {
+  Value body;
+  Strided view;
+};
+
+std::optional<Source> sourceOf(FusionKernels &state, Value value) {
+  if (state.materializeView(value))
+    return Source{value, rowMajor(llvm::cast<ShapedType>(value.getType()).getShape())};
+  Operation *def = value.getDefiningOp();
+  if (!isMovement(def))
     return std::nullopt;
-  auto dimOf = [](AffineExpr expr) -> std::optional<unsigned> {
-    if (auto dim = dyn_cast<AffineDimExpr>(expr))
-      return dim.getPosition();
+  std::optional<Source> inner = sourceOf(state, def->getOperand(0));
+  if (!inner)
     return std::nullopt;
-  };
-  std::optional<unsigned> last = dimOf(results.back()), before = dimOf(results.drop_back().back());
-  Operand result{operand->get()};
-  if (before == rows && last == columns)
-    result.transposed = false;
-  else if (before == columns && last == rows)
-    result.transposed = true;
-  else
+  std::optional<Strided> view = forward(def, inner->view);
+  if (!view)
     return std::nullopt;
-  // Batch dimensions in loop order; a loop the operand lacks must have
-  // range 1, or every batch loop of range > 1 must be missing (a shared
-  // matrix).
-  SmallVector<unsigned> present;
-  for (AffineExpr expr : results.drop_back(2)) {
-    if (std::optional<unsigned> dim = dimOf(expr)) {
-      if (!llvm::is_contained(product.batch, *dim) || (!present.empty() && *dim <= present.back()))
-        return std::nullopt;
-      present.push_back(*dim);
-    } else if (auto constant = dyn_cast<AffineConstantExpr>(expr); !constant ||
-                                                                   constant.getValue() != 0) {
-      return std::nullopt;
-    }
-  }
-  int64_t covered = 1;
-  for (unsigned dim : present)
-    covered *= product.ranges[dim];
-  if (covered != product.batchSize && covered != 1)
-    return std::nullopt;
-  result.batched = covered == product.batchSize && product.batchSize > 1;
-  return result;
+  return Source{inner->body, *view};
 }
 
-/// The source of `value` when it is a copy with its last two dimensions
-/// swapped (a transpose kernel the library does instead by reading the
-/// matrix transposed).
-Value swappedSource(Value value) {
-  auto generic = value.getDefiningOp<linalg::GenericOp>();
-  if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumReductionLoops() != 0)
-    return {};
-  Block &payload = generic.getRegion().front();
-  if (payload.getOperations().size() != 1 ||
-      payload.getTerminator()->getOperand(0) != payload.getArgument(0))
-    return {};
-  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  if (!maps[1].isIdentity() || !maps[0].isPermutation())
-    return {};
-  unsigned rank = maps[0].getNumResults();
-  for (unsigned i = 0; i < rank; ++i) {
-    unsigned expected = i + 2 < rank ? i : (i == rank - 2 ? rank - 1 : rank - 2);
-    if (maps[0].getDimPosition(i) != expected)
-      return {};
+/// One matrix operand of the library call: where its matrices are in the
+/// storage of `body`.
+struct Matrix {
+  Value body;
+  bool transposed = false;
+  int64_t batchStride = 0, rowStride = 0;
+  /// `body` is computed by a kernel first (not a view of @main's tensors).
+  bool computed = false;
+};
+
+/// Strides of the product's loops in `operand`'s storage, read through the
+/// operand's indexing map (a loop it does not index has stride 0).
+SmallVector<int64_t> loopStrides(AffineMap map, const Strided &view, unsigned loops) {
+  SmallVector<int64_t> strides(loops, 0);
+  for (auto [j, expr] : llvm::enumerate(map.getResults()))
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      strides[dim.getPosition()] += view.strides[j];
+  return strides;
+}
+
+/// The batch stride of `strides` over the batch loops: 0 when they all have
+/// stride 0 (one matrix for every batch index), the innermost's when they
+/// nest like a row-major array of matrices, nullopt otherwise.
+std::optional<int64_t> batchStrideOf(const Product &product, ArrayRef<int64_t> strides) {
+  std::optional<int64_t> innermost;
+  int64_t span = 0;
+  bool any = false, all = true;
+  for (unsigned loop : llvm::reverse(product.batch)) {
+    if (product.ranges[loop] == 1)
+      continue;
+    any |= strides[loop] != 0;
+    all &= strides[loop] != 0;
+    if (strides[loop] == 0)
+      continue;
+    if (!innermost)
+      innermost = strides[loop];
+    else if (strides[loop] != span)
+      return std::nullopt;
+    span = strides[loop] * product.ranges[loop];
   }
-  return generic.getDpsInputOperand(0)->get();
+  if (!any)
+    return 0;
+  if (!all)
+    return std::nullopt;
+  return *innermost;
+}
+
+/// The operand as a matrix with rows `rowLoop` and columns `columnLoop`, in
+/// the storage `view` describes: one of the two must be contiguous.
+std::optional<Matrix> matrixOf(const Product &product, OpOperand *operand, const Strided &view,
+                               unsigned rowLoop, unsigned columnLoop) {
+  linalg::GenericOp op = product.op;
+  SmallVector<int64_t> strides =
+      loopStrides(op.getMatchingIndexingMap(operand), view, product.ranges.size());
+  std::optional<int64_t> batchStride = batchStrideOf(product, strides);
+  if (!batchStride)
+    return std::nullopt;
+  int64_t rows = product.ranges[rowLoop], columns = product.ranges[columnLoop];
+  Matrix matrix;
+  matrix.batchStride = *batchStride;
+  if (strides[columnLoop] == 1 || columns == 1) {
+    matrix.rowStride = rows == 1 ? columns : strides[rowLoop];
+    if (matrix.rowStride < columns)
+      return std::nullopt;
+  } else if (strides[rowLoop] == 1 || rows == 1) {
+    matrix.transposed = true;
+    matrix.rowStride = columns == 1 ? rows : strides[columnLoop];
+    if (matrix.rowStride < rows)
+      return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  return matrix;
+}
+
+/// The product's operand as a matrix: a view of a tensor @main has, or else
+/// the operand itself, computed by a kernel.
+std::optional<Matrix> operandOf(FusionKernels &state, const Product &product, OpOperand *operand,
+                                unsigned rowLoop, unsigned columnLoop) {
+  if (std::optional<Source> source = sourceOf(state, operand->get()))
+    if (std::optional<Matrix> matrix = matrixOf(product, operand, source->view, rowLoop, columnLoop)) {
+      matrix->body = source->body;
+      return matrix;
+    }
+  Strided dense = rowMajor(llvm::cast<ShapedType>(operand->get().getType()).getShape());
+  std::optional<Matrix> matrix = matrixOf(product, operand, dense, rowLoop, columnLoop);
+  if (!matrix)
+    return std::nullopt;
+  matrix->body = operand->get();
+  matrix->computed = true;
+  return matrix;
 }
 
 /// Whether `value` is all zeros: a splat zero, or a fill of one.
@@ -161,12 +201,24 @@ bool isZero(Value value) {
 }
 
 /// One step of the result's treatment the library applies itself.
-enum class Step { Bias, Addend, Relu };
+enum class Step { Scale, Bias, Addend, Relu };
+
+/// The value of `value` when it is a constant scalar or a splat tensor.
+std::optional<double> constantScalar(Value value) {
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  if (auto splat = llvm::dyn_cast<SplatElementsAttr>(attr))
+    attr = splat.getSplatValue<Attribute>();
+  if (auto f = llvm::dyn_cast<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
 
 /// What `generic`, the only user of the product so far (`current`), does to
 /// it, if it is an epilogue step; `other` is the bias or addend operand.
 std::optional<Step> matchStep(linalg::GenericOp generic, Value current,
-                              ArrayRef<int64_t> productRanges, Value &other) {
+                              ArrayRef<int64_t> productRanges, Value &other, double &factor) {
   if (generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0 ||
       !generic.getIndexingMapsArray().back().isIdentity())
     return std::nullopt;
@@ -189,6 +241,21 @@ std::optional<Step> matchStep(linalg::GenericOp generic, Value current,
     FloatAttr attr;
     return matchPattern(v, m_Constant(&attr)) && attr.getValue().isZero();
   };
+
+  // x * c or x / c, c a constant (in the payload, or a splat operand).
+  if (ops.size() == 1 && isa<arith::MulFOp, arith::DivFOp>(ops[0]) && ops[0]->getResult(0) == yielded &&
+      ops[0]->getOperand(0) == in) {
+    Value scale = ops[0]->getOperand(1);
+    std::optional<double> c = constantScalar(scale);
+    if (!c)
+      if (auto argument = llvm::dyn_cast<BlockArgument>(scale);
+          argument && argument.getOwner() == &payload && argument.getArgNumber() < generic.getNumDpsInputs())
+        c = constantScalar(generic->getOperand(argument.getArgNumber()));
+    if (c && *c != 0) {
+      factor = isa<arith::MulFOp>(ops[0]) ? *c : 1.0 / *c;
+      return Step::Scale;
+    }
+  }
 
   // relu: x < 0 ? 0 : x, or max(x, 0).
   if (generic.getNumDpsInputs() == 1) {
@@ -306,55 +373,105 @@ FailureOr<Value> mainTensor(FusionKernels &state, Value body) {
   return state.materialized.lookup(body);
 }
 
-/// The library call for `op`'s product `lhs · rhs` (lhs [B', M, K], rhs
-/// [B'', K, N], transposed as they say), with the epilogue steps that follow
-/// `op` in the fusion folded in; `allowBias` when the result's last
-/// dimension is the product's columns.
-LogicalResult emitProduct(FusionKernels &state, linalg::GenericOp op, Operand lhs, Operand rhs,
-                          int64_t batch, int64_t m, int64_t n, int64_t k, bool allowBias) {
+/// The library call for `op`'s product `lhs · rhs` (batch x m x k times
+/// batch x k x n), with the epilogue steps that follow `op` in the fusion
+/// folded in. With `product` (a matrix product, not a convolution), a bias
+/// may be folded, and the result may be written straight into the tensor a
+/// chain of movement ops after it ends in.
+LogicalResult emitProduct(FusionKernels &state, linalg::GenericOp op, Matrix lhs, Matrix rhs,
+                          int64_t batch, int64_t m, int64_t n, int64_t k, const Product *product) {
   Value init = op.getDpsInitOperand(0)->get();
   Value bias, addend = isZero(init) ? Value() : init;
   bool relu = false;
+  double alpha = 1.0;
   Value current = op->getResult(0);
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   ranges.resize(op.getNumParallelLoops());
   while (current.hasOneUse()) {
     auto user = dyn_cast<linalg::GenericOp>(*current.getUsers().begin());
     Value other;
-    std::optional<Step> step = user ? matchStep(user, current, ranges, other) : std::nullopt;
-    if (!step || relu || (*step == Step::Bias && (!allowBias || bias || !state.materializeView(other))) ||
-        (*step == Step::Addend && (addend || !state.materializeView(other))))
+    double factor = 1.0;
+    std::optional<Step> step = user ? matchStep(user, current, ranges, other, factor) : std::nullopt;
+    if (!step || relu)
       break;
-    if (*step == Step::Bias)
+    if (*step == Step::Scale) {
+      // alpha scales the product alone: (AB + C) * c is not alpha * AB + C.
+      if (bias || addend)
+        break;
+      alpha *= factor;
+    } else if (*step == Step::Bias) {
+      if (!product || bias || !state.materializeView(other))
+        break;
       bias = other;
-    else if (*step == Step::Addend)
+    } else if (*step == Step::Addend) {
+      if (addend || !state.materializeView(other))
+        break;
       addend = other;
-    else
+    } else {
       relu = true;
+    }
     current = user->getResult(0);
   }
 
+  // Reshapes and permutations after the product: the library writes its
+  // matrices where the tensor they lead to keeps those elements.
+  Value final = current;
+  std::optional<Strided> layout;
+  if (product) {
+    SmallVector<Operation *> chain;
+    Value next = current;
+    while (next.hasOneUse() && isMovement(*next.getUsers().begin())) {
+      chain.push_back(*next.getUsers().begin());
+      next = chain.back()->getResult(0);
+    }
+    std::optional<Strided> view = rowMajor(llvm::cast<ShapedType>(next.getType()).getShape());
+    for (Operation *move : llvm::reverse(chain))
+      if (view)
+        view = backward(move, *view);
+    // The columns must be consecutive and rows not overlap.
+    if (!chain.empty() && view && (view->strides[product->n] == 1 || n == 1) &&
+        (m == 1 || view->strides[product->m] >= n) && batchStrideOf(*product, view->strides)) {
+      final = next;
+      layout = view;
+    }
+  }
+
+  OpBuilder &b = state.main;
+  Location loc = state.fusion.getLoc();
   FailureOr<Value> lhsMain = mainTensor(state, lhs.body), rhsMain = mainTensor(state, rhs.body);
   if (failed(lhsMain) || failed(rhsMain))
     return failure();
   FailureOr<Value> addendMain = addend ? mainTensor(state, addend) : FailureOr<Value>(Value());
   if (failed(addendMain))
     return failure();
-
-  OpBuilder &b = state.main;
-  Location loc = state.fusion.getLoc();
-  Value lhs3 = reshape(b, loc, *lhsMain,
-                       {lhs.batched ? batch : 1, lhs.transposed ? k : m, lhs.transposed ? m : k});
-  Value rhs3 = reshape(b, loc, *rhsMain,
-                       {rhs.batched ? batch : 1, rhs.transposed ? n : k, rhs.transposed ? k : n});
-  Value bias1 = bias ? reshape(b, loc, state.materializeView(bias), {n}) : Value();
-  Value addend3 = *addendMain ? reshape(b, loc, *addendMain, {batch, m, n}) : Value();
-  auto type = llvm::cast<RankedTensorType>(current.getType());
+  // Strides only where they differ from the dense layout the op assumes.
+  auto strides = [&](Value storage, int64_t batchStride, int64_t rowStride, int64_t rows,
+                     int64_t columns) -> DenseI64ArrayAttr {
+    int64_t elements = llvm::cast<ShapedType>(storage.getType()).getNumElements();
+    bool dense = rowStride == columns &&
+                 ((elements == batch * rows * columns && (batchStride == rows * columns || batch == 1)) ||
+                  (elements == rows * columns && batchStride == 0));
+    return dense ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr({batchStride, rowStride});
+  };
+  DenseI64ArrayAttr lhsStrides = strides(*lhsMain, lhs.batchStride, lhs.rowStride, lhs.transposed ? k : m,
+                                         lhs.transposed ? m : k);
+  DenseI64ArrayAttr rhsStrides = strides(*rhsMain, rhs.batchStride, rhs.rowStride, rhs.transposed ? n : k,
+                                         rhs.transposed ? k : n);
+  DenseI64ArrayAttr resultStrides;
+  if (layout)
+    resultStrides = strides(final, *batchStrideOf(*product, layout->strides),
+                            m == 1 ? n : layout->strides[product->m], m, n);
+  auto type = llvm::cast<RankedTensorType>(final.getType());
   auto matmul = kgpu::MatmulOp::create(
-      b, loc, RankedTensorType::get({batch, m, n}, type.getElementType()), lhs3, rhs3, bias1,
-      addend3, lhs.transposed, rhs.transposed,
+      b, loc, type, *lhsMain, *rhsMain, bias ? state.materializeView(bias) : Value(), *addendMain,
+      uint64_t(batch), uint64_t(m), uint64_t(n), uint64_t(k), lhs.transposed, rhs.transposed, lhsStrides,
+      rhsStrides, resultStrides, DenseI64ArrayAttr(), llvm::APFloat(static_cast<float>(alpha)),
       relu ? kgpu::Epilogue::Relu : kgpu::Epilogue::None, state.allowTf32);
-  state.materialized[current] = reshape(b, loc, matmul.getResult(), type.getShape());
+  if (failed(mlir::verify(matmul))) {
+    matmul->erase();
+    return state.fusion.emitError("kiln-gpu-form-kernels: internal error: an invalid library call");
+  }
+  state.materialized[final] = matmul.getResult();
   return success();
 }
 
@@ -413,13 +530,155 @@ LogicalResult emitConvolution(FusionKernels &state, linalg::GenericOp conv,
         linalg::YieldOp::create(nested, nestedLoc, args[0]);
       });
 
-  Operand lhs{conv.getDpsInputOperand(1)->get(), false, filterBatchSize == batch && batch > 1};
-  Operand rhs{columns->getResult(0), false, batch > 1};
-  return emitProduct(state, conv, lhs, rhs, batch, channels, spatial, window,
-                     /*allowBias=*/false);
+  Matrix lhs{conv.getDpsInputOperand(1)->get(), false,
+             filterBatchSize == batch && batch > 1 ? channels * window : 0, window};
+  Matrix rhs{columns->getResult(0), false, window * spatial, spatial, /*computed=*/true};
+  return emitProduct(state, conv, lhs, rhs, batch, channels, spatial, window, /*product=*/nullptr);
+}
+
+/// The movement ops `fusion` applies in a chain to its one input, when that
+/// is all it does.
+std::optional<SmallVector<Operation *>> movementChain(FusionOp fusion) {
+  if (fusion.getInputs().size() != 1 || fusion->getNumResults() != 1)
+    return std::nullopt;
+  Value value = fusion.getBody().getArgument(0);
+  SmallVector<Operation *> chain;
+  for (Operation &op : fusion.getBody().front().without_terminator()) {
+    if (isa<tensor::EmptyOp>(op))
+      continue;
+    if (!isMovement(&op) || op.getOperand(0) != value)
+      return std::nullopt;
+    chain.push_back(&op);
+    value = op.getResult(0);
+  }
+  if (chain.empty() || fusion.getYield().getValues()[0] != value)
+    return std::nullopt;
+  return chain;
+}
+
+/// The one library product of `fusion`, if it has one.
+std::optional<Product> productIn(FusionOp fusion) {
+  std::optional<Product> found;
+  int count = 0;
+  fusion.getBody().walk([&](linalg::GenericOp op) {
+    if (isMultiplyAccumulate(op) && op.getNumReductionLoops() > 0) {
+      ++count;
+      found = matchProduct(op);
+    }
+  });
+  return count == 1 ? found : std::nullopt;
+}
+
+/// Whether `consumer`'s product reads every use of its input `position`
+/// (the result of `chain`) as a strided matrix of the chain's input.
+bool readsInPlace(FusionOp consumer, unsigned position, ArrayRef<Operation *> chain) {
+  std::optional<Product> product = productIn(consumer);
+  if (!product)
+    return false;
+  Value argument = consumer.getBody().getArgument(position);
+  std::optional<Strided> view =
+      rowMajor(llvm::cast<ShapedType>(chain.front()->getOperand(0).getType()).getShape());
+  for (Operation *op : chain)
+    if (view)
+      view = forward(op, *view);
+  if (!view || argument.use_empty())
+    return false;
+  for (OpOperand &use : argument.getUses()) {
+    if (use.getOwner() != product->op.getOperation())
+      return false;
+    bool isLhs = use.getOperandNumber() == 0;
+    if (!matrixOf(*product, &use, *view, isLhs ? product->m : product->k,
+                  isLhs ? product->k : product->n))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `producer`'s product (its result, up to elementwise ops) can be
+/// written in place of `chain`'s result.
+bool writesInPlace(FusionOp producer, ArrayRef<Operation *> chain) {
+  std::optional<Product> product = productIn(producer);
+  if (!product || producer->getNumResults() != 1)
+    return false;
+  SmallVector<int64_t> parallel(ArrayRef(product->ranges).drop_back());
+  if (llvm::cast<ShapedType>(producer->getResult(0).getType()).getShape() != ArrayRef(parallel))
+    return false;
+  std::optional<Strided> view =
+      rowMajor(llvm::cast<ShapedType>(chain.back()->getResult(0).getType()).getShape());
+  for (Operation *op : llvm::reverse(chain))
+    if (view)
+      view = backward(op, *view);
+  return view && view->strides[product->n] == 1 && view->strides[product->m] >= parallel[product->n] &&
+         batchStrideOf(*product, view->strides);
+}
+
+/// Moves `mover`'s chain into the front of `consumer`'s body, which then
+/// reads the mover's input.
+void inlineIntoConsumer(FusionOp mover, FusionOp consumer, unsigned position) {
+  Value input = mover.getInputs()[0];
+  Block &body = consumer.getBody().front();
+  BlockArgument source;
+  for (auto [operand, argument] : llvm::zip(consumer.getInputs(), body.getArguments()))
+    if (operand == input)
+      source = argument;
+  if (!source) {
+    consumer->insertOperands(consumer->getNumOperands(), input);
+    source = body.addArgument(input.getType(), mover.getLoc());
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  IRMapping mapping;
+  mapping.map(mover.getBody().getArgument(0), source);
+  for (Operation &op : mover.getBody().front().without_terminator())
+    b.clone(op, mapping);
+  body.getArgument(position).replaceAllUsesWith(mapping.lookup(mover.getYield().getValues()[0]));
+  body.eraseArgument(position);
+  consumer->eraseOperand(position);
+  mover->erase();
+}
+
+/// Moves `mover`'s chain to the end of `producer`'s body, which then yields
+/// its result.
+void appendToProducer(FusionOp producer, FusionOp mover) {
+  YieldOp yield = producer.getYield();
+  OpBuilder b(yield);
+  IRMapping mapping;
+  mapping.map(mover.getBody().getArgument(0), yield.getValues()[0]);
+  for (Operation &op : mover.getBody().front().without_terminator())
+    b.clone(op, mapping);
+  Value moved = mapping.lookup(mover.getYield().getValues()[0]);
+  yield->setOperand(0, moved);
+  b.setInsertionPoint(producer);
+  auto merged = FusionOp::create(b, producer.getLoc(), TypeRange{moved.getType()},
+                                 producer.getInputs(), producer.getKind());
+  merged.getBody().takeBody(producer.getBody());
+  mover->getResult(0).replaceAllUsesWith(merged->getResult(0));
+  mover->erase();
+  producer->erase();
 }
 
 } // namespace
+
+void absorbMovementIntoProducts(func::FuncOp func) {
+  SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
+  for (FusionOp mover : fusions) {
+    std::optional<SmallVector<Operation *>> chain = movementChain(mover);
+    if (!chain)
+      continue;
+    Value result = mover->getResult(0);
+    if (result.hasOneUse())
+      if (auto consumer = dyn_cast<FusionOp>(*result.getUsers().begin())) {
+        unsigned position = result.getUses().begin()->getOperandNumber();
+        if (readsInPlace(consumer, position, *chain)) {
+          inlineIntoConsumer(mover, consumer, position);
+          continue;
+        }
+      }
+    Value input = mover.getInputs()[0];
+    if (auto producer = input.getDefiningOp<FusionOp>();
+        producer && input.hasOneUse() && writesInPlace(producer, *chain))
+      appendToProducer(producer, mover);
+  }
+}
 
 LogicalResult emitLibraryMatmul(FusionKernels &state) {
   SmallVector<linalg::GenericOp> contractions;
@@ -439,21 +698,16 @@ LogicalResult emitLibraryMatmul(FusionKernels &state) {
   std::optional<Product> product = matchProduct(op);
   if (!product)
     return success();
-  std::optional<Operand> lhs =
-      matchOperand(*product, product->op.getDpsInputOperand(0), product->m, product->k);
-  std::optional<Operand> rhs =
-      matchOperand(*product, product->op.getDpsInputOperand(1), product->k, product->n);
+  std::optional<Matrix> lhs =
+      operandOf(state, *product, product->op.getDpsInputOperand(0), product->m, product->k);
+  std::optional<Matrix> rhs =
+      operandOf(state, *product, product->op.getDpsInputOperand(1), product->k, product->n);
   if (!lhs || !rhs)
     return success();
-  for (Operand *operand : {&*lhs, &*rhs})
-    if (Value source = swappedSource(operand->body)) {
-      operand->body = source;
-      operand->transposed = !operand->transposed;
-    }
   int64_t batch = product->batchSize, m = product->ranges[product->m],
           n = product->ranges[product->n], k = product->ranges[product->k];
-  op = splitInit(state, op);
-  return emitProduct(state, op, *lhs, *rhs, batch, m, n, k, /*allowBias=*/true);
+  product->op = splitInit(state, op);
+  return emitProduct(state, product->op, *lhs, *rhs, batch, m, n, k, &*product);
 }
 
 } // namespace kiln

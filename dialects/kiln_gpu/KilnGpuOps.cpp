@@ -85,39 +85,108 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // MatmulOp
 //===----------------------------------------------------------------------===//
 
+/// The view of `value` as `batch` matrices of `rows x columns`: `strides`
+/// when given, else dense (a tensor with one matrix shares it across the
+/// batch).
+static FailureOr<MatmulOp::MatrixView> viewOf(Value value, std::optional<ArrayRef<int64_t>> strides,
+                                              int64_t batch, int64_t rows, int64_t columns) {
+  int64_t elements = llvm::cast<RankedTensorType>(value.getType()).getNumElements();
+  if (strides) {
+    if (strides->size() != 2 || (*strides)[0] < 0 || (*strides)[1] < columns)
+      return failure();
+    bool shared = (*strides)[0] == 0 && batch > 1;
+    return MatmulOp::MatrixView{shared ? 1 : batch, rows, columns, (*strides)[0], (*strides)[1]};
+  }
+  if (elements == batch * rows * columns)
+    return MatmulOp::MatrixView{batch, rows, columns, rows * columns, columns};
+  if (elements == rows * columns)
+    return MatmulOp::MatrixView{1, rows, columns, 0, columns};
+  return failure();
+}
+
+FailureOr<MatmulOp::MatrixView> MatmulOp::getLhsView() {
+  bool t = getLhsTransposed();
+  return viewOf(getLhs(), getLhsStrides(), getBatch(), t ? getK() : getM(), t ? getM() : getK());
+}
+
+FailureOr<MatmulOp::MatrixView> MatmulOp::getRhsView() {
+  bool t = getRhsTransposed();
+  return viewOf(getRhs(), getRhsStrides(), getBatch(), t ? getN() : getK(), t ? getK() : getN());
+}
+
+FailureOr<MatmulOp::MatrixView> MatmulOp::getResultView() {
+  return viewOf(getResult(), getResultStrides(), getBatch(), getM(), getN());
+}
+
+FailureOr<MatmulOp::MatrixView> MatmulOp::getAddendView() {
+  if (!getAddend())
+    return failure();
+  return viewOf(getAddend(), getAddendStrides(), getBatch(), getM(), getN());
+}
+
+/// One past the last element a view reaches.
+static int64_t extent(const MatmulOp::MatrixView &view) {
+  return (view.batches - 1) * view.batchStride + (view.rows - 1) * view.rowStride + view.columns;
+}
+
+/// Whether the view's elements are all different: its (stride, extent)
+/// pairs, sorted by stride, each start past the span of the ones before.
+static bool isInjective(const MatmulOp::MatrixView &view) {
+  SmallVector<std::pair<int64_t, int64_t>> dims = {
+      {1, view.columns}, {view.rowStride, view.rows}, {view.batchStride, view.batches}};
+  llvm::erase_if(dims, [](auto d) { return d.second == 1; });
+  llvm::sort(dims);
+  int64_t span = 1;
+  for (auto [stride, count] : dims) {
+    if (stride < span)
+      return false;
+    span = stride * count;
+  }
+  return true;
+}
+
 LogicalResult MatmulOp::verify() {
-  auto lhs = getLhs().getType(), rhs = getRhs().getType();
-  auto result = getResult().getType();
-  if (lhs.getRank() != 3 || rhs.getRank() != 3 || result.getRank() != 3)
-    return emitOpError("operands and result must be rank 3 ([batch, rows, columns])");
-  Type element = result.getElementType();
+  Type element = getResult().getType().getElementType();
   if (!element.isF32() && !element.isF16() && !element.isBF16())
     return emitOpError("element type must be f32, f16 or bf16, got ") << element;
   for (Value operand : getOperands())
     if (llvm::cast<ShapedType>(operand.getType()).getElementType() != element)
       return emitOpError("operands must all have the result's element type ") << element;
-  if (!result.hasStaticShape() || !lhs.hasStaticShape() || !rhs.hasStaticShape())
-    return emitOpError("shapes must be static");
-  int64_t batch = result.getDimSize(0), m = result.getDimSize(1), n = result.getDimSize(2);
-  int64_t lhsRows = lhs.getDimSize(getLhsTransposed() ? 2 : 1);
-  int64_t k = lhs.getDimSize(getLhsTransposed() ? 1 : 2);
-  int64_t rhsK = rhs.getDimSize(getRhsTransposed() ? 2 : 1);
-  int64_t rhsColumns = rhs.getDimSize(getRhsTransposed() ? 1 : 2);
-  if (lhsRows != m || rhsColumns != n)
-    return emitOpError("a ") << lhs << " times a " << rhs << " is not a " << result;
-  if (rhsK != k)
-    return emitOpError("the lhs has ") << k << " columns but the rhs " << rhsK << " rows";
-  for (auto [name, type] : {std::pair{"lhs", lhs}, std::pair{"rhs", rhs}})
-    if (type.getDimSize(0) != batch && type.getDimSize(0) != 1)
-      return emitOpError(name) << " batch " << type.getDimSize(0) << " is neither 1 nor "
-                               << batch;
+  for (Value value : llvm::concat<Value>(getOperands(), getODSResults(0)))
+    if (!llvm::cast<ShapedType>(value.getType()).hasStaticShape())
+      return emitOpError("shapes must be static");
+  if (getBatch() < 1 || getM() < 1 || getN() < 1 || getK() < 1)
+    return emitOpError("batch, m, n and k must be positive");
+  auto check = [&](const char *name, Value value, FailureOr<MatrixView> view,
+                   std::optional<ArrayRef<int64_t>> strides) -> LogicalResult {
+    if (failed(view) && strides)
+      return emitOpError(name) << "_strides must be [batch stride >= 0, row stride >= the "
+                               << "row's length]";
+    if (failed(view))
+      return emitOpError(name) << " " << value.getType() << " does not hold " << getBatch()
+                               << " dense matrices of its shape; give " << name << "_strides";
+    int64_t elements = llvm::cast<RankedTensorType>(value.getType()).getNumElements();
+    if (extent(*view) > elements)
+      return emitOpError(name) << " view reaches element " << extent(*view) - 1 << " of a "
+                               << value.getType();
+    return success();
+  };
+  if (failed(check("lhs", getLhs(), getLhsView(), getLhsStrides())) ||
+      failed(check("rhs", getRhs(), getRhsView(), getRhsStrides())) ||
+      failed(check("result", getResult(), getResultView(), getResultStrides())) ||
+      (getAddend() && failed(check("addend", getAddend(), getAddendView(), getAddendStrides()))))
+    return failure();
+  MatrixView result = *getResultView();
+  if (result.batches != getBatch() || getBatch() * getM() * getN() != getResult().getType().getNumElements() ||
+      !isInjective(result))
+    return emitOpError("the result view must cover each of the result's ")
+           << getResult().getType().getNumElements() << " elements once";
+  if (getAddend() && getAddendView()->batches != getBatch())
+    return emitOpError("addend must have a matrix for every batch index");
   if (Value bias = getBias()) {
     auto type = llvm::cast<RankedTensorType>(bias.getType());
-    if (type.getRank() != 1 || type.getDimSize(0) != n)
-      return emitOpError("bias must be a vector of ") << n << " elements, got " << type;
+    if (type.getNumElements() != getN())
+      return emitOpError("bias must have ") << getN() << " elements, got " << type;
   }
-  if (Value addend = getAddend())
-    if (addend.getType() != result)
-      return emitOpError("addend must have the result's type ") << result;
   return success();
 }

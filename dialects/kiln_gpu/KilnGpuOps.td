@@ -69,39 +69,70 @@ def KilnGpu_Epilogue : I32EnumAttr<"Epilogue",
 }
 
 def KilnGpu_MatmulOp : KilnGpu_Op<"matmul", [Pure, AttrSizedOperandSegments]> {
-  let summary = "A batched matrix product with bias, addend and activation, by the vendor library";
+  let summary = "A batched matrix product with scale, bias, addend and activation, by the vendor library";
   let description = [{
-    For each batch index `b`, in row-major terms:
-    `result[b] = epilogue(lhs[b'] · rhs[b''] + addend[b] + bias)`.
+    For each batch index `b < batch`, in row-major terms:
+    `result[b] = epilogue(alpha * lhs[b] · rhs[b] + addend[b] + bias)`,
+    where `lhs[b]` is `m×k` (stored `k×m` with `lhs_transposed`), `rhs[b]` is
+    `k×n` (stored `n×k` with `rhs_transposed`), `result[b]` and `addend[b]`
+    are `m×n`, `bias` has `n` elements added to every row and `epilogue` is
+    `none` or `relu`.
 
-    * `lhs` is `[B', M, K]`, or `[B', K, M]` with `lhs_transposed`;
-    * `rhs` is `[B'', K, N]`, or `[B'', N, K]` with `rhs_transposed`;
-    * `result` and `addend` are `[B, M, N]`; `bias` is `[N]`, added to every row;
-    * `B'` and `B''` are each `B` or 1 (a batch of one is shared by every product);
-    * `epilogue` is `none` or `relu`.
+    Each matrix operand is a view of its tensor's row-major elements: row `r`
+    of matrix `b` starts at element `b * batch_stride + r * row_stride`, its
+    columns consecutive. `*_strides = [batch_stride, row_stride]` gives the
+    view; without it the matrices are dense, one after the other (and a
+    tensor holding a single matrix serves every batch index, batch stride 0).
+    Views let the library read the heads of attention out of a `[seq,
+    hidden]` tensor, and write them back, with no copy. The result view must
+    cover every element of the result exactly once.
 
     Every operand has the same element type, `f32`, `f16` or `bf16`;
     products accumulate in f32. `allow_tf32` lets f32 products run on TF32
     tensor cores. The CUDA back end calls cuBLASLt.
 
     ```mlir
-    %y = kiln_gpu.matmul %x, %w bias(%b : tensor<1024xf32>) epilogue relu
-        : tensor<1x64x784xf32>, tensor<1x784x1024xf32> -> tensor<1x64x1024xf32>
+    // Q·K^T for 4 heads of 64 columns each, read in place from [128, 256].
+    %s = kiln_gpu.matmul %q, %k batch 4 m 128 n 128 k 64
+        {lhs_strides = array<i64: 64, 256>, rhs_strides = array<i64: 64, 256>, rhs_transposed,
+         alpha = 0.125 : f32}
+        : tensor<128x256xf32>, tensor<128x256xf32> -> tensor<4x128x128xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
                        Optional<AnyRankedTensor>:$bias,
                        Optional<AnyRankedTensor>:$addend,
+                       I64Attr:$batch, I64Attr:$m, I64Attr:$n, I64Attr:$k,
                        UnitAttr:$lhs_transposed, UnitAttr:$rhs_transposed,
+                       OptionalAttr<DenseI64ArrayAttr>:$lhs_strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$rhs_strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$addend_strides,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
                        DefaultValuedAttr<KilnGpu_Epilogue, "::kiln::kgpu::Epilogue::None">:$epilogue,
                        UnitAttr:$allow_tf32);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`addend` `(` $addend^ `:` type($addend) `)`)?
-    (`epilogue` $epilogue^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    (`epilogue` $epilogue^)? `batch` $batch `m` $m `n` $n `k` $k
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Where the matrices of one operand are: `batches` matrices (1 when one
+    /// matrix serves every batch index) of `rows x columns` as stored.
+    struct MatrixView {
+      int64_t batches, rows, columns, batchStride, rowStride;
+    };
+    /// The views of the operands and the result, dense unless their
+    /// *_strides say otherwise; failure when a dense view does not fit the
+    /// tensor.
+    ::mlir::FailureOr<MatrixView> getLhsView();
+    ::mlir::FailureOr<MatrixView> getRhsView();
+    ::mlir::FailureOr<MatrixView> getResultView();
+    ::mlir::FailureOr<MatrixView> getAddendView();
+  }];
 }
 
 #endif // KILN_GPU_OPS_TD

@@ -1,13 +1,10 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-decompose,kiln-lower-to-linalg),canonicalize,cse,kiln-gpu-form-kernels{chip=sm_90},canonicalize,cse)' | FileCheck %s
 
-// GEMM + bias + ReLU: one cuBLASLt call with both in its epilogue; the
-// 2-D operands are viewed as single-batch matrices.
+// GEMM + bias + ReLU: one cuBLASLt call with both in its epilogue, on the
+// tensors as they are.
 // CHECK-LABEL: func.func @gemm_bias_relu
-// CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{.*}} into tensor<1x64x784xf32>
-// CHECK: %[[W:.*]] = tensor.expand_shape %arg1 {{.*}} into tensor<1x784x1024xf32>
-// CHECK: %[[P:.*]] = kiln_gpu.matmul %[[X]], %[[W]] bias(%arg2 : tensor<1024xf32>) epilogue relu : tensor<1x64x784xf32>, tensor<1x784x1024xf32> -> tensor<1x64x1024xf32>
-// CHECK: %[[R:.*]] = tensor.collapse_shape %[[P]]
-// CHECK-NEXT: return %[[R]]
+// CHECK-NEXT: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 bias(%arg2 : tensor<1024xf32>) epilogue relu batch 1 m 64 n 1024 k 784 : tensor<64x784xf32>, tensor<784x1024xf32> -> tensor<64x1024xf32>
+// CHECK-NEXT: return %[[P]]
 // CHECK-NOT: gpu.func
 func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: tensor<1024xf32>) -> tensor<64x1024xf32> {
   %0 = kiln.fusion output(%x, %w, %b) : (tensor<64x784xf32>, tensor<784x1024xf32>, tensor<1024xf32>) -> tensor<64x1024xf32> {
@@ -22,11 +19,11 @@ func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: 
 
 // -----
 
-// Q·K^T: the transpose of the last two dimensions is the library reading K
-// transposed; the scaling that follows is a kernel over the product.
+// Q·K^T / 8: the transpose of the last two dimensions is the library reading K
+// transposed, the division its alpha: no kernel.
 // CHECK-LABEL: func.func @attention_scores
-// CHECK: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 {rhs_transposed} : tensor<4x128x64xf32>, tensor<4x128x64xf32> -> tensor<4x128x128xf32>
-// CHECK: kiln_gpu.launch {{.*}}(%[[P]]) : (tensor<4x128x128xf32>) -> tensor<4x128x128xf32>
+// CHECK-NEXT: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 batch 4 m 128 n 128 k 64 {alpha = 1.250000e-01 : f32, rhs_transposed} : tensor<4x128x64xf32>, tensor<4x128x64xf32> -> tensor<4x128x128xf32>
+// CHECK-NEXT: return %[[P]]
 func.func @attention_scores(%q: tensor<4x128x64xf32>, %k: tensor<4x128x64xf32>) -> tensor<4x128x128xf32> {
   %0 = kiln.fusion output(%q, %k) : (tensor<4x128x64xf32>, tensor<4x128x64xf32>) -> tensor<4x128x128xf32> {
   ^bb0(%a: tensor<4x128x64xf32>, %b: tensor<4x128x64xf32>):
@@ -41,11 +38,10 @@ func.func @attention_scores(%q: tensor<4x128x64xf32>, %k: tensor<4x128x64xf32>) 
 
 // -----
 
-// A batch of products sharing one weight matrix (batch 1, read by every
-// product), with a residual added by the library (beta = 1).
+// A batch of products sharing one weight matrix (one matrix serves every
+// batch index), with a residual added by the library (beta = 1).
 // CHECK-LABEL: func.func @shared_weights
-// CHECK: %[[W:.*]] = tensor.expand_shape %arg1 {{.*}} into tensor<1x32x64xf32>
-// CHECK: kiln_gpu.matmul %arg0, %[[W]] addend(%arg2 : tensor<8x16x64xf32>) : tensor<8x16x32xf32>, tensor<1x32x64xf32> -> tensor<8x16x64xf32>
+// CHECK-NEXT: kiln_gpu.matmul %arg0, %arg1 addend(%arg2 : tensor<8x16x64xf32>) batch 8 m 16 n 64 k 32 : tensor<8x16x32xf32>, tensor<32x64xf32> -> tensor<8x16x64xf32>
 // CHECK-NOT: kiln_gpu.launch
 func.func @shared_weights(%x: tensor<8x16x32xf32>, %w: tensor<32x64xf32>, %res: tensor<8x16x64xf32>) -> tensor<8x16x64xf32> {
   %0 = kiln.fusion output(%x, %w, %res) : (tensor<8x16x32xf32>, tensor<32x64xf32>, tensor<8x16x64xf32>) -> tensor<8x16x64xf32> {
@@ -65,11 +61,8 @@ func.func @shared_weights(%x: tensor<8x16x32xf32>, %w: tensor<32x64xf32>, %res: 
 // a kernel reading the product.
 // CHECK-LABEL: func.func @conv_bias_relu
 // CHECK: %[[COL:.*]] = kiln_gpu.launch @kiln_kernels::@[[IM2COL:.*]] grid {{.*}}(%arg0) : (tensor<1x8x16x16xf32>) -> tensor<1x1x8x3x3x16x16xf32>
-// CHECK: %[[F:.*]] = tensor.expand_shape {{.*}} into tensor<1x16x72xf32>
-// CHECK: %[[C:.*]] = tensor.collapse_shape %[[COL]] {{.*}} into tensor<1x72x256xf32>
-// CHECK: %[[P:.*]] = kiln_gpu.matmul %[[F]], %[[C]] : tensor<1x16x72xf32>, tensor<1x72x256xf32> -> tensor<1x16x256xf32>
-// CHECK: %[[V:.*]] = tensor.expand_shape %[[P]]
-// CHECK: kiln_gpu.launch @kiln_kernels::@[[EPILOGUE:.*]] grid {{.*}}(%arg2, %[[V]])
+// CHECK: %[[P:.*]] = kiln_gpu.matmul %{{.*}}, %[[COL]] batch 1 m 16 n 256 k 72 : tensor<1x16x8x3x3xf32>, tensor<1x1x8x3x3x16x16xf32> -> tensor<1x1x16x16x16xf32>
+// CHECK: kiln_gpu.launch @kiln_kernels::@[[EPILOGUE:.*]] grid {{.*}}(%arg2, %[[P]])
 // CHECK: gpu.func @[[IM2COL]]
 // CHECK: scf.if
 // CHECK: gpu.func @[[EPILOGUE]]
@@ -101,4 +94,55 @@ func.func @integer_matmul(%x: tensor<16x32xi32>, %w: tensor<32x8xi32>) -> tensor
     kiln.yield %p : tensor<16x8xi32>
   }
   return %0 : tensor<16x8xi32>
+}
+
+// -----
+
+// Attention as an ONNX exporter writes it: Q, K and V reshaped and
+// transposed into heads by fusions of their own, the context transposed
+// back. The products read the heads where they are in the [128, 256]
+// tensors (4 matrices 64 elements apart, rows of 256) and write the context
+// back the same way: no kernel copies anything.
+// CHECK-LABEL: func.func @heads_in_place
+// CHECK-NOT: kiln_gpu.launch
+// CHECK: %[[S:.*]] = kiln_gpu.matmul %{{.*}}, %{{.*}} batch 4 m 128 n 128 k 64 {lhs_strides = array<i64: 64, 256>, rhs_strides = array<i64: 64, 256>, rhs_transposed} : tensor<128x4x64xf32>, tensor<128x4x64xf32> -> tensor<4x128x128xf32>
+// CHECK: %[[C:.*]] = kiln_gpu.matmul %[[S]], %{{.*}} batch 4 m 128 n 64 k 128 {result_strides = array<i64: 64, 256>, rhs_strides = array<i64: 64, 256>} : tensor<4x128x128xf32>, tensor<128x4x64xf32> -> tensor<128x256xf32>
+// CHECK-NOT: kiln_gpu.launch
+// CHECK: return %[[C]]
+func.func @heads_in_place(%q: tensor<128x256xf32>, %k: tensor<128x256xf32>, %v: tensor<128x256xf32>) -> tensor<128x256xf32> {
+  %qh = kiln.fusion loop(%q) : (tensor<128x256xf32>) -> tensor<4x128x64xf32> {
+  ^bb0(%a: tensor<128x256xf32>):
+    %r = kiln.reshape %a {shape = array<i64: 128, 4, 64>} : tensor<128x256xf32> -> tensor<128x4x64xf32>
+    %t = kiln.transpose %r {perm = array<i64: 1, 0, 2>} : (tensor<128x4x64xf32>) -> tensor<4x128x64xf32>
+    kiln.yield %t : tensor<4x128x64xf32>
+  }
+  %kh = kiln.fusion loop(%k) : (tensor<128x256xf32>) -> tensor<4x64x128xf32> {
+  ^bb0(%a: tensor<128x256xf32>):
+    %r = kiln.reshape %a {shape = array<i64: 128, 4, 64>} : tensor<128x256xf32> -> tensor<128x4x64xf32>
+    %t = kiln.transpose %r {perm = array<i64: 1, 2, 0>} : (tensor<128x4x64xf32>) -> tensor<4x64x128xf32>
+    kiln.yield %t : tensor<4x64x128xf32>
+  }
+  %vh = kiln.fusion loop(%v) : (tensor<128x256xf32>) -> tensor<4x128x64xf32> {
+  ^bb0(%a: tensor<128x256xf32>):
+    %r = kiln.reshape %a {shape = array<i64: 128, 4, 64>} : tensor<128x256xf32> -> tensor<128x4x64xf32>
+    %t = kiln.transpose %r {perm = array<i64: 1, 0, 2>} : (tensor<128x4x64xf32>) -> tensor<4x128x64xf32>
+    kiln.yield %t : tensor<4x128x64xf32>
+  }
+  %s = kiln.fusion output(%qh, %kh) : (tensor<4x128x64xf32>, tensor<4x64x128xf32>) -> tensor<4x128x128xf32> {
+  ^bb0(%a: tensor<4x128x64xf32>, %b: tensor<4x64x128xf32>):
+    %p = kiln.matmul %a, %b : (tensor<4x128x64xf32>, tensor<4x64x128xf32>) -> tensor<4x128x128xf32>
+    kiln.yield %p : tensor<4x128x128xf32>
+  }
+  %c = kiln.fusion output(%s, %vh) : (tensor<4x128x128xf32>, tensor<4x128x64xf32>) -> tensor<4x128x64xf32> {
+  ^bb0(%a: tensor<4x128x128xf32>, %b: tensor<4x128x64xf32>):
+    %p = kiln.matmul %a, %b : (tensor<4x128x128xf32>, tensor<4x128x64xf32>) -> tensor<4x128x64xf32>
+    kiln.yield %p : tensor<4x128x64xf32>
+  }
+  %o = kiln.fusion loop(%c) : (tensor<4x128x64xf32>) -> tensor<128x256xf32> {
+  ^bb0(%a: tensor<4x128x64xf32>):
+    %t = kiln.transpose %a {perm = array<i64: 1, 0, 2>} : (tensor<4x128x64xf32>) -> tensor<128x4x64xf32>
+    %r = kiln.reshape %t {shape = array<i64: 128, 256>} : tensor<128x4x64xf32> -> tensor<128x256xf32>
+    kiln.yield %r : tensor<128x256xf32>
+  }
+  return %o : tensor<128x256xf32>
 }

@@ -290,6 +290,44 @@ TEST(CudaProgram, RecordAndFieldErrors) {
   EXPECT_EQ(errorOf("copy dst=out:0 src=in:0 node=c\n"), "model.kiln: cuda program line 4: missing field 'bytes='");
 }
 
+// Strided matrices (heads of attention read in place) and a scale: row and batch strides in
+// elements, checked against the buffers they reach into.
+TEST(CudaProgram, StridesAndAlpha) {
+  Manifest manifest = kiln::rt::parseManifest(
+      "kiln-artifact 1\ninput q f32 128x256\ninput k f32 128x256\noutput s f32 4x128x128\n", "model.kiln");
+  const std::string heads = "matmul dtype=f32 math=f32 batch=4 m=128 n=128 k=64 lhs=in:0 lhs_t=0 lhs_batched=1 "
+                            "rhs=in:1 rhs_t=1 rhs_batched=1 out=out:0 bias=- addend=- epilogue=none "
+                            "lhs_ld=256 lhs_batch_stride=64 rhs_ld=256 rhs_batch_stride=64 alpha=0.125 node=QK\n";
+  CudaProgram program = parseCudaProgram("kiln-cuda-program 1\narena 0\nconstants 0\n" + heads, "model.kiln",
+                                         manifest);
+  const auto &matmul = std::get<CudaMatmul>(program.records[0].op);
+  EXPECT_EQ(matmul.lhsLd, 256);
+  EXPECT_EQ(matmul.lhsBatchStride, 64);
+  EXPECT_EQ(matmul.rhsLd, 256);
+  EXPECT_EQ(matmul.outLd, 128) << "dense when absent";
+  EXPECT_EQ(matmul.outBatchStride, 128 * 128);
+  EXPECT_FLOAT_EQ(matmul.alpha, 0.125f);
+
+  auto error = [&](const std::string &line) {
+    try {
+      parseCudaProgram("kiln-cuda-program 1\narena 0\nconstants 0\n" + line, "model.kiln", manifest);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A batch stride of 256 puts the last head's rows past the 128x256 input.
+  std::string far = heads;
+  far.replace(far.find("lhs_batch_stride=64"), 19, "lhs_batch_stride=256");
+  EXPECT_EQ(error(far), "model.kiln: cuda program line 4: lhs= in:0 needs 133376 bytes, but input 0 'q' has 131072");
+  std::string narrow = heads;
+  narrow.replace(narrow.find("lhs_ld=256"), 10, "lhs_ld=32");
+  EXPECT_EQ(error(narrow), "model.kiln: cuda program line 4: lhs_ld=32 is less than the 64 elements of a row");
+  std::string nan = heads;
+  nan.replace(nan.find("alpha=0.125"), 11, "alpha=nan");
+  EXPECT_EQ(error(nan), "model.kiln: cuda program line 4: alpha= must be a finite number, got 'nan'");
+}
+
 TEST(CudaProgram, NumberErrors) {
   for (const char *grid : {"1,1", "1,1,1,1", "0,1,1", "1,,1", "a,1,1", "4294967296,1,1", "-1,1,1", "1,1,1,"}) {
     std::string line = "launch kernel=k grid=" + std::string(grid) + " block=1,1,1 shared=0 args= node=n\n";

@@ -416,7 +416,7 @@ TEST_F(GpuArtifact, MatmulThroughCublasLt) {
   long heuristics = fakeStat("heuristics");
   Artifact artifact = Artifact::open(KILN_FAKE_GPU_MATMUL, "gpu:0");
   EXPECT_EQ(artifact.device(), "gpu:0");
-  EXPECT_EQ(fakeStat("heuristics"), heuristics + 3) << "one algorithm choice per matmul, at load";
+  EXPECT_EQ(fakeStat("heuristics"), heuristics + 4) << "one algorithm choice per matmul, at load";
   EXPECT_EQ(fakeStat("live_lt_prefs"), 0);
 
   Tensor x(KILN_DTYPE_F32, {2, 3}), xt(KILN_DTYPE_F32, {2, 3, 2}), addend(KILN_DTYPE_F32, {2, 2, 4});
@@ -429,9 +429,9 @@ TEST_F(GpuArtifact, MatmulThroughCublasLt) {
   std::vector<Tensor> outputs = artifact.allocateOutputs();
   for (int round = 0; round < 3; ++round) { // later runs replay the captured graph
     long matmuls = fakeStat("matmuls");
-    artifact.run({&x, &xt, &addend}, {&outputs[0], &outputs[1], &outputs[2]});
-    // The first run calls cuBLASLt three times and three more while capturing; a replay, never.
-    EXPECT_EQ(fakeStat("matmuls"), matmuls + (round == 0 ? 6 : 0));
+    artifact.run({&x, &xt, &addend}, {&outputs[0], &outputs[1], &outputs[2], &outputs[3]});
+    // The first run calls cuBLASLt four times and four more while capturing; a replay, never.
+    EXPECT_EQ(fakeStat("matmuls"), matmuls + (round == 0 ? 8 : 0));
     EXPECT_EQ(artifact.cudaGraph(), "on");
     auto X = [&](int i, int p) { return x.dataAs<float>()[i * 3 + p]; };
     for (int i = 0; i < 2; ++i) {
@@ -441,6 +441,8 @@ TEST_F(GpuArtifact, MatmulThroughCublasLt) {
           sum += X(i, p) * W(p, j);
         EXPECT_FLOAT_EQ(outputs[0].dataAs<float>()[i * 4 + j], std::max(sum + kBias[j], 0.0f)) << i << "," << j;
         EXPECT_FLOAT_EQ(outputs[2].dataAs<float>()[i * 4 + j], sum) << i << "," << j;
+        for (int b = 0; b < 2; ++b) // batch b's columns start b * 4 into each row of 8
+          EXPECT_FLOAT_EQ(outputs[3].dataAs<float>()[i * 8 + b * 4 + j], 0.5f * sum) << b << "," << i << "," << j;
       }
     }
     for (int b = 0; b < 2; ++b) {

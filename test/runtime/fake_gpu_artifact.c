@@ -26,7 +26,8 @@ struct fake_cubin {
 
 #if defined(KILN_FAKE_GPU_MATMUL)
 /* y = relu(x . W + bias); z[b] = xt[b]^T . W + bias + addend[b] (xt stored k x m, W given
- * transposed); w = x . W in TF32, W given transposed. */
+ * transposed); w = x . W in TF32, W given transposed; u = [0.5 x . W, 0.5 x . W] side by side,
+ * two batches written 4 columns apart into rows of 8 (out_ld, out_batch_stride, alpha). */
 const char kiln_manifest[] = HEADER("fake_gpu_matmul")
     "devices cuda\n"
     "cuda-cubin sm_90\n"
@@ -35,7 +36,8 @@ const char kiln_manifest[] = HEADER("fake_gpu_matmul")
     "input addend f32 2x2x4\n"
     "output y f32 2x4\n"
     "output z f32 2x2x4\n"
-    "output w f32 2x4\n";
+    "output w f32 2x4\n"
+    "output u f32 2x8\n";
 const char kiln_cuda_program[] =
     "kiln-cuda-program 1\n"
     "arena 0\n"
@@ -45,7 +47,10 @@ const char kiln_cuda_program[] =
     "matmul dtype=f32 math=f32 batch=2 m=2 n=4 k=3 lhs=in:1 lhs_t=1 lhs_batched=1 rhs=const:256 rhs_t=1 "
     "rhs_batched=0 out=out:1 bias=const:512 addend=in:2 epilogue=none node=BatchedGemm\n"
     "matmul dtype=f32 math=tf32 batch=1 m=2 n=4 k=3 lhs=in:0 lhs_t=0 lhs_batched=0 rhs=const:256 rhs_t=1 "
-    "rhs_batched=0 out=out:2 bias=- addend=- epilogue=none node=Gemm_tf32\n";
+    "rhs_batched=0 out=out:2 bias=- addend=- epilogue=none node=Gemm_tf32\n"
+    "matmul dtype=f32 math=f32 batch=2 m=2 n=4 k=3 lhs=in:0 lhs_t=0 lhs_batched=0 rhs=const:0 rhs_t=0 "
+    "rhs_batched=0 out=out:3 bias=- addend=- epilogue=none out_ld=8 out_batch_stride=4 alpha=0.5 "
+    "node=Strided\n";
 const struct {
   float w[64], wt[64], bias[64];
 } kiln_cuda_constants = {{KILN_FAKE_W}, {KILN_FAKE_W_TRANSPOSED}, {KILN_FAKE_COLUMN_BIAS}};

@@ -95,6 +95,13 @@ struct CudaMatmul {
   bool lhsTransposed = false, lhsBatched = false;
   bool rhsTransposed = false, rhsBatched = false;
   Epilogue epilogue = Epilogue::None;
+  // Where each matrix's elements are, in elements of its buffer: row r of matrix b starts at
+  // b * batchStride + r * ld (rows as stored, so a transposed operand's rows are its columns);
+  // columns are consecutive. The record's *_ld and *_batch_stride fields, dense when absent.
+  int64_t lhsLd = 0, lhsBatchStride = 0, rhsLd = 0, rhsBatchStride = 0;
+  int64_t outLd = 0, outBatchStride = 0, addendLd = 0, addendBatchStride = 0;
+  // The product is scaled by alpha before the addend and bias are added.
+  float alpha = 1.0f;
 };
 
 struct CudaCopy {

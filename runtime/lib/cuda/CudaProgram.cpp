@@ -2,6 +2,7 @@
 #include "kiln/cuda_program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace kiln::rt {
@@ -345,6 +346,10 @@ private:
     return value;
   }
 
+  uint64_t takeNumberOr(const std::string &key, uint64_t min, uint64_t max, uint64_t otherwise) {
+    return fields_.count(key) ? takeNumber(key, min, max) : otherwise;
+  }
+
   bool takeFlag(const std::string &key) {
     std::string_view text = take(key);
     if (text != "0" && text != "1")
@@ -457,6 +462,33 @@ private:
       matmul.epilogue = CudaMatmul::Epilogue::Relu;
     else
       fail("epilogue= must be none or relu, got '" + printable(epilogue) + "'");
+    // Strides, dense unless given: an operand of R x C stored rows has ld C and, batched,
+    // batch stride R * C.
+    auto strides = [&](const std::string &name, int64_t rows, int64_t columns, bool batched,
+                       int64_t &ld, int64_t &batchStride) {
+      constexpr uint64_t kMax = uint64_t(1) << 48;
+      ld = static_cast<int64_t>(takeNumberOr(name + "_ld", 1, kMax, static_cast<uint64_t>(columns)));
+      batchStride = static_cast<int64_t>(
+          takeNumberOr(name + "_batch_stride", 0, kMax, batched ? static_cast<uint64_t>(rows * columns) : 0));
+      if (ld < columns)
+        fail(name + "_ld=" + std::to_string(ld) + " is less than the " + std::to_string(columns) +
+             " elements of a row");
+    };
+    int64_t m = matmul.m, n = matmul.n, k = matmul.k;
+    strides("lhs", matmul.lhsTransposed ? k : m, matmul.lhsTransposed ? m : k, matmul.lhsBatched, matmul.lhsLd,
+            matmul.lhsBatchStride);
+    strides("rhs", matmul.rhsTransposed ? n : k, matmul.rhsTransposed ? k : n, matmul.rhsBatched, matmul.rhsLd,
+            matmul.rhsBatchStride);
+    strides("out", m, n, true, matmul.outLd, matmul.outBatchStride);
+    strides("addend", m, n, true, matmul.addendLd, matmul.addendBatchStride);
+    if (fields_.count("alpha")) {
+      std::string text(take("alpha"));
+      char *end = nullptr;
+      double alpha = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !std::isfinite(alpha))
+        fail("alpha= must be a finite number, got '" + printable(text) + "'");
+      matmul.alpha = static_cast<float>(alpha);
+    }
     return matmul;
   }
 
@@ -543,11 +575,25 @@ private:
       uint64_t batch = static_cast<uint64_t>(matmul->batch);
       uint64_t m = static_cast<uint64_t>(matmul->m), n = static_cast<uint64_t>(matmul->n),
                k = static_cast<uint64_t>(matmul->k);
-      checkRef(matmul->lhs, "lhs=", product({matmul->lhsBatched ? batch : 1, m, k, element}), program);
-      checkRef(matmul->rhs, "rhs=", product({matmul->rhsBatched ? batch : 1, k, n, element}), program);
-      checkRef(matmul->out, "out=", product({batch, m, n, element}), program);
+      // Bytes from a matrix's first element to past its last: (batches - 1) whole batch
+      // strides, (rows - 1) row strides, one row.
+      auto extent = [&](uint64_t batches, uint64_t rows, uint64_t columns, int64_t ld, int64_t batchStride) {
+        uint64_t last = product({batches - 1, static_cast<uint64_t>(batchStride)}) +
+                        product({rows - 1, static_cast<uint64_t>(ld)}) + columns;
+        return product({last, element});
+      };
+      checkRef(matmul->lhs, "lhs=",
+               extent(matmul->lhsBatched ? batch : 1, matmul->lhsTransposed ? k : m, matmul->lhsTransposed ? m : k,
+                      matmul->lhsLd, matmul->lhsBatchStride),
+               program);
+      checkRef(matmul->rhs, "rhs=",
+               extent(matmul->rhsBatched ? batch : 1, matmul->rhsTransposed ? n : k, matmul->rhsTransposed ? k : n,
+                      matmul->rhsLd, matmul->rhsBatchStride),
+               program);
+      checkRef(matmul->out, "out=", extent(batch, m, n, matmul->outLd, matmul->outBatchStride), program);
       checkRef(matmul->bias, "bias=", product({n, element}), program);
-      checkRef(matmul->addend, "addend=", product({batch, m, n, element}), program);
+      checkRef(matmul->addend, "addend=", extent(batch, m, n, matmul->addendLd, matmul->addendBatchStride),
+               program);
       if (matmul->out.kind == BufferRef::Kind::Constant)
         fail("out=" + matmul->out.str() + ": the constants are read-only");
     } else {

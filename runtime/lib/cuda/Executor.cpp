@@ -505,9 +505,10 @@ void Executor::Impl::planMatmul(const CudaRecord &record, const CudaMatmul &matm
     setDesc(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof biasType);
   }
 
-  auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t rows, uint64_t cols, uint64_t stride) {
-    checkLt(lt_->cublasLtMatrixLayoutCreate(&out, type, rows, cols, static_cast<int64_t>(rows)),
-            "cublasLtMatrixLayoutCreate", record);
+  // `ld` and `stride` are the record's row stride and batch stride of the row-major matrix,
+  // which is cuBLASLt's leading dimension of the column-major one.
+  auto layout = [&](cublasLtMatrixLayout_t &out, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
+    checkLt(lt_->cublasLtMatrixLayoutCreate(&out, type, rows, cols, ld), "cublasLtMatrixLayoutCreate", record);
     if (matmul.batch == 1)
       return;
     int32_t count = static_cast<int32_t>(matmul.batch);
@@ -520,15 +521,19 @@ void Executor::Impl::planMatmul(const CudaRecord &record, const CudaMatmul &matm
   };
   // Stored rhs: k x n row-major = n x k column-major (op N), or n x k row-major = k x n column-major
   // (op T). Likewise lhs: m x k row-major = k x m column-major, or k x m row-major = m x k (op T).
-  layout(plan.a, matmul.rhsTransposed ? k : n, matmul.rhsTransposed ? n : k, matmul.rhsBatched ? k * n : 0);
-  layout(plan.b, matmul.lhsTransposed ? m : k, matmul.lhsTransposed ? k : m, matmul.lhsBatched ? m * k : 0);
-  layout(plan.c, n, m, m * n);
-  layout(plan.d, n, m, m * n);
+  layout(plan.a, matmul.rhsTransposed ? k : n, matmul.rhsTransposed ? n : k, matmul.rhsLd,
+         matmul.rhsBatched ? matmul.rhsBatchStride : 0);
+  layout(plan.b, matmul.lhsTransposed ? m : k, matmul.lhsTransposed ? k : m, matmul.lhsLd,
+         matmul.lhsBatched ? matmul.lhsBatchStride : 0);
+  bool addend = matmul.addend.kind != BufferRef::Kind::None;
+  layout(plan.c, n, m, addend ? matmul.addendLd : matmul.outLd,
+         addend ? matmul.addendBatchStride : matmul.outBatchStride);
+  layout(plan.d, n, m, matmul.outLd, matmul.outBatchStride);
+  plan.alpha = matmul.alpha;
 
   plan.aPtr = resolve(matmul.rhs);
   plan.bPtr = resolve(matmul.lhs);
   plan.dPtr = resolve(matmul.out);
-  bool addend = matmul.addend.kind != BufferRef::Kind::None;
   // Without an addend C is not read (beta = 0); D stands in so cuBLASLt sees a valid pointer.
   plan.cPtr = addend ? resolve(matmul.addend) : plan.dPtr;
   plan.beta = addend ? 1.0f : 0.0f;

@@ -114,72 +114,83 @@ module attributes {gpu.container_module} {
 
 // -----
 
-func.func @matmul_rank(%a: tensor<8x16xf32>, %b: tensor<1x16x4xf32>) -> tensor<1x8x4xf32> {
-  // expected-error @+1 {{operands and result must be rank 3 ([batch, rows, columns])}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<8x16xf32>, tensor<1x16x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
-}
-
-// -----
-
-func.func @matmul_integer(%a: tensor<1x8x16xi32>, %b: tensor<1x16x4xi32>) -> tensor<1x8x4xi32> {
+func.func @matmul_integer(%a: tensor<8x16xi32>, %b: tensor<16x4xi32>) -> tensor<8x4xi32> {
   // expected-error @+1 {{element type must be f32, f16 or bf16, got 'i32'}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<1x8x16xi32>, tensor<1x16x4xi32> -> tensor<1x8x4xi32>
-  return %0 : tensor<1x8x4xi32>
+  %0 = kiln_gpu.matmul %a, %b batch 1 m 8 n 4 k 16 : tensor<8x16xi32>, tensor<16x4xi32> -> tensor<8x4xi32>
+  return %0 : tensor<8x4xi32>
 }
 
 // -----
 
-func.func @matmul_mixed(%a: tensor<1x8x16xf16>, %b: tensor<1x16x4xf32>) -> tensor<1x8x4xf32> {
+func.func @matmul_mixed(%a: tensor<8x16xf16>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{operands must all have the result's element type 'f32'}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<1x8x16xf16>, tensor<1x16x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
+  %0 = kiln_gpu.matmul %a, %b batch 1 m 8 n 4 k 16 : tensor<8x16xf16>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
 
 // -----
 
-func.func @matmul_dynamic(%a: tensor<1x?x16xf32>, %b: tensor<1x16x4xf32>) -> tensor<1x8x4xf32> {
+func.func @matmul_dynamic(%a: tensor<?x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   // expected-error @+1 {{shapes must be static}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<1x?x16xf32>, tensor<1x16x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
+  %0 = kiln_gpu.matmul %a, %b batch 1 m 8 n 4 k 16 : tensor<?x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
 
 // -----
 
-func.func @matmul_shape(%a: tensor<1x8x16xf32>, %b: tensor<1x16x4xf32>) -> tensor<1x8x5xf32> {
-  // expected-error @+1 {{a 'tensor<1x8x16xf32>' times a 'tensor<1x16x4xf32>' is not a 'tensor<1x8x5xf32>'}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<1x8x16xf32>, tensor<1x16x4xf32> -> tensor<1x8x5xf32>
-  return %0 : tensor<1x8x5xf32>
+func.func @matmul_sizes(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{batch, m, n and k must be positive}}
+  %0 = kiln_gpu.matmul %a, %b batch 0 m 8 n 4 k 16 : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
 
 // -----
 
-func.func @matmul_inner(%a: tensor<1x8x16xf32>, %b: tensor<1x15x4xf32>) -> tensor<1x8x4xf32> {
-  // expected-error @+1 {{the lhs has 16 columns but the rhs 15 rows}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<1x8x16xf32>, tensor<1x15x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
+func.func @matmul_not_dense(%a: tensor<8x17xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{lhs 'tensor<8x17xf32>' does not hold 1 dense matrices of its shape; give lhs_strides}}
+  %0 = kiln_gpu.matmul %a, %b batch 1 m 8 n 4 k 16 : tensor<8x17xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
 
 // -----
 
-func.func @matmul_batch(%a: tensor<2x8x16xf32>, %b: tensor<1x16x4xf32>) -> tensor<3x8x4xf32> {
-  // expected-error @+1 {{lhs batch 2 is neither 1 nor 3}}
-  %0 = kiln_gpu.matmul %a, %b : tensor<2x8x16xf32>, tensor<1x16x4xf32> -> tensor<3x8x4xf32>
-  return %0 : tensor<3x8x4xf32>
+func.func @matmul_bad_strides(%a: tensor<8x17xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{lhs_strides must be [batch stride >= 0, row stride >= the row's length]}}
+  %0 = kiln_gpu.matmul %a, %b batch 1 m 8 n 4 k 16 {lhs_strides = array<i64: 0, 8>} : tensor<8x17xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
 
 // -----
 
-func.func @matmul_bias(%a: tensor<1x8x16xf32>, %b: tensor<1x16x4xf32>, %bias: tensor<8xf32>) -> tensor<1x8x4xf32> {
-  // expected-error @+1 {{bias must be a vector of 4 elements, got 'tensor<8xf32>'}}
-  %0 = kiln_gpu.matmul %a, %b bias(%bias : tensor<8xf32>) : tensor<1x8x16xf32>, tensor<1x16x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
+func.func @matmul_view_outside(%a: tensor<128x256xf32>, %b: tensor<4x64x128xf32>) -> tensor<4x128x128xf32> {
+  // expected-error @+1 {{lhs view reaches element 32959 of a 'tensor<128x256xf32>'}}
+  %0 = kiln_gpu.matmul %a, %b batch 4 m 128 n 128 k 64 {lhs_strides = array<i64: 128, 256>}
+      : tensor<128x256xf32>, tensor<4x64x128xf32> -> tensor<4x128x128xf32>
+  return %0 : tensor<4x128x128xf32>
 }
 
 // -----
 
-func.func @matmul_addend(%a: tensor<1x8x16xf32>, %b: tensor<1x16x4xf32>, %c: tensor<1x4x8xf32>) -> tensor<1x8x4xf32> {
-  // expected-error @+1 {{addend must have the result's type 'tensor<1x8x4xf32>'}}
-  %0 = kiln_gpu.matmul %a, %b addend(%c : tensor<1x4x8xf32>) : tensor<1x8x16xf32>, tensor<1x16x4xf32> -> tensor<1x8x4xf32>
-  return %0 : tensor<1x8x4xf32>
+func.func @matmul_result_overlaps(%a: tensor<4x128x64xf32>, %b: tensor<4x64x64xf32>) -> tensor<128x256xf32> {
+  // expected-error @+1 {{the result view must cover each of the result's 32768 elements once}}
+  %0 = kiln_gpu.matmul %a, %b batch 4 m 128 n 64 k 64 {result_strides = array<i64: 32, 256>}
+      : tensor<4x128x64xf32>, tensor<4x64x64xf32> -> tensor<128x256xf32>
+  return %0 : tensor<128x256xf32>
+}
+
+// -----
+
+func.func @matmul_shared_addend(%a: tensor<4x8x16xf32>, %b: tensor<16x4xf32>, %c: tensor<8x4xf32>) -> tensor<4x8x4xf32> {
+  // expected-error @+1 {{addend must have a matrix for every batch index}}
+  %0 = kiln_gpu.matmul %a, %b addend(%c : tensor<8x4xf32>) batch 4 m 8 n 4 k 16
+      : tensor<4x8x16xf32>, tensor<16x4xf32> -> tensor<4x8x4xf32>
+  return %0 : tensor<4x8x4xf32>
+}
+
+// -----
+
+func.func @matmul_bias(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %bias: tensor<8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{bias must have 4 elements, got 'tensor<8xf32>'}}
+  %0 = kiln_gpu.matmul %a, %b bias(%bias : tensor<8xf32>) batch 1 m 8 n 4 k 16 : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
 }
