@@ -353,7 +353,9 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       contiguous operands move as 128-bit vector loads and the result as
       128-bit stores), in a grid-stride loop over the result; blocks of
       256 threads, at most `max-blocks-per-sm` blocks per multiprocessor of
-      the target. Results of one fusion with the same shape share a kernel
+      the target. When each thread has at least 4 groups to do, a trip
+      around the loop takes 4 of them one grid apart and stores them after
+      computing all four, so their loads are in flight together. Results of one fusion with the same shape share a kernel
       (sibling fusion); results of other shapes get kernels of their own.
     * row kernels, for fusions whose reductions all reduce the trailing
       dimensions (columns) of one iteration space and combine with an
@@ -394,6 +396,10 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       [f, window] times columns [window, spatial]; when there are both
       several images and several groups, it stays a direct kernel. Integer
       products stay generated.
+    In every kernel, a division by a constant is a multiplication by its
+    rounded reciprocal (within one ulp of the division, as in XLA): a
+    correctly rounded division costs about ten instructions on a GPU.
+
     Fusion results that are reshapes of a fusion input, or constants, become
     reshapes and constants in `@main`: no kernel copies them. Constant
     tensors inside a fusion move to `@main` and reach the kernel as

@@ -20,6 +20,13 @@ namespace kiln {
 /// enough that small results still spread over many multiprocessors.
 constexpr int64_t kLoopBlock = 256;
 
+/// Items a thread takes per trip around a large result's grid-stride loop,
+/// one grid apart: their loads are independent, so they are in flight
+/// together while the first item's arithmetic runs (a trip per item would
+/// leave one load per thread in flight, too few to cover a GPU's memory
+/// latency once the arithmetic takes a while, as GELU's does).
+constexpr int64_t kItemsPerTrip = 4;
+
 /// Elements per thread: 16 bytes of the widest result element (one 128-bit
 /// access), fewer when the innermost dimension is not a multiple.
 static int64_t chooseLanes(ArrayRef<Value> results, ArrayRef<int64_t> shape) {
@@ -57,6 +64,9 @@ LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
                             arith::ConstantIndexOp::create(b, loc, block)),
       thread);
   Value end = arith::ConstantIndexOp::create(b, loc, work);
+  // Several items per trip only when the grid would loop anyway.
+  int64_t items = work >= kItemsPerTrip * blocks * block ? kItemsPerTrip : 1;
+  int64_t threads = blocks * block;
 
   // One pass when the grid covers the work, else a grid-stride loop.
   Value item;
@@ -68,7 +78,7 @@ LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
     item = first;
     loop = guard;
   } else {
-    Value stride = arith::ConstantIndexOp::create(b, loc, blocks * block);
+    Value stride = arith::ConstantIndexOp::create(b, loc, threads * items);
     auto forOp = scf::ForOp::create(b, loc, first, end, stride);
     b.setInsertionPointToStart(forOp.getBody());
     item = forOp.getInductionVar();
@@ -76,14 +86,45 @@ LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
   }
 
   ElementalEmitter emitter = state.makeEmitter(kernel, lanes);
-  LaneIndex linear{arith::MulIOp::create(b, loc, item, arith::ConstantIndexOp::create(b, loc, lanes)),
-                   lanes > 1 ? 1 : 0, lanes};
-  SmallVector<LaneIndex> indices = emitter.delinearize(linear, shape);
-  for (auto [i, result] : llvm::enumerate(results)) {
-    FailureOr<Lanes> value = emitter.emit(result, indices);
-    if (failed(value))
-      return failure();
-    emitter.store(*value, kernel.getResult(i), indices);
+  // Every item's values first, then every store: nothing orders an item's
+  // loads after an earlier item's stores.
+  struct Pending {
+    SmallVector<Lanes> values;
+    SmallVector<LaneIndex> indices;
+    Value valid;
+  };
+  SmallVector<Pending> pending;
+  for (int64_t u = 0; u < items; ++u) {
+    Value at = item;
+    Pending next;
+    if (u > 0) {
+      at = arith::AddIOp::create(b, loc, item, arith::ConstantIndexOp::create(b, loc, u * threads));
+      // The last trip's later items may fall past the end: they compute the
+      // last item again and store nothing.
+      if (work % (threads * items) != 0) {
+        next.valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at, end);
+        at = arith::MinUIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, work - 1));
+      }
+    }
+    LaneIndex linear{arith::MulIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, lanes)),
+                     lanes > 1 ? 1 : 0, lanes};
+    next.indices = emitter.delinearize(linear, shape);
+    for (Value result : results) {
+      FailureOr<Lanes> value = emitter.emit(result, next.indices);
+      if (failed(value))
+        return failure();
+      next.values.push_back(*value);
+    }
+    pending.push_back(std::move(next));
+  }
+  for (Pending &done : pending) {
+    OpBuilder::InsertionGuard guard(b);
+    if (done.valid) {
+      auto store = scf::IfOp::create(b, loc, done.valid, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(store.thenBlock());
+    }
+    for (auto [i, value] : llvm::enumerate(done.values))
+      emitter.store(value, kernel.getResult(i), done.indices);
   }
   b.setInsertionPointAfter(loop);
 

@@ -169,3 +169,50 @@ func.func @grid_stride(%x: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
   }
   return %0 : tensor<4096x1024xf32>
 }
+
+// -----
+
+// Past 4 items per thread, each trip takes 4 items one grid apart: four
+// loads in flight together, then the stores; items past the end (the last
+// trip's later ones) recompute the last item and store nothing.
+// CHECK-LABEL: func.func @four_per_trip
+// CHECK: kiln_gpu.launch {{.*}} grid [1056, 1, 1] block [256, 1, 1]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2097152 step %c1081344
+// CHECK: vector.load
+// CHECK: arith.minui %{{.*}}, %c2097151
+// CHECK: vector.load
+// CHECK: vector.load
+// CHECK: vector.load
+// CHECK-NOT: vector.load
+// CHECK: vector.store
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: vector.from_elements
+// CHECK-NEXT: vector.store
+func.func @four_per_trip(%x: tensor<8192x1024xf32>) -> tensor<8192x1024xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<8192x1024xf32>) -> tensor<8192x1024xf32> {
+  ^bb0(%a: tensor<8192x1024xf32>):
+    %r = kiln.neg %a : tensor<8192x1024xf32>
+    kiln.yield %r : tensor<8192x1024xf32>
+  }
+  return %0 : tensor<8192x1024xf32>
+}
+
+// -----
+
+// Division by a constant is multiplication by its rounded reciprocal; a
+// division by a variable stays a division.
+// CHECK-LABEL: func.func @divide_by_constant
+// CHECK-DAG: %[[THIRD:.*]] = arith.constant 0.333333343 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %[[THIRD]] : f32
+// CHECK-COUNT-4: arith.divf %[[ONE]], %{{.*}} : f32
+func.func @divide_by_constant(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%a: tensor<1024xf32>):
+    %c = kiln.constant dense<3.0> : tensor<f32>
+    %d = kiln.div %a, %c : (tensor<1024xf32>, tensor<f32>) -> tensor<1024xf32>
+    %r = kiln.reciprocal %d : tensor<1024xf32>
+    kiln.yield %r : tensor<1024xf32>
+  }
+  return %0 : tensor<1024xf32>
+}
