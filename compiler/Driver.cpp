@@ -253,7 +253,7 @@ static std::optional<GpuImage> compileForGpu(ModuleOp module, const Targets &tar
     exitCode = kExitUsage;
     return std::nullopt;
   }
-  buildGpuKernelPipeline(kernels, lowest.name, options.emit == Emit::Linalg);
+  buildGpuKernelPipeline(kernels, lowest.name, options.emit == Emit::Linalg, options.allowTf32);
   if (failed(kernels.run(module)))
     return std::nullopt;
   progress.done(options.emit == Emit::Linalg ? "lowered to linalg" : "formed GPU kernels");

@@ -42,7 +42,8 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
   buildCPULoweringPipeline(pm, cpu);
 }
 
-void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg) {
+void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg,
+                            bool allowTf32) {
   pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -50,6 +51,7 @@ void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool 
     return;
   KilnGpuFormKernelsPassOptions options;
   options.chip = chip.str();
+  options.allowTf32 = allowTf32;
   pm.addPass(createKilnGpuFormKernelsPass(options));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

@@ -40,8 +40,10 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
 
 /// Adds the passes that take a kiln module to GPU kernels (a gpu.module) and
 /// their launches on `chip` (kiln-lower-to-linalg, kiln-gpu-form-kernels);
-/// with `stopAtLinalg`, only as far as linalg inside the fusions.
-void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg);
+/// with `stopAtLinalg`, only as far as linalg inside the fusions; `allowTf32`
+/// lets f32 library products use TF32 tensor cores.
+void buildGpuKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef chip, bool stopAtLinalg,
+                            bool allowTf32 = false);
 
 } // namespace kiln
 

@@ -53,6 +53,11 @@ int main(int argc, char **argv) {
       cl::desc("CUDA toolkit for GPU targets (bin/ptxas, nvvm/libdevice); default: "
                "$CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or where ptxas is on PATH"),
       cl::value_desc("dir"), cl::cat(category));
+  cl::opt<bool> gpuTf32("gpu-tf32",
+                        cl::desc("Let f32 matrix products and convolutions on GPUs run on TF32 "
+                                 "tensor cores (about 10 bits of mantissa in each product; "
+                                 "default: full f32)"),
+                        cl::cat(category));
   cl::opt<std::string> cpu("cpu",
                            cl::desc("Target CPU: 'native' (this machine, the default) or "
                                     "an LLVM CPU name such as x86-64-v3 or skylake-avx512"),
@@ -139,6 +144,7 @@ int main(int argc, char **argv) {
   if (!targets.empty())
     options.targets.assign(targets.begin(), targets.end());
   options.cudaPath = cudaPath;
+  options.allowTf32 = gpuTf32;
   options.target.functionName = name;
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
