@@ -1,6 +1,7 @@
 //===- Artifact.cpp - Native code and the .kiln artifact ------------------===//
 #include "compiler/Artifact.h"
 
+#include "codegen/Optimize.h"
 #include "kiln/manifest.h"
 #include "kiln/runtime.h"
 
@@ -10,7 +11,6 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -216,17 +216,7 @@ translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
     }
 
   limitFullUnrolling();
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*llvmModule, mam);
+  optimizeModule(*llvmModule, machine);
   return llvmModule;
 }
 

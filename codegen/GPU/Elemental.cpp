@@ -482,6 +482,27 @@ FailureOr<Lanes> ElementalEmitter::emitUncached(Value tensor, ArrayRef<LaneIndex
   return failure();
 }
 
+FailureOr<SmallVector<Value>>
+ElementalEmitter::choose(Value condition, int64_t count, Type type,
+                         llvm::function_ref<FailureOr<Lanes>()> inside,
+                         llvm::function_ref<FailureOr<Lanes>()> outside) {
+  SmallVector<Type> types(count, type);
+  auto choice = scf::IfOp::create(builder, loc, types, condition, /*addThenBlock=*/true,
+                                  /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(builder);
+  for (auto [block, side] : {std::pair{choice.thenBlock(), inside}, std::pair{choice.elseBlock(), outside}}) {
+    builder.setInsertionPointToStart(block);
+    FailureOr<Lanes> value = side();
+    if (failed(value))
+      return failure();
+    SmallVector<Value> yielded;
+    for (int64_t k = 0; k < count; ++k)
+      yielded.push_back(value->lane(k));
+    scf::YieldOp::create(builder, loc, yielded);
+  }
+  return SmallVector<Value>(choice.getResults());
+}
+
 /// Whether `index`, lo <= index < hi, gives the same answer for every lane.
 static bool lanesAgree(const LaneIndex &index, int64_t lo, int64_t hi, int64_t lanes) {
   if (index.isUniform())
@@ -547,43 +568,23 @@ FailureOr<Lanes> ElementalEmitter::emitInsertSlice(Operation *op, ArrayRef<LaneI
   for (int64_t l = 0; l < width; ++l) {
     SmallVector<LaneIndex> at =
         llvm::map_to_vector(indices, [&](const LaneIndex &i) { return laneIndex(i, l); });
-    SmallVector<Type> types(agree ? lanes : 1, element);
     bool allUniform = llvm::all_of(at, [](const LaneIndex &i) { return i.isUniform(); });
-    if (agree && allUniform)
-      types.assign(1, element);
-    auto choice = scf::IfOp::create(builder, loc, types, conditions[l], true, true);
-    {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(choice.thenBlock());
-      SmallVector<LaneIndex> source;
-      for (auto [dim, index] : llvm::enumerate(at)) {
-        if (dropped.test(dim))
-          continue;
-        LaneIndex shifted = add(index, constant(-offsets[dim]));
-        source.push_back(strides[dim] == 1 ? shifted : floorDiv(shifted, strides[dim]));
-      }
-      FailureOr<Lanes> inner = emit(insert.getSource(), source);
-      if (failed(inner))
-        return failure();
-      SmallVector<Value> yielded;
-      for (size_t k = 0; k < types.size(); ++k)
-        yielded.push_back(inner->lane(k));
-      scf::YieldOp::create(builder, loc, yielded);
-      builder.setInsertionPointToStart(choice.elseBlock());
-      FailureOr<Lanes> outer = emit(insert.getDest(), at);
-      if (failed(outer))
-        return failure();
-      yielded.clear();
-      for (size_t k = 0; k < types.size(); ++k)
-        yielded.push_back(outer->lane(k));
-      scf::YieldOp::create(builder, loc, yielded);
-    }
-    if (agree) {
-      for (Value v : choice.getResults())
-        result.values.push_back(v);
-    } else {
-      result.values.push_back(choice.getResult(0));
-    }
+    FailureOr<SmallVector<Value>> chosen = choose(
+        conditions[l], agree && !allUniform ? lanes : 1, element,
+        [&]() -> FailureOr<Lanes> {
+          SmallVector<LaneIndex> source;
+          for (auto [dim, index] : llvm::enumerate(at)) {
+            if (dropped.test(dim))
+              continue;
+            LaneIndex shifted = add(index, constant(-offsets[dim]));
+            source.push_back(strides[dim] == 1 ? shifted : floorDiv(shifted, strides[dim]));
+          }
+          return emit(insert.getSource(), source);
+        },
+        [&]() { return emit(insert.getDest(), at); });
+    if (failed(chosen))
+      return failure();
+    llvm::append_range(result.values, *chosen);
   }
   return result;
 }
@@ -627,27 +628,18 @@ FailureOr<Lanes> ElementalEmitter::emitPad(Operation *op, ArrayRef<LaneIndex> in
                                      arith::AndIOp::create(builder, loc, ge, lt));
     }
     bool allUniform = llvm::all_of(at, [](const LaneIndex &i) { return i.isUniform(); });
-    SmallVector<Type> types(agree && !allUniform ? lanes : 1, element);
-    auto choice = scf::IfOp::create(builder, loc, types, inside, true, true);
-    {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(choice.thenBlock());
-      SmallVector<LaneIndex> source;
-      for (auto [dim, index] : llvm::enumerate(at))
-        source.push_back(low[dim] == 0 ? index : add(index, constant(-low[dim])));
-      FailureOr<Lanes> inner = emit(pad.getSource(), source);
-      if (failed(inner))
-        return failure();
-      SmallVector<Value> yielded;
-      for (size_t k = 0; k < types.size(); ++k)
-        yielded.push_back(inner->lane(k));
-      scf::YieldOp::create(builder, loc, yielded);
-      builder.setInsertionPointToStart(choice.elseBlock());
-      yielded.assign(types.size(), *padValue);
-      scf::YieldOp::create(builder, loc, yielded);
-    }
-    for (Value v : choice.getResults())
-      result.values.push_back(v);
+    FailureOr<SmallVector<Value>> chosen = choose(
+        inside, agree && !allUniform ? lanes : 1, element,
+        [&]() -> FailureOr<Lanes> {
+          SmallVector<LaneIndex> source;
+          for (auto [dim, index] : llvm::enumerate(at))
+            source.push_back(low[dim] == 0 ? index : add(index, constant(-low[dim])));
+          return emit(pad.getSource(), source);
+        },
+        [&]() -> FailureOr<Lanes> { return Lanes{{*padValue}}; });
+    if (failed(chosen))
+      return failure();
+    llvm::append_range(result.values, *chosen);
   }
   if (result.values.size() != 1 && result.values.size() != static_cast<size_t>(lanes))
     return op->emitError("kiln-gpu-form-kernels: internal error: lanes of a pad"), failure();

@@ -114,6 +114,13 @@ private:
                                      llvm::ArrayRef<LaneIndex> indices);
   mlir::FailureOr<Lanes> emitInsertSlice(mlir::Operation *op, llvm::ArrayRef<LaneIndex> indices);
   mlir::FailureOr<Lanes> emitPad(mlir::Operation *op, llvm::ArrayRef<LaneIndex> indices);
+  /// An scf.if of `count` values of `type`: the first `count` lanes of
+  /// `inside` where `condition` holds, of `outside` elsewhere; only the taken
+  /// side runs.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  choose(mlir::Value condition, int64_t count, mlir::Type type,
+         llvm::function_ref<mlir::FailureOr<Lanes>()> inside,
+         llvm::function_ref<mlir::FailureOr<Lanes>()> outside);
   /// Clones a payload block per lane (once when every input is uniform).
   mlir::FailureOr<llvm::SmallVector<Lanes>>
   clonePayload(mlir::Block &payload, llvm::ArrayRef<Lanes> arguments,

@@ -1,6 +1,8 @@
 //===- Target.cpp - NVIDIA code: NVVM lowering, PTX, cubins ---------------===//
 #include "codegen/NVPTX/Target.h"
 
+#include "codegen/Optimize.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -9,7 +11,6 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -215,17 +216,7 @@ translateKernelsToLLVMIR(gpu::GPUModuleOp kernels, const GpuChip &chip,
     return function && function->getCallingConv() == llvm::CallingConv::PTX_Kernel;
   });
 
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder passes(machine->get());
-  passes.registerModuleAnalyses(mam);
-  passes.registerCGSCCAnalyses(cgam);
-  passes.registerFunctionAnalyses(fam);
-  passes.registerLoopAnalyses(lam);
-  passes.crossRegisterProxies(lam, fam, cgam, mam);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(*module, mam);
+  optimizeModule(*module, **machine);
   return module;
 }
 

@@ -10,21 +10,6 @@
 namespace kiln::rt {
 namespace {
 
-std::vector<std::string_view> splitFields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  std::size_t pos = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
-      ++pos;
-    std::size_t start = pos;
-    while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t')
-      ++pos;
-    if (pos > start)
-      fields.push_back(line.substr(start, pos - start));
-  }
-  return fields;
-}
-
 int hexValue(char c) {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -65,6 +50,21 @@ bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
 }
 
 } // namespace
+
+std::vector<std::string_view> splitFields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t pos = 0;
+  while (pos < line.size()) {
+    while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
+      ++pos;
+    std::size_t start = pos;
+    while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t')
+      ++pos;
+    if (pos > start)
+      fields.push_back(line.substr(start, pos - start));
+  }
+  return fields;
+}
 
 std::string printable(std::string_view text) {
   std::string out;

@@ -59,6 +59,9 @@ int findSpec(const std::vector<TensorSpec> &specs, std::string_view name);
 // quote a possibly corrupt file.
 std::string printable(std::string_view text);
 
+// The whitespace-separated (spaces, tabs) words of one line of a manifest or a GPU program.
+std::vector<std::string_view> splitFields(std::string_view line);
+
 // Undoes the manifest's percent-encoding ("a%20b" -> "a b"); throws Error on a bad escape.
 std::string percentDecode(std::string_view text, const std::string &context);
 // The inverse, for tools that write manifests (space, '%' and bytes outside 0x21..0x7e).

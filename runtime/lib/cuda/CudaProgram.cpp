@@ -226,7 +226,7 @@ public:
       ++line_;
       if (!line.empty() && line.back() == '\r')
         line.remove_suffix(1);
-      std::vector<std::string_view> words = split(line);
+      std::vector<std::string_view> words = splitFields(line);
       if (words.empty() || words[0][0] == '#')
         continue;
       std::string_view keyword = words[0];
@@ -306,21 +306,6 @@ private:
 
   static uint64_t bytesOf(const TensorSpec &spec) {
     return static_cast<uint64_t>(checkedNumElements(spec.dims, spec.name)) * dtypeSize(spec.dtype);
-  }
-
-  static std::vector<std::string_view> split(std::string_view line) {
-    std::vector<std::string_view> words;
-    std::size_t pos = 0;
-    while (pos < line.size()) {
-      while (pos < line.size() && (line[pos] == ' ' || line[pos] == '\t'))
-        ++pos;
-      std::size_t start = pos;
-      while (pos < line.size() && line[pos] != ' ' && line[pos] != '\t')
-        ++pos;
-      if (pos > start)
-        words.push_back(line.substr(start, pos - start));
-    }
-    return words;
   }
 
   std::string where() const { return source_ + ": cuda program line " + std::to_string(line_); }
