@@ -2,6 +2,8 @@
 #ifndef KILN_PASSES_PASSES_H
 #define KILN_PASSES_PASSES_H
 
+#include "dialects/kiln/Device.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -28,6 +30,22 @@ constexpr int64_t kDefaultFoldMaxElements = 1 << 20;
 /// hold more than `maxElements` elements. `op` itself is left in place.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 foldToConstants(mlir::OpBuilder &builder, mlir::Operation *op, int64_t maxElements);
+
+/// A placement rule, NODE_REGEX=DEVICE: ops whose whole node name matches
+/// the (extended POSIX) regular expression go on the device.
+struct PlacementRule {
+  std::string text, pattern;
+  DeviceName device;
+
+  bool matches(llvm::StringRef node) const;
+};
+
+/// Parses NODE_REGEX=DEVICE; on error, sets `error` to a sentence quoting it.
+mlir::FailureOr<PlacementRule> parsePlacementRule(llvm::StringRef spec, std::string &error);
+
+/// The ONNX node (or initializer, or graph input) name behind `loc`; "" when
+/// it names none.
+std::string nodeName(mlir::Location loc);
 
 } // namespace kiln
 

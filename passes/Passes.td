@@ -142,4 +142,117 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   ];
 }
 
+def KilnPlacePass : Pass<"kiln-place", "mlir::func::FuncOp"> {
+  let summary = "Places every kiln op on a device";
+  let description = [{
+    Gives every op of the function a `kiln.device` attribute holding a full
+    device name (`/job:localhost/replica:0/task:0/device:CPU:0`), in three
+    steps, as TensorFlow's placer does:
+
+    1. **Explicit placement**: a `kiln.device` the op already carries (an
+       importer fills it from the model), else the first `place` rule whose
+       regular expression matches the op's whole node name (its location).
+       Partial names are completed: the local task, device index 0, and the
+       type of `default-device` when none is named.
+    2. **Soft placement**: an op placed on a device type the artifact has no
+       code for (GPU without a `cuda` target) is an error naming the op and
+       the device; with `allow-soft-placement` it moves to `default-device`
+       (or CPU:0) with a warning naming both.
+    3. **Cost model** for the ops left: constants go with their first user;
+       other ops go with the input that carries the most bytes (ties: the
+       first operand), except that a *tiny shape op* (integer result of at
+       most 16 elements) whose inputs live on a GPU goes to the CPU of
+       `default-device`; ops whose operands are all graph inputs or
+       constants go to `default-device`.
+
+    Devices of other tasks (`/job:worker/task:1/...`) are refused: an
+    artifact runs in one process.
+
+    With `log`, prints one line per ONNX node to stderr in TensorFlow's
+    `log_device_placement` format: `add: /job:localhost/replica:0/task:0/device:CPU:0`.
+
+    ```mlir
+    // kiln-place{place=fc2=/cpu:1}
+    %h = kiln.relu %x : tensor<4xf32> loc("fc1")
+    %y = kiln.neg %h : tensor<4xf32> loc("fc2")
+    // becomes
+    %h = kiln.relu %x {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:0"} ...
+    %y = kiln.neg %h {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:1"} ...
+    ```
+  }];
+  let options = [
+    ListOption<"rules", "place", "std::string",
+               "Placement rules NODE_REGEX=DEVICE; the first whose regex matches the "
+               "node name wins">,
+    Option<"defaultDevice", "default-device", "std::string", /*default=*/"\"/cpu:0\"",
+           "Device of ops no rule or input decides">,
+    ListOption<"deviceTypes", "device-types", "std::string",
+               "Device types the artifact has code for (CPU, GPU); default: CPU">,
+    Option<"allowSoftPlacement", "allow-soft-placement", "bool", /*default=*/"false",
+           "Move ops placed on a device type without code instead of failing">,
+    Option<"log", "log", "bool", /*default=*/"false",
+           "Print each node's device to stderr (log_device_placement)">
+  ];
+}
+
+def KilnPartitionPass : Pass<"kiln-partition", "mlir::ModuleOp"> {
+  let summary = "Splits a placed @main into one function per device";
+  let description = [{
+    For a `@main` whose ops carry `kiln.device` (from `kiln-place`), creates
+    one function per device, `@main_cpu0`, `@main_cpu1`, `@main_gpu0`, ...
+    (CPUs first, then by index), each holding that device's ops in their
+    original order and tagged with its `kiln.device`. Every partition takes
+    all graph inputs and returns the graph outputs it computes.
+
+    A tensor computed on one device and used on another becomes one
+    `kiln.send` right after its producer and one `kiln.recv` before its first
+    use in the consumer: one transfer per tensor per destination device, not
+    per use. Constants are copied into every partition that uses them
+    instead of being sent.
+
+    `@main` then calls every partition once (the calls are independent and
+    may run concurrently) and returns their results. A function placed on a
+    single device only gets that device as its `kiln.device` attribute.
+
+    ```mlir
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = call @main_cpu1(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      %1 = call @main_cpu0(%x) : (tensor<4xf32>) -> ()
+      return %0 : tensor<4xf32>
+    }
+    func.func @main_cpu0(%x: tensor<4xf32>) attributes {kiln.device = ".../device:CPU:0"} {
+      %h = kiln.relu %x : tensor<4xf32>
+      kiln.send %h {tensor_name = "fc1:0", ...} : tensor<4xf32>
+      return
+    }
+    func.func @main_cpu1(%x: tensor<4xf32>) -> tensor<4xf32>
+        attributes {kiln.device = ".../device:CPU:1"} {
+      %h = kiln.recv {tensor_name = "fc1:0", ...} : tensor<4xf32>
+      %y = kiln.neg %h : tensor<4xf32>
+      return %y : tensor<4xf32>
+    }
+    ```
+  }];
+}
+
+def KilnFormStagesPass : Pass<"kiln-form-stages", "mlir::ModuleOp"> {
+  let summary = "Cuts partitions at their receives into stages compiled on their own";
+  let description = [{
+    Turns the partitioned module of `kiln-partition` into stages that a
+    back end compiles like any single-device function. An op's *depth* is the
+    number of transfers on its longest path from the graph inputs; the ops
+    of one partition with the same depth form one stage function
+    (`@main_cpu1_s1`), whose arguments are the graph inputs, the values of
+    its partition's earlier stages and the tensors it receives, and whose
+    results are what later stages, other devices and the graph outputs use.
+    Sends and receives disappear: `@main` becomes a data-flow program of
+    stage calls, each tagged with its `kiln.device`, and a value that one
+    device's stage returns and another device's stage takes is a transfer.
+
+    Stages of one device run in `@main`'s order; a stage waits only for the
+    stages whose results it takes, and those come before it in `@main`, so
+    the runtime cannot deadlock whatever the devices' relative speed.
+  }];
+}
+
 #endif // KILN_PASSES_TD

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/KilnOps.h"
+#include "dialects/kiln/Device.h"
 
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
@@ -698,3 +699,35 @@ LogicalResult FusionOp::verify() {
 #include "dialects/kiln/KilnOps.cpp.inc"
 
 #include "dialects/kiln/KilnEnums.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Transfers between devices
+//===----------------------------------------------------------------------===//
+
+/// Send and receive name two different, fully specified devices.
+static LogicalResult verifyTransfer(Operation *op, StringRef sendDevice, StringRef recvDevice) {
+  std::optional<DeviceName> devices[2];
+  StringRef texts[2] = {sendDevice, recvDevice};
+  const char *roles[2] = {"send_device", "recv_device"};
+  for (int i = 0; i < 2; ++i) {
+    std::string error;
+    devices[i] = DeviceName::parse(texts[i], error);
+    if (!devices[i])
+      return op->emitOpError() << roles[i] << ": " << error;
+    if (!devices[i]->isFull())
+      return op->emitOpError() << roles[i] << " '" << texts[i]
+                               << "' must name one device fully, e.g. "
+                                  "/job:localhost/replica:0/task:0/device:CPU:0";
+  }
+  if (*devices[0] == *devices[1])
+    return op->emitOpError() << "sends to its own device '" << sendDevice << "'";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyTransfer(*this, getSendDevice(), getRecvDevice());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyTransfer(*this, getSendDevice(), getRecvDevice());
+}

@@ -697,4 +697,50 @@ def Kiln_YieldOp : Kiln_Op<"yield", [Terminator, ReturnLike, HasParent<"FusionOp
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
+//===----------------------------------------------------------------------===//
+// Transfers between devices
+//===----------------------------------------------------------------------===//
+
+def Kiln_SendOp : Kiln_Op<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Hands a tensor to another device's partition";
+  let description = [{
+    Made by `kiln-partition` where a tensor computed on one device is used on
+    another: the producing device's function sends it once per destination
+    device, and the destination's function has the matching `kiln.recv`
+    (same `tensor_name`, `send_device` and `recv_device`). Sending never
+    waits for the receiver, so partitions that each follow the graph's order
+    cannot deadlock. Device names are full TensorFlow-style strings.
+
+    ```mlir
+    kiln.send %h {tensor_name = "fc1:0",
+                  send_device = "/job:localhost/replica:0/task:0/device:CPU:0",
+                  recv_device = "/job:localhost/replica:0/task:0/device:CPU:1"}
+        : tensor<64x1024xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$value, StrAttr:$tensor_name, StrAttr:$send_device,
+                       StrAttr:$recv_device);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Kiln_RecvOp : Kiln_Op<"recv", [MemoryEffects<[MemRead]>]> {
+  let summary = "Receives a tensor sent by another device's partition";
+  let description = [{
+    The result is the tensor the matching `kiln.send` (same `tensor_name`,
+    `send_device` and `recv_device`) handed over; it waits until it arrives.
+
+    ```mlir
+    %h = kiln.recv {tensor_name = "fc1:0",
+                    send_device = "/job:localhost/replica:0/task:0/device:CPU:0",
+                    recv_device = "/job:localhost/replica:0/task:0/device:CPU:1"}
+        : tensor<64x1024xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$tensor_name, StrAttr:$send_device, StrAttr:$recv_device);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD
