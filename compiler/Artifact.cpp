@@ -2,6 +2,7 @@
 #include "compiler/Artifact.h"
 
 #include "codegen/Optimize.h"
+#include "dialects/kiln/Device.h"
 #include "kiln/manifest.h"
 #include "kiln/runtime.h"
 
@@ -99,6 +100,60 @@ llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
   return signature;
 }
 
+bool PartitionPlan::hasGpu() const {
+  return llvm::any_of(stages, [](const StageSignature &stage) {
+    return llvm::StringRef(stage.device).starts_with("gpu");
+  });
+}
+
+llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main || main.isExternal())
+    return std::optional<PartitionPlan>();
+  Block &body = main.getBody().front();
+  if (llvm::none_of(body.getOps<func::CallOp>(),
+                    [](func::CallOp call) { return call->hasAttr(kDeviceAttrName); }))
+    return std::optional<PartitionPlan>();
+
+  PartitionPlan plan;
+  llvm::DenseMap<Value, StageValue> sources;
+  for (auto [index, arg] : llvm::enumerate(main.getArguments()))
+    sources[arg] = {StageValue::Kind::Input, static_cast<unsigned>(index), 0};
+  for (Operation &op : body.without_terminator()) {
+    auto call = llvm::dyn_cast<func::CallOp>(op);
+    auto device = call ? call->getAttrOfType<StringAttr>(kDeviceAttrName) : nullptr;
+    if (!device)
+      return op.emitError("a partitioned @main holds only stage calls with a device"),
+             failure();
+    std::string error;
+    std::optional<DeviceName> name = DeviceName::parse(device.getValue(), error);
+    if (!name || !name->isFull())
+      return op.emitError("bad stage device '") << device.getValue() << "'", failure();
+    StageSignature stage;
+    stage.function = call.getCallee().str();
+    stage.device = name->shortName();
+    if (llvm::none_of(plan.devices, [&](const auto &d) { return d.first == stage.device; }))
+      plan.devices.push_back({stage.device, name->str()});
+    for (Value operand : call.getOperands())
+      stage.args.push_back(sources.lookup(operand));
+    for (auto [index, result] : llvm::enumerate(call.getResults())) {
+      auto tensor = llvm::dyn_cast<RankedTensorType>(result.getType());
+      if (!tensor || !tensor.hasStaticShape() || dtypeName(tensor.getElementType()).empty())
+        return call.emitError("a stage result must be a statically shaped tensor, got ")
+                   << result.getType(),
+               failure();
+      stage.results.push_back({"", dtypeName(tensor.getElementType()),
+                               llvm::SmallVector<int64_t>(tensor.getShape())});
+      sources[result] = {StageValue::Kind::Stage, static_cast<unsigned>(plan.stages.size()),
+                         static_cast<unsigned>(index)};
+    }
+    plan.stages.push_back(std::move(stage));
+  }
+  for (Value value : body.getTerminator()->getOperands())
+    plan.outputs.push_back(sources.lookup(value));
+  return std::optional<PartitionPlan>(std::move(plan));
+}
+
 void stripSignatureNames(ModuleOp module) {
   if (auto main = module.lookupSymbol<func::FuncOp>("main")) {
     for (unsigned i = 0; i < main.getNumArguments(); ++i)
@@ -167,10 +222,22 @@ static std::string requiredFeatures(llvm::TargetMachine &machine) {
   return out;
 }
 
+EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options) {
+  return {"main", options.functionName, "kiln_entry",
+          signature.inputs.size() + signature.outputs.size()};
+}
+
+std::vector<EntryPoint> stageEntries(const PartitionPlan &plan) {
+  std::vector<EntryPoint> entries;
+  for (auto [index, stage] : llvm::enumerate(plan.stages))
+    entries.push_back({stage.function, "", "kiln_stage_" + std::to_string(index),
+                       stage.args.size() + stage.results.size()});
+  return entries;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
-translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
-                  llvm::TargetMachine &machine, const TargetOptions &options,
-                  llvm::LLVMContext &llvmContext) {
+translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
+                  llvm::TargetMachine &machine, llvm::LLVMContext &llvmContext) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)
@@ -178,35 +245,39 @@ translateToLLVMIR(ModuleOp module, const ModelSignature &signature,
   llvmModule->setTargetTriple(machine.getTargetTriple());
   llvmModule->setDataLayout(machine.createDataLayout());
 
-  llvm::Function *model = llvmModule->getFunction("main");
-  if (!model)
-    return llvm::createStringError("the lowered module has no main function");
-  model->setName(options.functionName);
-  if (model->getName() != options.functionName)
-    return llvm::createStringError("the symbol name '" + options.functionName +
-                                   "' is taken; choose another --name");
-  // The runtime passes distinct buffers, which lets LLVM vectorize freely.
-  for (llvm::Argument &arg : model->args())
-    if (arg.getType()->isPointerTy())
-      arg.addAttr(llvm::Attribute::NoAlias);
+  for (const EntryPoint &entryPoint : entries) {
+    llvm::Function *model = llvmModule->getFunction(entryPoint.function);
+    if (!model)
+      return llvm::createStringError("the lowered module has no function '" +
+                                     entryPoint.function + "'");
+    if (!entryPoint.symbol.empty()) {
+      model->setName(entryPoint.symbol);
+      if (model->getName() != entryPoint.symbol)
+        return llvm::createStringError("the symbol name '" + entryPoint.symbol +
+                                       "' is taken; choose another --name");
+    }
+    // The runtime passes distinct buffers, which lets LLVM vectorize freely.
+    for (llvm::Argument &arg : model->args())
+      if (arg.getType()->isPointerTy())
+        arg.addAttr(llvm::Attribute::NoAlias);
 
-  // void kiln_entry(void **buffers): inputs, then outputs.
-  llvm::IRBuilder<> b(llvmContext);
-  llvm::PointerType *ptr = b.getPtrTy();
-  auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
-                                       llvm::GlobalValue::ExternalLinkage, "kiln_entry",
-                                       *llvmModule);
-  b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", entry));
-  llvm::SmallVector<llvm::Value *> args;
-  size_t count = signature.inputs.size() + signature.outputs.size();
-  if (count != model->arg_size())
-    return llvm::createStringError("the lowered function takes " +
-                                   std::to_string(model->arg_size()) + " buffers, expected " +
-                                   std::to_string(count));
-  for (size_t i = 0; i < count; ++i)
-    args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
-  b.CreateCall(model, args);
-  b.CreateRetVoid();
+    // void wrapper(void **buffers): inputs, then outputs.
+    llvm::IRBuilder<> b(llvmContext);
+    llvm::PointerType *ptr = b.getPtrTy();
+    auto *entry = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                         llvm::GlobalValue::ExternalLinkage, entryPoint.wrapper,
+                                         *llvmModule);
+    b.SetInsertPoint(llvm::BasicBlock::Create(llvmContext, "entry", entry));
+    llvm::SmallVector<llvm::Value *> args;
+    if (entryPoint.buffers != model->arg_size())
+      return llvm::createStringError("the lowered function '" + entryPoint.function +
+                                     "' takes " + std::to_string(model->arg_size()) +
+                                     " buffers, expected " + std::to_string(entryPoint.buffers));
+    for (size_t i = 0; i < entryPoint.buffers; ++i)
+      args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
+    b.CreateCall(model, args);
+    b.CreateRetVoid();
+  }
 
   for (llvm::Function &f : *llvmModule)
     if (!f.isDeclaration()) {
@@ -250,8 +321,16 @@ void addGpuImage(llvm::Module &module, const GpuImage &image) {
            false, 256);
 }
 
+/// `input:I` or `stage:S:R`.
+static std::string valueText(const StageValue &value) {
+  if (value.kind == StageValue::Kind::Input)
+    return "input:" + std::to_string(value.index);
+  return "stage:" + std::to_string(value.index) + ":" + std::to_string(value.result);
+}
+
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
-                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu) {
+                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
+                          const PartitionPlan *plan) {
   std::string manifest;
   llvm::raw_string_ostream os(manifest);
   os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
@@ -261,7 +340,25 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
     os << "cpu " << machine.getTargetCPU() << "\n"
        << "features" << (requiredFeatures(machine).empty() ? "" : " ")
        << requiredFeatures(machine) << "\n";
-  os << "devices" << (cpuCode ? " cpu" : "") << (gpu ? " cuda" : "") << "\n";
+  if (plan) {
+    // Runtimes that predate partitions refuse the kind by name.
+    os << "devices partitioned\n";
+    for (const auto &[shortName, fullName] : plan->devices)
+      os << "partition " << shortName << " " << fullName << "\n";
+    for (auto [index, stage] : llvm::enumerate(plan->stages)) {
+      os << "stage " << index << " " << stage.device << " " << stage.args.size();
+      for (const StageValue &arg : stage.args)
+        os << " " << valueText(arg);
+      os << " " << stage.results.size();
+      for (const TensorSignature &result : stage.results)
+        os << " " << result.dtype << " " << shapeText(result.shape);
+      os << "\n";
+    }
+    for (const StageValue &output : plan->outputs)
+      os << "output-from " << valueText(output) << "\n";
+  } else {
+    os << "devices" << (cpuCode ? " cpu" : "") << (gpu ? " cuda" : "") << "\n";
+  }
   if (gpu) {
     os << "cuda-cubin";
     for (const auto &[chip, cubin] : gpu->cubins)

@@ -4,6 +4,8 @@
 // function, its weights as read-only data, and two symbols for the runtime:
 // `kiln_manifest` (text: format version, target, inputs and outputs) and
 // `kiln_entry(void **buffers)`, which takes the inputs then the outputs.
+// A model partitioned over devices has `kiln_stage_<i>` entries instead,
+// one per stage, and the manifest describes the stages (docs/partitions.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_ARTIFACT_H
@@ -40,6 +42,37 @@ struct ModelSignature {
 
 llvm::FailureOr<ModelSignature> readSignature(mlir::ModuleOp module);
 
+/// Where a stage's argument or a graph output comes from: a graph input or
+/// a result of an earlier stage.
+struct StageValue {
+  enum class Kind { Input, Stage } kind = Kind::Input;
+  unsigned index = 0;  // the input, or the stage
+  unsigned result = 0; // the stage's result
+};
+
+/// One stage of a partitioned model: a function compiled for one device.
+struct StageSignature {
+  std::string function; // its name in the module
+  std::string device;   // short device name, "cpu:1"
+  std::vector<StageValue> args;
+  std::vector<TensorSignature> results;
+};
+
+/// A model split over devices (kiln-form-stages): the devices, the stages in
+/// the order @main calls them, and where each graph output comes from.
+struct PartitionPlan {
+  /// (short name, full name), e.g. ("cpu:1", "/job:localhost/.../device:CPU:1").
+  std::vector<std::pair<std::string, std::string>> devices;
+  std::vector<StageSignature> stages;
+  std::vector<StageValue> outputs;
+
+  bool hasGpu() const;
+};
+
+/// The plan of a partitioned @main (calls to stage functions), or nullopt
+/// when @main is not partitioned; failure after an error.
+llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(mlir::ModuleOp module);
+
 /// Drops the `kiln.name` attributes from @main once the signature is read;
 /// the LLVM dialect has no meaning for them.
 void stripSignatureNames(mlir::ModuleOp module);
@@ -48,13 +81,27 @@ void stripSignatureNames(mlir::ModuleOp module);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Translates an LLVM-dialect module to LLVM IR and adds the CPU entry
-/// point: the model function is renamed to `functionName`, and `kiln_entry`
-/// is added. Runs LLVM's O3 pipeline.
+/// A function of the lowered module that the runtime calls through a
+/// `void wrapper(void **buffers)` entry: inputs, then outputs.
+struct EntryPoint {
+  std::string function; // name in the lowered module
+  std::string symbol;   // exported name of the function; empty: keep it
+  std::string wrapper;  // exported name of the entry
+  size_t buffers = 0;
+};
+
+/// The entry of a single-device model: @main renamed to `functionName`,
+/// called by `kiln_entry`.
+EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options);
+
+/// The entries of a partitioned model's stages: `kiln_stage_<i>`.
+std::vector<EntryPoint> stageEntries(const PartitionPlan &plan);
+
+/// Translates an LLVM-dialect module to LLVM IR and adds the entry points.
+/// Runs LLVM's O3 pipeline.
 llvm::Expected<std::unique_ptr<llvm::Module>>
-translateToLLVMIR(mlir::ModuleOp module, const ModelSignature &signature,
-                  llvm::TargetMachine &machine, const TargetOptions &options,
-                  llvm::LLVMContext &llvmContext);
+translateToLLVMIR(mlir::ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
+                  llvm::TargetMachine &machine, llvm::LLVMContext &llvmContext);
 
 /// An LLVM module for `machine` that holds no code, to carry the data of an
 /// artifact without CPU code.
@@ -80,9 +127,11 @@ struct GpuImage {
 void addGpuImage(llvm::Module &module, const GpuImage &image);
 
 /// The manifest: format version, signature, the host target, and the device
-/// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given).
+/// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given,
+/// a partitioned program when `plan` is).
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
-                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu);
+                          llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
+                          const PartitionPlan *plan = nullptr);
 
 /// Adds the `kiln_manifest` symbol.
 void addManifest(llvm::Module &module, llvm::StringRef text);

@@ -5,7 +5,9 @@
 #include "compiler/Pipeline.h"
 #include "codegen/GPU/Chip.h"
 #include "codegen/NVPTX/Target.h"
+#include "dialects/kiln/Device.h"
 #include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -355,6 +357,20 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     llvm::errs() << "kilnc: error: " << error << "\n";
     return kExitUsage;
   }
+  for (const std::string &rule : options.placeRules) {
+    std::string error;
+    if (failed(parsePlacementRule(rule, error))) {
+      llvm::errs() << "kilnc: error: --place: " << error << "\n";
+      return kExitUsage;
+    }
+  }
+  if (!options.defaultDevice.empty()) {
+    std::string error;
+    if (!DeviceName::parse(options.defaultDevice, error)) {
+      llvm::errs() << "kilnc: error: --default-device: " << error << "\n";
+      return kExitUsage;
+    }
+  }
   bool single = (targets.cpu ? 1 : 0) + targets.cuda.size() == 1;
   if (isPerTarget(options.emit) && !single) {
     llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit)
@@ -422,6 +438,18 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     return kExitUsage;
   GraphOptions graphOptions = options.graph;
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
+  PlacementOptions &placement = graphOptions.placement.emplace();
+  placement.rules = options.placeRules;
+  placement.defaultDevice = !options.defaultDevice.empty() ? options.defaultDevice
+                            : targets.cpu                  ? "/cpu:0"
+                                                           : "/gpu:0";
+  placement.deviceTypes.clear();
+  if (targets.cpu)
+    placement.deviceTypes.push_back("CPU");
+  if (!targets.cuda.empty())
+    placement.deviceTypes.push_back("GPU");
+  placement.allowSoftPlacement = options.allowSoftPlacement;
+  placement.log = options.logDevicePlacement;
   buildGraphPipeline(graph, graphOptions);
   if (failed(graph.run(*module)))
     return kExitError;
@@ -429,12 +457,28 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   FailureOr<ModelSignature> signature = readSignature(*module);
   if (failed(signature))
     return kExitError;
+  FailureOr<std::optional<PartitionPlan>> partitions = readPartitionPlan(*module);
+  if (failed(partitions))
+    return kExitError;
+  std::optional<PartitionPlan> &plan = *partitions;
+  if (plan && options.verbose) {
+    std::string devices;
+    for (const auto &device : plan->devices)
+      devices += (devices.empty() ? "" : ", ") + device.first;
+    progress.done("partitioned over " + devices + " in " + std::to_string(plan->stages.size()) +
+                  " stages");
+  }
   if (options.emit == Emit::Mlir)
     return writeOutput(output, printed(*module));
   if (options.emit == Emit::Header) {
     if (!targets.cuda.empty()) {
       llvm::errs() << "kilnc: error: --emit=header declares the CPU function; GPU code is "
                       "run through the runtime (kiln-run, kiln_artifact_run)\n";
+      return kExitUsage;
+    }
+    if (plan) {
+      llvm::errs() << "kilnc: error: --emit=header declares one function; a model placed on "
+                      "several devices runs through the runtime (kiln-run, kiln_artifact_run)\n";
       return kExitUsage;
     }
     return writeOutput(output, emitHeader(*signature, options.target));
@@ -445,6 +489,30 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   }
   // The names live on in the manifest; lowering must not carry them along.
   stripSignatureNames(*module);
+  if (plan) {
+    if (plan->hasGpu()) {
+      std::string devices;
+      for (const auto &device : plan->devices)
+        devices += (devices.empty() ? "" : ", ") + device.first;
+      llvm::errs() << "kilnc: error: the placement splits the model over " << devices
+                   << "; partitions on GPUs are not compiled yet: place the whole model on one "
+                      "GPU, or split it over CPU devices only (see --log-device-placement)\n";
+      return kExitUnsupported;
+    }
+    if (options.emit == Emit::Gpu || options.emit == Emit::Ptx ||
+        options.emit == Emit::CudaProgram) {
+      llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit)
+                   << " shows GPU code, and the placement puts nothing on a GPU\n";
+      return kExitUsage;
+    }
+    // The stages are the functions to compile; @main only said how they
+    // connect, which the manifest now records.
+    module->lookupSymbol<func::FuncOp>("main").erase();
+    targets.cuda.clear();
+    targets.cpu = true;
+  } else if (auto main = module->lookupSymbol<func::FuncOp>("main")) {
+    main->removeAttr(kDeviceAttrName);
+  }
 
   auto machine = createTargetMachine(options.target);
   if (!machine)
@@ -474,8 +542,10 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     progress.done(phase == Phase::Linalg ? "lowered to linalg" : "lowered to the LLVM dialect");
     if (options.emit == Emit::Linalg || options.emit == Emit::LLVMMlir)
       return writeOutput(output, printed(*module));
-    auto llvmModule =
-        translateToLLVMIR(*module, *signature, **machine, options.target, llvmContext);
+    std::vector<EntryPoint> entries =
+        plan ? stageEntries(*plan)
+             : std::vector<EntryPoint>{modelEntry(*signature, options.target)};
+    auto llvmModule = translateToLLVMIR(*module, entries, **machine, llvmContext);
     if (!llvmModule)
       return reportError(llvmModule.takeError());
     progress.done("translated and optimized LLVM IR");
@@ -487,7 +557,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   if (gpu)
     addGpuImage(*host, *gpu);
   addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu,
-                                   gpu ? &*gpu : nullptr));
+                                   gpu ? &*gpu : nullptr, plan ? &*plan : nullptr));
   if (options.emit == Emit::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);

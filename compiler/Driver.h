@@ -50,6 +50,13 @@ struct CompilerOptions {
   std::vector<std::string> inputShapes;  // name=AxBxC
   std::vector<std::string> frozenInputs; // name=tensor.pb
   GraphOptions graph;
+  /// Placement (kiln-place): NODE_REGEX=DEVICE rules, the default device
+  /// (empty: /cpu:0, or /gpu:0 for GPU-only targets), soft placement and
+  /// the placement log.
+  std::vector<std::string> placeRules;
+  std::string defaultDevice;
+  bool allowSoftPlacement = false;
+  bool logDevicePlacement = false;
   CPUPipelineOptions cpu;
   bool stats = false; // print the buffer plan's figures
   bool verbose = false;

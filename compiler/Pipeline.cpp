@@ -13,6 +13,19 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
   pm.addNestedPass<mlir::func::FuncOp>(createKilnFoldConstantsPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (options.placement) {
+    // Before decomposition, so that ops still map one to one to ONNX nodes.
+    const PlacementOptions &placement = *options.placement;
+    KilnPlacePassOptions place;
+    place.rules.assign(placement.rules.begin(), placement.rules.end());
+    place.defaultDevice = placement.defaultDevice;
+    place.deviceTypes.assign(placement.deviceTypes.begin(), placement.deviceTypes.end());
+    place.allowSoftPlacement = placement.allowSoftPlacement;
+    place.log = placement.log;
+    pm.addNestedPass<mlir::func::FuncOp>(createKilnPlacePass(place));
+    pm.addPass(createKilnPartitionPass());
+    pm.addPass(createKilnFormStagesPass());
+  }
   pm.addNestedPass<mlir::func::FuncOp>(createKilnDecomposePass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());

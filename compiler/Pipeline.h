@@ -6,7 +6,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -17,8 +19,24 @@ enum class Phase {
   LLVMDialect, // LLVM dialect (--emit=llvm-mlir)
 };
 
+/// Where ops run (kiln-place); see docs/user-guide.md, "Placing ops on devices".
+struct PlacementOptions {
+  /// NODE_REGEX=DEVICE rules, first match wins.
+  std::vector<std::string> rules;
+  /// Device of ops no rule or input decides.
+  std::string defaultDevice = "/cpu:0";
+  /// Device types the artifact has code for ("CPU", "GPU").
+  std::vector<std::string> deviceTypes = {"CPU"};
+  bool allowSoftPlacement = false;
+  /// Print each node's device (log_device_placement).
+  bool log = false;
+};
+
 /// Choices that shape the graph-level pipeline.
 struct GraphOptions {
+  /// Place ops on devices and split the graph into one program per device
+  /// (kiln-place, kiln-partition, kiln-form-stages).
+  std::optional<PlacementOptions> placement;
   /// Group ops into kiln.fusion kernels (off: every op is its own kernel,
   /// for bisecting a miscompile).
   bool fusion = true;
@@ -30,8 +48,8 @@ struct GraphOptions {
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization
-/// (shape-op folding), constant folding, CSE, decomposition of composite
-/// ops and fusion.
+/// (shape-op folding), constant folding, CSE, placement and partitioning
+/// (when asked), decomposition of composite ops and fusion.
 void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options = {});
 
 /// Adds the passes that take a kiln module to `phase` (from the kiln phase).

@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 
 #include "ArtifactInternal.h"
+#include "Partitioned.h"
 #include "CpuFeatures.h"
 #include "cuda/Executor.h"
 #include "kiln/artifact.h"
@@ -43,6 +44,8 @@ struct kiln_artifact {
   std::shared_ptr<std::mutex> runMutex;
   // GPU: declared after the manifest it refers to, so it is destroyed first.
   std::unique_ptr<kiln::rt::cuda::Executor> gpu;
+  // A model partitioned over devices: its executor threads.
+  std::unique_ptr<kiln::rt::detail::PartitionedExecutor> partitioned;
 };
 
 namespace {
@@ -380,6 +383,18 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
     artifact.features += (artifact.features.empty() ? "" : ",") + feature;
   bool hasCpu = manifest.hasDevice("cpu"), hasCuda = manifest.hasDevice("cuda");
   artifact.entry = findEntry(artifact.library, manifest, name);
+  if (manifest.hasDevice("partitioned")) {
+    std::string devices;
+    for (const kiln::rt::PartitionDevice &device : manifest.partitions)
+      devices += (devices.empty() ? "" : ",") + device.name;
+    if (spec.kind != DeviceSpec::Kind::Default)
+      throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": the artifact is partitioned over " + devices +
+                                                    " and runs on those devices; do not name a device");
+    openOnCpu(artifact);
+    artifact.partitioned = kiln::rt::detail::PartitionedExecutor::open(name, manifest, artifact.library);
+    artifact.device = artifact.partitioned->devices();
+    return;
+  }
   if (spec.kind == DeviceSpec::Kind::Default) {
     if (!hasCpu && !hasCuda)
       throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": the artifact has code for " + artifact.devices +
@@ -630,7 +645,10 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
 
     {
       std::lock_guard<std::mutex> lock(*artifact->runMutex);
-      artifact->entry(buffers.data());
+      if (artifact->partitioned)
+        artifact->partitioned->run(buffers.data());
+      else
+        artifact->entry(buffers.data());
     }
 
     for (std::size_t i = numInputs; i < total; ++i) {

@@ -49,6 +49,85 @@ bool parseDims(std::string_view text, std::vector<int64_t> &dims) {
   }
 }
 
+// `input:I` or `stage:S:R`.
+bool parseValueRef(std::string_view text, StageValueRef &ref) {
+  int64_t index = 0, result = 0;
+  if (text.substr(0, 6) == "input:") {
+    ref.kind = StageValueRef::Kind::Input;
+    if (!parseCount(text.substr(6), index) || index > INT32_MAX)
+      return false;
+  } else if (text.substr(0, 6) == "stage:") {
+    ref.kind = StageValueRef::Kind::Stage;
+    std::string_view rest = text.substr(6);
+    std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos || !parseCount(rest.substr(0, colon), index) ||
+        !parseCount(rest.substr(colon + 1), result) || index > INT32_MAX || result > INT32_MAX)
+      return false;
+  } else {
+    return false;
+  }
+  ref.index = static_cast<int>(index);
+  ref.result = static_cast<int>(result);
+  return true;
+}
+
+// The type of a stage value, after checking that it exists (and, for a stage argument, that it
+// comes from an earlier stage).
+const TensorSpec &resolveValue(const Manifest &manifest, const StageValueRef &ref, int before,
+                               const std::string &where) {
+  if (ref.kind == StageValueRef::Kind::Input) {
+    if (ref.index >= static_cast<int>(manifest.inputs.size()))
+      throw Error(where + ": input " + std::to_string(ref.index) + " does not exist (" +
+                  std::to_string(manifest.inputs.size()) + " inputs)");
+    return manifest.inputs[ref.index];
+  }
+  if (ref.index >= before)
+    throw Error(where + ": stage " + std::to_string(ref.index) +
+                " does not come before it (stages may only use earlier stages)");
+  const StageSpec &stage = manifest.stages[ref.index];
+  if (ref.result >= static_cast<int>(stage.results.size()))
+    throw Error(where + ": stage " + std::to_string(ref.index) + " has no result " +
+                std::to_string(ref.result));
+  return stage.results[ref.result];
+}
+
+// The partition records must describe a program the executor can run without deadlock or
+// out-of-bounds reads.
+void validatePartitions(const Manifest &manifest, const std::string &source) {
+  if (!manifest.hasDevice("partitioned")) {
+    if (!manifest.stages.empty() || !manifest.partitions.empty())
+      throw Error(source + ": manifest has stage records but 'devices' does not list partitioned");
+    return;
+  }
+  if (manifest.devices.size() != 1)
+    throw Error(source + ": a partitioned artifact lists no other device kind");
+  if (manifest.partitions.empty() || manifest.stages.empty())
+    throw Error(source + ": partitioned artifact without partition or stage records");
+  for (std::size_t s = 0; s < manifest.stages.size(); ++s) {
+    const StageSpec &stage = manifest.stages[s];
+    std::string where = source + ": stage " + std::to_string(s);
+    bool known = false;
+    for (const PartitionDevice &device : manifest.partitions)
+      known = known || device.name == stage.device;
+    if (!known)
+      throw Error(where + ": device '" + stage.device + "' has no partition record");
+    for (const StageValueRef &arg : stage.args)
+      resolveValue(manifest, arg, static_cast<int>(s), where);
+  }
+  if (manifest.outputSources.size() != manifest.outputs.size())
+    throw Error(source + ": " + std::to_string(manifest.outputSources.size()) +
+                " output-from records for " + std::to_string(manifest.outputs.size()) + " outputs");
+  for (std::size_t o = 0; o < manifest.outputs.size(); ++o) {
+    const TensorSpec &spec = manifest.outputs[o];
+    const TensorSpec &from = resolveValue(manifest, manifest.outputSources[o],
+                                          static_cast<int>(manifest.stages.size()),
+                                          source + ": output '" + spec.name + "'");
+    if (from.dtype != spec.dtype || from.dims != spec.dims)
+      throw Error(source + ": output '" + spec.name + "' is " + spec.typeString() +
+                  " but its source is " + from.typeString());
+  }
+}
+
 } // namespace
 
 std::vector<std::string_view> splitFields(std::string_view line) {
@@ -250,9 +329,64 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
       if (fields.size() != 2 || !parseCount(fields[1], version) || version > INT32_MAX)
         throw Error(where + ": expected 'cuda-min-driver VERSION' (e.g. 12000 for CUDA 12.0)");
       manifest.cudaMinDriver = static_cast<int>(version);
+    } else if (keyword == "partition") {
+      if (fields.size() != 3)
+        throw Error(where + ": expected 'partition DEVICE FULL_NAME' (e.g. 'partition cpu:1 "
+                            "/job:localhost/replica:0/task:0/device:CPU:1')");
+      std::string name(fields[1]);
+      if (name.substr(0, 4) != "cpu:" && name.substr(0, 4) != "gpu:")
+        throw Error(where + ": bad partition device '" + printable(fields[1]) + "' (cpu:N or gpu:N)");
+      for (const PartitionDevice &device : manifest.partitions)
+        if (device.name == name)
+          throw Error(where + ": partition '" + name + "' listed twice");
+      manifest.partitions.push_back({name, std::string(fields[2])});
+    } else if (keyword == "stage") {
+      // stage INDEX DEVICE NARGS ARG... NRESULTS (DTYPE DIMS)...
+      int64_t index = 0, count = 0;
+      std::size_t at = 3;
+      auto expect = [&](bool ok) {
+        if (!ok)
+          throw Error(where + ": expected 'stage INDEX DEVICE NARGS ARG... NRESULTS DTYPE DIMS...'");
+      };
+      expect(fields.size() >= 5 && parseCount(fields[1], index) &&
+             index == static_cast<int64_t>(manifest.stages.size()));
+      StageSpec stage;
+      stage.device = std::string(fields[2]);
+      expect(parseCount(fields[at++], count) && count <= static_cast<int64_t>(fields.size()));
+      for (int64_t i = 0; i < count; ++i) {
+        expect(at < fields.size());
+        StageValueRef ref;
+        if (!parseValueRef(fields[at], ref))
+          throw Error(where + ": bad stage argument '" + printable(fields[at]) +
+                      "' (input:I or stage:S:R)");
+        stage.args.push_back(ref);
+        ++at;
+      }
+      expect(at < fields.size() && parseCount(fields[at++], count) &&
+             at + 2 * static_cast<std::size_t>(count) == fields.size());
+      for (int64_t i = 0; i < count; ++i, at += 2) {
+        TensorSpec spec;
+        spec.name = "stage " + std::to_string(index) + " result " + std::to_string(i);
+        std::optional<DType> dtype = parseDType(fields[at]);
+        if (!dtype || !parseDims(fields[at + 1], spec.dims))
+          throw Error(where + ": bad result type '" + printable(fields[at]) + " " +
+                      printable(fields[at + 1]) + "'");
+        spec.dtype = *dtype;
+        int64_t elements = checkedNumElements(spec.dims, where);
+        if (elements > INT64_MAX / static_cast<int64_t>(dtypeSize(spec.dtype)))
+          throw Error(where + ": result of type " + spec.typeString() + " is too large");
+        stage.results.push_back(std::move(spec));
+      }
+      manifest.stages.push_back(std::move(stage));
+    } else if (keyword == "output-from") {
+      StageValueRef ref;
+      if (fields.size() != 2 || !parseValueRef(fields[1], ref))
+        throw Error(where + ": expected 'output-from input:I' or 'output-from stage:S:R'");
+      manifest.outputSources.push_back(ref);
     }
     // Any other keyword is a newer record this runtime does not need.
   }
+  validatePartitions(manifest, source);
   return manifest;
 }
 

@@ -149,3 +149,72 @@ TEST(Manifest, ReportsBadGpuRecords) {
   EXPECT_EQ(errorOf("kiln-artifact 1\ncuda-min-driver 12.0\n"),
             "model.kiln: manifest line 2: expected 'cuda-min-driver VERSION' (e.g. 12000 for CUDA 12.0)");
 }
+
+namespace {
+// A model split over two CPUs: stage 0 on cpu:0 feeds stage 1 on cpu:1; the outputs come from
+// stage 1 and straight from the input.
+const char *kPartitioned = "kiln-artifact 1\n"
+                           "devices partitioned\n"
+                           "partition cpu:0 /job:localhost/replica:0/task:0/device:CPU:0\n"
+                           "partition cpu:1 /job:localhost/replica:0/task:0/device:CPU:1\n"
+                           "stage 0 cpu:0 1 input:0 1 f32 2x3\n"
+                           "stage 1 cpu:1 2 stage:0:0 input:0 2 f32 2x3 i64 scalar\n"
+                           "output-from stage:1:0\n"
+                           "output-from input:0\n"
+                           "input x f32 2x3\n"
+                           "output y f32 2x3\n"
+                           "output z f32 2x3\n";
+
+std::string replaced(std::string text, const std::string &from, const std::string &to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+} // namespace
+
+TEST(Manifest, ParsesPartitionRecords) {
+  Manifest m = parseManifest(kPartitioned, "model.kiln");
+  EXPECT_TRUE(m.hasDevice("partitioned"));
+  ASSERT_EQ(m.partitions.size(), 2u);
+  EXPECT_EQ(m.partitions[1].name, "cpu:1");
+  EXPECT_EQ(m.partitions[1].fullName, "/job:localhost/replica:0/task:0/device:CPU:1");
+  ASSERT_EQ(m.stages.size(), 2u);
+  EXPECT_EQ(m.stages[1].device, "cpu:1");
+  ASSERT_EQ(m.stages[1].args.size(), 2u);
+  EXPECT_EQ(m.stages[1].args[0].kind, kiln::rt::StageValueRef::Kind::Stage);
+  EXPECT_EQ(m.stages[1].args[0].index, 0);
+  EXPECT_EQ(m.stages[1].args[1].kind, kiln::rt::StageValueRef::Kind::Input);
+  ASSERT_EQ(m.stages[1].results.size(), 2u);
+  EXPECT_EQ(m.stages[1].results[1].dtype, KILN_DTYPE_I64);
+  EXPECT_TRUE(m.stages[1].results[1].dims.empty());
+  ASSERT_EQ(m.outputSources.size(), 2u);
+  EXPECT_EQ(m.outputSources[1].kind, kiln::rt::StageValueRef::Kind::Input);
+}
+
+TEST(Manifest, ReportsBadPartitionRecords) {
+  // A stage that reads a later stage could deadlock; the parser refuses it.
+  EXPECT_NE(errorOf(replaced(kPartitioned, "stage 0 cpu:0 1 input:0", "stage 0 cpu:0 1 stage:1:0"))
+                .find("stage 0: stage 1 does not come before it"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "stage:0:0 input:0", "stage:0:5 input:0"))
+                .find("stage 1: stage 0 has no result 5"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "1 input:0 1 f32", "1 input:7 1 f32")).find("input 7 does not exist"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "stage 1 cpu:1", "stage 1 cpu:5")).find("device 'cpu:5' has no partition"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "stage 1 cpu:1", "stage 3 cpu:1")).find("manifest line 6: expected 'stage"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "output-from input:0\n", "")).find("1 output-from records for 2 outputs"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "output-from stage:1:0", "output-from stage:1:1"))
+                .find("output 'y' is f32[2x3] but its source is i64"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "input:0 1 f32 2x3\n", "input:0 1 f33 2x3\n")).find("bad result type"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "stage:0:0 input:0", "stage:0 input:0")).find("bad stage argument 'stage:0'"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "partition cpu:1", "partition tpu:1")).find("bad partition device 'tpu:1'"),
+            std::string::npos);
+  EXPECT_NE(errorOf(replaced(kPartitioned, "devices partitioned", "devices cpu")).find("'devices' does not list partitioned"),
+            std::string::npos);
+}

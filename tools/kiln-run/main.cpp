@@ -365,6 +365,10 @@ void printDevice(const Artifact &artifact) {
     std::printf("device   cpu (%s)\n", artifact.deviceName().c_str());
     return;
   }
+  if (artifact.devices() == "partitioned") {
+    std::printf("device   %s (partitioned: one executor thread per device)\n", artifact.device().c_str());
+    return;
+  }
   std::string graph = artifact.cudaGraph();
   if (graph == "pending")
     graph = "on (captured at the end of the first run)";
@@ -425,7 +429,7 @@ int run(int argc, char **argv) {
   Artifact artifact = Artifact::open(options.model, options.device);
   if (options.noCudaGraph)
     artifact.setOption("cuda-graph", "off");
-  bool onGpu = artifact.device() != "cpu";
+  bool onGpu = artifact.device().rfind("gpu", 0) == 0;
 
   std::vector<Binding> bindings = bindInputs(options, artifact.inputs());
   std::vector<Tensor> inputs;

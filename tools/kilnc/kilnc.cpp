@@ -84,6 +84,30 @@ int main(int argc, char **argv) {
                              cl::desc("Print each fusion to stderr: its kind, member ops "
                                       "and the ONNX nodes they came from"),
                              cl::cat(category));
+  cl::list<std::string> place(
+      "place",
+      cl::desc("Place the nodes whose whole name matches the regular expression on a device, "
+               "e.g. --place 'encoder/.*=/cpu:1' or --place 'head=/job:localhost/replica:0/"
+               "task:0/device:GPU:0'. Repeatable; the first matching rule wins. Ops no rule "
+               "places go with their inputs (see --default-device); a model on several devices "
+               "is compiled as one program per device with transfers between them"),
+      cl::value_desc("regex=device"), cl::cat(category));
+  cl::opt<std::string> defaultDevice(
+      "default-device",
+      cl::desc("Device of ops that no --place rule and no input decides, e.g. /cpu:1 "
+               "(default: /cpu:0, or /gpu:0 when no cpu target is given)"),
+      cl::value_desc("device"), cl::cat(category));
+  cl::opt<bool> allowSoftPlacement(
+      "allow-soft-placement",
+      cl::desc("Move an op placed on a device type the artifact has no code for (a GPU "
+               "without a cuda target) to the default device, with a warning, instead of "
+               "failing"),
+      cl::cat(category));
+  cl::opt<bool> logDevicePlacement(
+      "log-device-placement",
+      cl::desc("Print each node's device to stderr, one line per node: "
+               "'add: /job:localhost/replica:0/task:0/device:CPU:0'"),
+      cl::cat(category));
   enum class Gemm { OneDnn, OpenBlas };
   cl::opt<Gemm> gemm(
       "gemm",
@@ -118,7 +142,8 @@ int main(int argc, char **argv) {
       "  kilnc model.onnx -o model.kiln\n"
       "  kilnc model.onnx --target=cuda:sm_90 -o model.kiln\n"
       "  kilnc model.onnx --emit=header -o model.h\n"
-      "  kilnc model.onnx --input-shape x=1x3x224x224 --emit=mlir\n\n"
+      "  kilnc model.onnx --input-shape x=1x3x224x224 --emit=mlir\n"
+      "  kilnc model.onnx --place 'head/.*=/cpu:1' --log-device-placement -o model.kiln\n\n"
       "Exit codes: 0 success, 1 error, 2 bad usage, 3 the model uses something Kiln\n"
       "does not support, 4 an operand that must be known at compile time is a graph\n"
       "input (see --freeze-input).\n\n"
@@ -151,6 +176,10 @@ int main(int argc, char **argv) {
   options.graph.fusion = !noFusion;
   options.cpu.gemmLibrary = gemm == Gemm::OneDnn ? "onednn" : "openblas";
   options.graph.fusionReport = fusionReport;
+  options.placeRules.assign(place.begin(), place.end());
+  options.defaultDevice = defaultDevice;
+  options.allowSoftPlacement = allowSoftPlacement;
+  options.logDevicePlacement = logDevicePlacement;
   options.stats = stats;
   options.verbose = verbose;
   return kiln::runCompiler(options, context);

@@ -19,6 +19,26 @@ struct TensorSpec {
   std::string typeString() const { return kiln::rt::typeString(dtype, dims); }
 };
 
+// Where a stage argument or a graph output of a partitioned artifact comes from.
+struct StageValueRef {
+  enum class Kind { Input, Stage } kind = Kind::Input;
+  int index = 0;  // graph input, or stage
+  int result = 0; // the stage's result
+};
+
+// One stage of a partitioned artifact: the function kiln_stage_<index>, run on `device`.
+struct StageSpec {
+  std::string device; // "cpu:1", one of Manifest::partitions
+  std::vector<StageValueRef> args;
+  std::vector<TensorSpec> results;
+};
+
+// A device a partitioned artifact runs on.
+struct PartitionDevice {
+  std::string name;     // "cpu:1"
+  std::string fullName; // "/job:localhost/replica:0/task:0/device:CPU:1"
+};
+
 struct Manifest {
   int version = 0;
   std::string name;
@@ -36,8 +56,14 @@ struct Manifest {
   std::string cudaPtxIsa;              // "7.8"
   int cudaMinDriver = 0;               // cuDriverGetVersion value; 0 when not given
 
+  // Partitioned artifacts (devices record "partitioned", docs/partitions.md): the devices, the
+  // stages in an order every device can run its own stages in, and each output's source.
+  std::vector<PartitionDevice> partitions;
+  std::vector<StageSpec> stages;
+  std::vector<StageValueRef> outputSources;
+
   bool hasDevice(std::string_view kind) const;
-  // "cpu", "cuda", "cpu,cuda".
+  // "cpu", "cuda", "cpu,cuda", "partitioned".
   std::string deviceList() const;
 };
 

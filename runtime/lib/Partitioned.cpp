@@ -1,0 +1,266 @@
+// The partitioned executor. Deadlock freedom: the manifest lists stages in an order in which
+// every stage only takes results of earlier stages (the parser checks it). Each device runs its
+// own stages in that order and, before a stage, waits for the earlier stages of other devices
+// that it takes tensors from. The earliest stage not yet finished can always run, since
+// everything it waits for comes before it, so every run finishes whatever the threads' timing.
+#include "Partitioned.h"
+
+#include "ArtifactInternal.h"
+#include "kiln/runtime.h"
+
+#include <dlfcn.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::rt::detail {
+namespace {
+
+using StageFn = void (*)(void **);
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+std::size_t bytesOf(const TensorSpec &spec) {
+  return static_cast<std::size_t>(checkedNumElements(spec.dims, spec.name)) * dtypeSize(spec.dtype);
+}
+
+Buffer allocate(std::size_t bytes) {
+  std::size_t rounded = (bytes + KILN_BUFFER_ALIGNMENT - 1) / KILN_BUFFER_ALIGNMENT * KILN_BUFFER_ALIGNMENT;
+  Buffer buffer(std::aligned_alloc(KILN_BUFFER_ALIGNMENT, rounded ? rounded : KILN_BUFFER_ALIGNMENT));
+  if (!buffer)
+    throw std::bad_alloc();
+  return buffer;
+}
+
+// A tensor copied from the device that computed it into a buffer of the device that uses it.
+struct Transfer {
+  int stage = 0, result = 0; // the source
+  std::size_t bytes = 0;
+  Buffer buffer;
+};
+
+// Where one stage argument is read from.
+struct ArgSource {
+  enum class Kind { Input, Result, Transfer } kind = Kind::Input;
+  int index = 0;  // input, stage, or transfer
+  int result = 0; // for Result
+};
+
+struct Stage {
+  StageFn entry = nullptr;
+  int device = 0;
+  std::vector<ArgSource> args;
+  std::vector<Buffer> results;
+  // Transfers this stage performs (for itself and later stages of its device) before it runs,
+  // and the stages of other devices they read.
+  std::vector<int> transfers;
+  std::vector<int> waitsFor;
+};
+
+} // namespace
+
+struct PartitionedExecutor::State {
+  std::string path, devices;
+  std::size_t numInputs = 0;
+  std::vector<Stage> stages;
+  std::vector<Transfer> transfers;
+  std::vector<std::vector<int>> deviceStages;
+  std::vector<StageValueRef> outputSources;
+  std::vector<std::size_t> outputBytes;
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  uint64_t generation = 0;
+  bool stopping = false;
+  int running = 0; // devices still working on the current run
+  std::vector<char> done;
+  std::exception_ptr error;
+  void *const *buffers = nullptr;
+  std::vector<std::thread> threads;
+
+  void *resultPointer(int stage, int result) { return stages[stage].results[result].get(); }
+
+  void work(int device) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return stopping || generation != seen; });
+        if (stopping)
+          return;
+        seen = generation;
+      }
+      try {
+        for (int s : deviceStages[device])
+          if (!runStage(s))
+            break;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error)
+          error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      --running;
+      changed.notify_all();
+    }
+  }
+
+  // False when another device failed and this run is abandoned.
+  bool runStage(int s) {
+    Stage &stage = stages[s];
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] {
+        if (error)
+          return true;
+        for (int other : stage.waitsFor)
+          if (!done[other])
+            return false;
+        return true;
+      });
+      if (error)
+        return false;
+    }
+    for (int t : stage.transfers) {
+      Transfer &transfer = transfers[t];
+      std::memcpy(transfer.buffer.get(), resultPointer(transfer.stage, transfer.result), transfer.bytes);
+    }
+    std::vector<void *> pointers;
+    pointers.reserve(stage.args.size() + stage.results.size());
+    for (const ArgSource &arg : stage.args) {
+      switch (arg.kind) {
+      case ArgSource::Kind::Input: pointers.push_back(buffers[arg.index]); break;
+      case ArgSource::Kind::Result: pointers.push_back(resultPointer(arg.index, arg.result)); break;
+      case ArgSource::Kind::Transfer: pointers.push_back(transfers[arg.index].buffer.get()); break;
+      }
+    }
+    for (Buffer &result : stage.results)
+      pointers.push_back(result.get());
+    stage.entry(pointers.data());
+    std::lock_guard<std::mutex> lock(mutex);
+    done[s] = 1;
+    changed.notify_all();
+    return true;
+  }
+};
+
+std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string &path, const Manifest &manifest,
+                                                               void *library) {
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->numInputs = manifest.inputs.size();
+  for (const PartitionDevice &device : manifest.partitions) {
+    if (device.name.rfind("cpu:", 0) != 0)
+      throw StatusError(KILN_ERROR_UNSUPPORTED, path + ": partition " + device.name + " (" + device.fullName +
+                                                    "): this runtime runs partitions on CPU devices only");
+    state->devices += (state->devices.empty() ? "" : ",") + device.name;
+  }
+  state->deviceStages.resize(manifest.partitions.size());
+  auto deviceIndex = [&](const std::string &name) {
+    for (std::size_t d = 0; d < manifest.partitions.size(); ++d)
+      if (manifest.partitions[d].name == name)
+        return static_cast<int>(d);
+    return -1; // the parser checked every stage's device
+  };
+
+  // (source stage, result, destination device) -> transfer.
+  std::vector<std::vector<std::vector<int>>> transferOf(manifest.stages.size());
+  for (std::size_t s = 0; s < manifest.stages.size(); ++s) {
+    const StageSpec &spec = manifest.stages[s];
+    Stage stage;
+    stage.device = deviceIndex(spec.device);
+    std::string symbol = "kiln_stage_" + std::to_string(s);
+    dlerror();
+    stage.entry = reinterpret_cast<StageFn>(dlsym(library, symbol.c_str()));
+    if (!stage.entry)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + symbol + " symbol");
+    for (const TensorSpec &result : spec.results)
+      stage.results.push_back(allocate(bytesOf(result)));
+    transferOf[s].assign(spec.results.size(), std::vector<int>(manifest.partitions.size(), -1));
+    for (const StageValueRef &ref : spec.args) {
+      ArgSource arg;
+      if (ref.kind == StageValueRef::Kind::Input) {
+        arg.index = ref.index; // host memory, readable by every CPU device
+      } else if (state->stages[ref.index].device == stage.device) {
+        arg.kind = ArgSource::Kind::Result;
+        arg.index = ref.index;
+        arg.result = ref.result;
+      } else {
+        int &t = transferOf[ref.index][ref.result][stage.device];
+        if (t < 0) {
+          // One copy per tensor per destination device, made before its first use there.
+          t = static_cast<int>(state->transfers.size());
+          Transfer transfer;
+          transfer.stage = ref.index;
+          transfer.result = ref.result;
+          transfer.bytes = bytesOf(manifest.stages[ref.index].results[ref.result]);
+          transfer.buffer = allocate(transfer.bytes);
+          state->transfers.push_back(std::move(transfer));
+          stage.transfers.push_back(t);
+          stage.waitsFor.push_back(ref.index);
+        }
+        arg.kind = ArgSource::Kind::Transfer;
+        arg.index = t;
+      }
+      stage.args.push_back(arg);
+    }
+    state->deviceStages[stage.device].push_back(static_cast<int>(s));
+    state->stages.push_back(std::move(stage));
+  }
+  state->outputSources = manifest.outputSources;
+  for (const TensorSpec &output : manifest.outputs)
+    state->outputBytes.push_back(bytesOf(output));
+  state->done.assign(state->stages.size(), 0);
+
+  std::unique_ptr<PartitionedExecutor> executor(new PartitionedExecutor(std::move(state)));
+  State &s = *executor->state_;
+  for (std::size_t d = 0; d < s.deviceStages.size(); ++d)
+    s.threads.emplace_back([&s, d] { s.work(static_cast<int>(d)); });
+  return executor;
+}
+
+PartitionedExecutor::PartitionedExecutor(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+PartitionedExecutor::~PartitionedExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->changed.notify_all();
+  for (std::thread &thread : state_->threads)
+    thread.join();
+}
+
+const std::string &PartitionedExecutor::devices() const { return state_->devices; }
+
+void PartitionedExecutor::run(void *const *buffers) {
+  State &s = *state_;
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.buffers = buffers;
+    std::fill(s.done.begin(), s.done.end(), 0);
+    s.error = nullptr;
+    s.running = static_cast<int>(s.threads.size());
+    ++s.generation;
+    s.changed.notify_all();
+    s.changed.wait(lock, [&] { return s.running == 0; });
+    if (s.error)
+      std::rethrow_exception(s.error);
+  }
+  for (std::size_t o = 0; o < s.outputSources.size(); ++o) {
+    const StageValueRef &ref = s.outputSources[o];
+    const void *from = ref.kind == StageValueRef::Kind::Input ? buffers[ref.index]
+                                                               : s.resultPointer(ref.index, ref.result);
+    std::memcpy(buffers[s.numInputs + o], from, s.outputBytes[o]);
+  }
+}
+
+} // namespace kiln::rt::detail
