@@ -12,8 +12,8 @@ packages=(
   # CPU back end: OpenMP runtime for the generated kernels' threads, and the
   # GEMM libraries the back end and its benchmarks compare.
   libomp-22-dev libopenblas-dev libdnnl-dev
-  # Unit tests.
-  libgtest-dev
+  # Unit tests; headless Chromium renders kilnc's HTML placement report.
+  libgtest-dev chromium
   # lit runs on Python.
   python3
 )

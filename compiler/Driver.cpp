@@ -3,6 +3,7 @@
 
 #include "compiler/GpuProgram.h"
 #include "compiler/Pipeline.h"
+#include "compiler/Report.h"
 #include "codegen/GPU/Chip.h"
 #include "codegen/NVPTX/Target.h"
 #include "dialects/kiln/Device.h"
@@ -451,9 +452,20 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   placement.allowSoftPlacement = options.allowSoftPlacement;
   placement.log = options.logDevicePlacement;
   buildGraphPipeline(graph, graphOptions);
+  std::shared_ptr<PlacementReport> report;
+  if (!options.reportPath.empty()) {
+    report = std::make_shared<PlacementReport>();
+    graph.addInstrumentation(std::make_unique<ReportInstrumentation>(report));
+  }
   if (failed(graph.run(*module)))
     return kExitError;
   progress.done("graph passes");
+  if (report) {
+    collectFusions(*module, *report);
+    if (int code = writeOutput(options.reportPath, renderReport(*report)); code != kExitOk)
+      return code;
+    progress.done("wrote the placement report " + options.reportPath);
+  }
   FailureOr<ModelSignature> signature = readSignature(*module);
   if (failed(signature))
     return kExitError;

@@ -57,6 +57,8 @@ struct CompilerOptions {
   std::string defaultDevice;
   bool allowSoftPlacement = false;
   bool logDevicePlacement = false;
+  /// Where to write the HTML placement report; empty: none.
+  std::string reportPath;
   CPUPipelineOptions cpu;
   bool stats = false; // print the buffer plan's figures
   bool verbose = false;

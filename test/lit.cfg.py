@@ -36,3 +36,15 @@ if find_cuda_toolkit():
     config.available_features.add("cuda-toolkit")
 else:
     lit_config.note("no CUDA toolkit (ptxas, libdevice): GPU code generation tests are skipped")
+
+# kilnc --report pages are rendered in headless Chromium (Debian's chromium).
+import shutil
+chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+if chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(
+        ("%chromium", "timeout 120 " + chromium +
+         " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage"
+         " --no-first-run --hide-scrollbars"))
+else:
+    lit_config.note("no chromium: the HTML report rendering test is skipped")

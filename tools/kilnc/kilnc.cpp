@@ -108,6 +108,12 @@ int main(int argc, char **argv) {
       cl::desc("Print each node's device to stderr, one line per node: "
                "'add: /job:localhost/replica:0/task:0/device:CPU:0'"),
       cl::cat(category));
+  cl::opt<std::string> report(
+      "report",
+      cl::desc("Write an HTML page showing the graph with nodes coloured by device and fusions "
+               "outlined, the partitions with their sends and receives, the stages and every "
+               "node's device and fusion (one self-contained file)"),
+      cl::value_desc("file.html"), cl::cat(category));
   enum class Gemm { OneDnn, OpenBlas };
   cl::opt<Gemm> gemm(
       "gemm",
@@ -180,6 +186,7 @@ int main(int argc, char **argv) {
   options.defaultDevice = defaultDevice;
   options.allowSoftPlacement = allowSoftPlacement;
   options.logDevicePlacement = logDevicePlacement;
+  options.reportPath = report;
   options.stats = stats;
   options.verbose = verbose;
   return kiln::runCompiler(options, context);
