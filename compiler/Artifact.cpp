@@ -101,9 +101,11 @@ llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
 }
 
 bool PartitionPlan::hasGpu() const {
-  return llvm::any_of(stages, [](const StageSignature &stage) {
-    return llvm::StringRef(stage.device).starts_with("gpu");
-  });
+  return llvm::any_of(stages, [](const StageSignature &stage) { return stage.isGpu(); });
+}
+
+bool PartitionPlan::hasCpu() const {
+  return llvm::any_of(stages, [](const StageSignature &stage) { return !stage.isGpu(); });
 }
 
 llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module) {
@@ -230,8 +232,9 @@ EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &opti
 std::vector<EntryPoint> stageEntries(const PartitionPlan &plan) {
   std::vector<EntryPoint> entries;
   for (auto [index, stage] : llvm::enumerate(plan.stages))
-    entries.push_back({stage.function, "", "kiln_stage_" + std::to_string(index),
-                       stage.args.size() + stage.results.size()});
+    if (!stage.isGpu())
+      entries.push_back({stage.function, "", "kiln_stage_" + std::to_string(index),
+                         stage.args.size() + stage.results.size()});
   return entries;
 }
 
@@ -309,14 +312,14 @@ static void addBytes(llvm::Module &module, llvm::StringRef name, llvm::StringRef
   global->setAlignment(llvm::Align(alignment));
 }
 
-void addGpuImage(llvm::Module &module, const GpuImage &image) {
-  addBytes(module, "kiln_cuda_program", image.program, true, 8);
+void addGpuImage(llvm::Module &module, const GpuImage &image, const std::string &prefix) {
+  addBytes(module, prefix + "cuda_program", image.program, true, 8);
   for (const auto &[chip, cubin] : image.cubins)
-    addBytes(module, "kiln_cuda_cubin_" + chip, cubin, false, 8);
+    addBytes(module, prefix + "cuda_cubin_" + chip, cubin, false, 8);
   if (!image.ptx.empty())
-    addBytes(module, "kiln_cuda_ptx", image.ptx, true, 8);
+    addBytes(module, prefix + "cuda_ptx", image.ptx, true, 8);
   // Never empty, so the symbol exists even for a model without constants.
-  addBytes(module, "kiln_cuda_constants",
+  addBytes(module, prefix + "cuda_constants",
            image.constants.empty() ? llvm::StringRef("\0", 1) : llvm::StringRef(image.constants),
            false, 256);
 }

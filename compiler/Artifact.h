@@ -56,6 +56,8 @@ struct StageSignature {
   std::string device;   // short device name, "cpu:1"
   std::vector<StageValue> args;
   std::vector<TensorSignature> results;
+
+  bool isGpu() const { return llvm::StringRef(device).starts_with("gpu"); }
 };
 
 /// A model split over devices (kiln-form-stages): the devices, the stages in
@@ -67,6 +69,7 @@ struct PartitionPlan {
   std::vector<StageValue> outputs;
 
   bool hasGpu() const;
+  bool hasCpu() const;
 };
 
 /// The plan of a partitioned @main (calls to stage functions), or nullopt
@@ -94,7 +97,7 @@ struct EntryPoint {
 /// called by `kiln_entry`.
 EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options);
 
-/// The entries of a partitioned model's stages: `kiln_stage_<i>`.
+/// The entries of a partitioned model's CPU stages: `kiln_stage_<i>`.
 std::vector<EntryPoint> stageEntries(const PartitionPlan &plan);
 
 /// Translates an LLVM-dialect module to LLVM IR and adds the entry points.
@@ -123,8 +126,10 @@ struct GpuImage {
 };
 
 /// Adds the GPU symbols: kiln_cuda_program, kiln_cuda_cubin_<chip>,
-/// kiln_cuda_ptx and kiln_cuda_constants.
-void addGpuImage(llvm::Module &module, const GpuImage &image);
+/// kiln_cuda_ptx and kiln_cuda_constants (`prefix` replaces "kiln_", e.g.
+/// "kiln_stage_2_" for a GPU stage of a partitioned model).
+void addGpuImage(llvm::Module &module, const GpuImage &image,
+                 const std::string &prefix = "kiln_");
 
 /// The manifest: format version, signature, the host target, and the device
 /// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given,

@@ -17,6 +17,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -358,11 +359,34 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     llvm::errs() << "kilnc: error: " << error << "\n";
     return kExitUsage;
   }
-  for (const std::string &rule : options.placeRules) {
+  std::vector<std::string> placeRules = options.placeRules;
+  for (const std::string &rule : placeRules) {
     std::string error;
     if (failed(parsePlacementRule(rule, error))) {
       llvm::errs() << "kilnc: error: --place: " << error << "\n";
       return kExitUsage;
+    }
+  }
+  for (const std::string &path : options.placeFiles) {
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!file) {
+      llvm::errs() << "kilnc: error: --place-file: cannot read '" << path
+                   << "': " << file.getError().message() << "\n";
+      return kExitUsage;
+    }
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*file)->getBuffer().split(lines, '\n');
+    for (auto [number, line] : llvm::enumerate(lines)) {
+      // Node names may hold '#', so only whole lines are comments.
+      llvm::StringRef rule = line.trim();
+      if (rule.empty() || rule.starts_with("#"))
+        continue;
+      std::string error;
+      if (failed(parsePlacementRule(rule, error))) {
+        llvm::errs() << "kilnc: error: " << path << ":" << number + 1 << ": " << error << "\n";
+        return kExitUsage;
+      }
+      placeRules.push_back(rule.str());
     }
   }
   if (!options.defaultDevice.empty()) {
@@ -440,7 +464,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   GraphOptions graphOptions = options.graph;
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   PlacementOptions &placement = graphOptions.placement.emplace();
-  placement.rules = options.placeRules;
+  placement.rules = placeRules;
   placement.defaultDevice = !options.defaultDevice.empty() ? options.defaultDevice
                             : targets.cpu                  ? "/cpu:0"
                                                            : "/gpu:0";
@@ -501,27 +525,43 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   }
   // The names live on in the manifest; lowering must not carry them along.
   stripSignatureNames(*module);
+  // A partitioned model: each GPU stage is compiled on its own, as a model;
+  // the CPU stages are compiled together below. @main only said how the
+  // stages connect, which the manifest now records.
+  std::vector<std::pair<size_t, GpuImage>> gpuStages;
   if (plan) {
-    if (plan->hasGpu()) {
-      std::string devices;
-      for (const auto &device : plan->devices)
-        devices += (devices.empty() ? "" : ", ") + device.first;
-      llvm::errs() << "kilnc: error: the placement splits the model over " << devices
-                   << "; partitions on GPUs are not compiled yet: place the whole model on one "
-                      "GPU, or split it over CPU devices only (see --log-device-placement)\n";
-      return kExitUnsupported;
+    if (plan->hasGpu() && options.emit != Emit::Artifact) {
+      llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit)
+                   << " shows one device's code; this placement puts stages on GPUs, which "
+                      "only --emit=artifact (or mlir) shows together\n";
+      return kExitUsage;
     }
-    if (options.emit == Emit::Gpu || options.emit == Emit::Ptx ||
-        options.emit == Emit::CudaProgram) {
+    if (!plan->hasGpu() && (options.emit == Emit::Gpu || options.emit == Emit::Ptx ||
+                            options.emit == Emit::CudaProgram)) {
       llvm::errs() << "kilnc: error: --emit=" << emitName(options.emit)
                    << " shows GPU code, and the placement puts nothing on a GPU\n";
       return kExitUsage;
     }
-    // The stages are the functions to compile; @main only said how they
-    // connect, which the manifest now records.
     module->lookupSymbol<func::FuncOp>("main").erase();
+    for (auto [index, stage] : llvm::enumerate(plan->stages)) {
+      if (!stage.isGpu())
+        continue;
+      auto func = module->lookupSymbol<func::FuncOp>(stage.function);
+      OwningOpRef<ModuleOp> copy = ModuleOp::create(module->getLoc());
+      copy->getBody()->push_back(func->clone());
+      auto main = cast<func::FuncOp>(copy->getBody()->front());
+      main.setSymName("main");
+      main->removeAttr(kDeviceAttrName);
+      func.erase();
+      int exitCode;
+      std::optional<GpuImage> image =
+          compileForGpu(*copy, targets, options, progress, output, exitCode);
+      if (!image || exitCode != kExitOk)
+        return exitCode;
+      gpuStages.push_back({index, std::move(*image)});
+    }
     targets.cuda.clear();
-    targets.cpu = true;
+    targets.cpu = plan->hasCpu();
   } else if (auto main = module->lookupSymbol<func::FuncOp>("main")) {
     main->removeAttr(kDeviceAttrName);
   }
@@ -568,8 +608,12 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
 
   if (gpu)
     addGpuImage(*host, *gpu);
-  addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu,
-                                   gpu ? &*gpu : nullptr, plan ? &*plan : nullptr));
+  for (const auto &[index, image] : gpuStages)
+    addGpuImage(*host, image, "kiln_stage_" + std::to_string(index) + "_");
+  // GPU stages share one set of targets: the first one's records describe all.
+  const GpuImage *gpuRecords = gpu ? &*gpu : gpuStages.empty() ? nullptr : &gpuStages.front().second;
+  addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu, gpuRecords,
+                                   plan ? &*plan : nullptr));
   if (options.emit == Emit::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);

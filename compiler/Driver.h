@@ -54,6 +54,8 @@ struct CompilerOptions {
   /// (empty: /cpu:0, or /gpu:0 for GPU-only targets), soft placement and
   /// the placement log.
   std::vector<std::string> placeRules;
+  /// Files of rules, one per line ('#' lines are comments), after `placeRules`.
+  std::vector<std::string> placeFiles;
   std::string defaultDevice;
   bool allowSoftPlacement = false;
   bool logDevicePlacement = false;

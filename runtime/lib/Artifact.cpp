@@ -429,6 +429,16 @@ ArtifactInfo inspectArtifact(const std::string &path) {
     findEntry(library, info.manifest, path);
     if (info.manifest.hasDevice("cuda"))
       info.cudaProgram = cuda::Executor::readProgram(path, info.manifest, library);
+    // A partitioned artifact: every stage's code.
+    for (std::size_t s = 0; s < info.manifest.stages.size(); ++s) {
+      std::string symbol = "kiln_stage_" + std::to_string(s);
+      if (info.manifest.stages[s].device.rfind("gpu", 0) == 0) {
+        cuda::Executor::readProgram(path, stageManifest(info.manifest, static_cast<int>(s)), library,
+                                    symbol + "_");
+      } else if (!dlsym(library, symbol.c_str())) {
+        throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + symbol + " symbol");
+      }
+    }
   } catch (...) {
     if (library)
       dlclose(library);

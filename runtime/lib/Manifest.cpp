@@ -205,6 +205,26 @@ std::string percentEncode(std::string_view text) {
   return out;
 }
 
+Manifest stageManifest(const Manifest &manifest, int index) {
+  const StageSpec &stage = manifest.stages.at(index);
+  Manifest out;
+  out.version = manifest.version;
+  out.name = manifest.name + " stage " + std::to_string(index);
+  out.target = manifest.target;
+  out.devices = {stage.device.rfind("gpu", 0) == 0 ? "cuda" : "cpu"};
+  out.cudaCubins = manifest.cudaCubins;
+  out.cudaPtxTarget = manifest.cudaPtxTarget;
+  out.cudaPtxIsa = manifest.cudaPtxIsa;
+  out.cudaMinDriver = manifest.cudaMinDriver;
+  for (std::size_t a = 0; a < stage.args.size(); ++a) {
+    TensorSpec spec = resolveValue(manifest, stage.args[a], index, manifest.name);
+    spec.name = "stage " + std::to_string(index) + " argument " + std::to_string(a);
+    out.inputs.push_back(std::move(spec));
+  }
+  out.outputs = stage.results;
+  return out;
+}
+
 Manifest parseManifest(std::string_view text, const std::string &source) {
   Manifest manifest;
   std::set<std::string> inputNames, outputNames;

@@ -1,4 +1,6 @@
-// The partitioned executor. Deadlock freedom: the manifest lists stages in an order in which
+// The partitioned executor. A CPU stage is a function of the artifact; a GPU stage is a GPU
+// program run by its own cuda::Executor, whose host-to-device and device-to-host copies on its
+// stream are the transfers to and from the GPU. Deadlock freedom: the manifest lists stages in an order in which
 // every stage only takes results of earlier stages (the parser checks it). Each device runs its
 // own stages in that order and, before a stage, waits for the earlier stages of other devices
 // that it takes tensors from. The earliest stage not yet finished can always run, since
@@ -6,10 +8,12 @@
 #include "Partitioned.h"
 
 #include "ArtifactInternal.h"
+#include "cuda/Executor.h"
 #include "kiln/runtime.h"
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +59,9 @@ struct ArgSource {
 };
 
 struct Stage {
-  StageFn entry = nullptr;
+  StageFn entry = nullptr;              // a CPU stage
+  std::unique_ptr<Manifest> manifest;   // a GPU stage: its inputs and outputs,
+  std::unique_ptr<cuda::Executor> gpu;  // and the executor that runs its program
   int device = 0;
   std::vector<ArgSource> args;
   std::vector<Buffer> results;
@@ -144,7 +150,10 @@ struct PartitionedExecutor::State {
     }
     for (Buffer &result : stage.results)
       pointers.push_back(result.get());
-    stage.entry(pointers.data());
+    if (stage.gpu)
+      stage.gpu->run(pointers.data(), pointers.data() + stage.args.size());
+    else
+      stage.entry(pointers.data());
     std::lock_guard<std::mutex> lock(mutex);
     done[s] = 1;
     changed.notify_all();
@@ -157,10 +166,9 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
   auto state = std::make_unique<State>();
   state->path = path;
   state->numInputs = manifest.inputs.size();
+  std::vector<bool> isGpu;
   for (const PartitionDevice &device : manifest.partitions) {
-    if (device.name.rfind("cpu:", 0) != 0)
-      throw StatusError(KILN_ERROR_UNSUPPORTED, path + ": partition " + device.name + " (" + device.fullName +
-                                                    "): this runtime runs partitions on CPU devices only");
+    isGpu.push_back(device.name.rfind("gpu:", 0) == 0);
     state->devices += (state->devices.empty() ? "" : ",") + device.name;
   }
   state->deviceStages.resize(manifest.partitions.size());
@@ -178,10 +186,17 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
     Stage stage;
     stage.device = deviceIndex(spec.device);
     std::string symbol = "kiln_stage_" + std::to_string(s);
-    dlerror();
-    stage.entry = reinterpret_cast<StageFn>(dlsym(library, symbol.c_str()));
-    if (!stage.entry)
-      throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + symbol + " symbol");
+    if (isGpu[stage.device]) {
+      const std::string &device = manifest.partitions[stage.device].name;
+      int index = std::atoi(device.c_str() + 4);
+      stage.manifest = std::make_unique<Manifest>(stageManifest(manifest, static_cast<int>(s)));
+      stage.gpu = cuda::Executor::open(path, *stage.manifest, library, index, symbol + "_");
+    } else {
+      dlerror();
+      stage.entry = reinterpret_cast<StageFn>(dlsym(library, symbol.c_str()));
+      if (!stage.entry)
+        throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + symbol + " symbol");
+    }
     for (const TensorSpec &result : spec.results)
       stage.results.push_back(allocate(bytesOf(result)));
     transferOf[s].assign(spec.results.size(), std::vector<int>(manifest.partitions.size(), -1));
@@ -189,10 +204,15 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
       ArgSource arg;
       if (ref.kind == StageValueRef::Kind::Input) {
         arg.index = ref.index; // host memory, readable by every CPU device
-      } else if (state->stages[ref.index].device == stage.device) {
+      } else if (state->stages[ref.index].device == stage.device || isGpu[stage.device]) {
+        // The same device's earlier stage; or a GPU stage, whose executor copies the tensor
+        // from the producer's host buffer to the device itself.
         arg.kind = ArgSource::Kind::Result;
         arg.index = ref.index;
         arg.result = ref.result;
+        if (state->stages[ref.index].device != stage.device &&
+            std::find(stage.waitsFor.begin(), stage.waitsFor.end(), ref.index) == stage.waitsFor.end())
+          stage.waitsFor.push_back(ref.index);
       } else {
         int &t = transferOf[ref.index][ref.result][stage.device];
         if (t < 0) {

@@ -504,3 +504,56 @@ TEST_F(GpuArtifact, InspectNeedsNoDevice) {
   EXPECT_EQ(inspectError(KILN_FAKE_GPU_BOTH_NO_ENTRY),
             std::string(KILN_FAKE_GPU_BOTH_NO_ENTRY) + ": artifact has no kiln_entry symbol");
 }
+
+TEST_F(GpuArtifact, PartitionedOverTheCpuAndTwoGpus) {
+  setenv("KILN_FAKE_CUDA_DEVICES", "2", 1);
+  Opened opened = open(KILN_FAKE_GPU_PARTITIONED);
+  ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+  kiln_artifact *artifact = opened.artifact.get();
+  EXPECT_STREQ(kiln_artifact_devices(artifact), "partitioned");
+  EXPECT_STREQ(kiln_artifact_device(artifact), "cpu:0,gpu:0,gpu:1");
+  // Every run goes cpu:0 -> gpu:0 -> gpu:1 -> cpu:0, each stage on its device's thread.
+  for (int run = 0; run < 20; ++run) {
+    float a[6], b[6], v[6] = {}, u[6] = {};
+    for (int i = 0; i < 6; ++i) {
+      a[i] = static_cast<float>(i + run);
+      b[i] = static_cast<float>(100 * i);
+    }
+    void *inputs[] = {a, b};
+    void *outputs[] = {v, u};
+    ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(u[i], 2 * a[i] + b[i]) << "u[" << i << "], run " << run;
+      EXPECT_EQ(v[i], 4 * a[i] + b[i] + 1) << "v[" << i << "], run " << run;
+    }
+  }
+  // Each GPU stage's executor holds its own stream and device buffers.
+  EXPECT_GE(fakeStat("live_streams"), 2);
+}
+
+TEST_F(GpuArtifact, PartitionedNeedsEveryGpuItIsPlacedOn) {
+  Opened opened = open(KILN_FAKE_GPU_PARTITIONED);
+  EXPECT_EQ(opened.status, KILN_ERROR_NO_DEVICE);
+  EXPECT_TRUE(contains(opened.message, "no gpu:1 on this machine (it has 1 GPU: gpu:0)")) << opened.message;
+  // A partitioned artifact runs where it was placed; naming a device is refused.
+  setenv("KILN_FAKE_CUDA_DEVICES", "2", 1);
+  Opened named = open(KILN_FAKE_GPU_PARTITIONED, "gpu:0");
+  EXPECT_EQ(named.status, KILN_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(named.message, "partitioned over cpu:0,gpu:0,gpu:1")) << named.message;
+  // Without a driver: the clear "no CUDA driver" error, naming the artifact.
+  setenv("KILN_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  Opened noDriver = open(KILN_FAKE_GPU_PARTITIONED);
+  EXPECT_EQ(noDriver.status, KILN_ERROR_NO_DEVICE);
+  EXPECT_TRUE(contains(noDriver.message, "no CUDA driver on this machine")) << noDriver.message;
+}
+
+TEST_F(GpuArtifact, InspectsPartitionedStagesWithoutADevice) {
+  kiln::rt::ArtifactInfo info = kiln::rt::inspectArtifact(KILN_FAKE_GPU_PARTITIONED);
+  ASSERT_EQ(info.manifest.stages.size(), 4u);
+  EXPECT_EQ(info.manifest.stages[2].device, "gpu:1");
+  kiln::rt::Manifest stage = kiln::rt::stageManifest(info.manifest, 2);
+  ASSERT_EQ(stage.inputs.size(), 2u);
+  EXPECT_EQ(stage.inputs[1].name, "stage 2 argument 1");
+  EXPECT_EQ(stage.outputs.size(), 1u);
+  EXPECT_EQ(stage.cudaCubins, std::vector<std::string>{"sm_90"});
+}

@@ -24,7 +24,54 @@ struct fake_cubin {
   "cpu generic\n"                                                                                  \
   "features\n"
 
-#if defined(KILN_FAKE_GPU_MATMUL)
+#if defined(KILN_FAKE_GPU_PARTITIONED)
+/* A model partitioned over cpu:0, gpu:0 and gpu:1: t = 2a on cpu:0, u = t + b on gpu:0,
+ * w = u + t on gpu:1, v = w + 1 on cpu:0; the outputs are v = 4a + b + 1 and u = 2a + b. */
+const char kiln_manifest[] = HEADER("fake_partitioned")
+    "devices partitioned\n"
+    "partition cpu:0 /job:localhost/replica:0/task:0/device:CPU:0\n"
+    "partition gpu:0 /job:localhost/replica:0/task:0/device:GPU:0\n"
+    "partition gpu:1 /job:localhost/replica:0/task:0/device:GPU:1\n"
+    "stage 0 cpu:0 1 input:0 1 f32 2x3\n"
+    "stage 1 gpu:0 2 stage:0:0 input:1 1 f32 2x3\n"
+    "stage 2 gpu:1 2 stage:1:0 stage:0:0 1 f32 2x3\n"
+    "stage 3 cpu:0 1 stage:2:0 1 f32 2x3\n"
+    "output-from stage:3:0\n"
+    "output-from stage:1:0\n"
+    "cuda-cubin sm_90\n"
+    "input a f32 2x3\n"
+    "input b f32 2x3\n"
+    "output v f32 2x3\n"
+    "output u f32 2x3\n";
+#define ADD_PROGRAM(node)                                                                          \
+  "kiln-cuda-program 1\n"                                                                          \
+  "arena 0\n"                                                                                      \
+  "constants 0\n"                                                                                  \
+  "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:1,out:0 node=" node "\n"
+const char kiln_stage_1_cuda_program[] = ADD_PROGRAM("Add_on_gpu0");
+const char kiln_stage_1_cuda_constants[1] = {0};
+const struct fake_cubin kiln_stage_1_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+const char kiln_stage_2_cuda_program[] = ADD_PROGRAM("Add_on_gpu1");
+const char kiln_stage_2_cuda_constants[1] = {0};
+const struct fake_cubin kiln_stage_2_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+
+void kiln_stage_0(void **buffers) {
+  const float *a = (const float *)buffers[0];
+  float *t = (float *)buffers[1];
+  int i;
+  for (i = 0; i < 6; ++i)
+    t[i] = 2 * a[i];
+}
+
+void kiln_stage_3(void **buffers) {
+  const float *w = (const float *)buffers[0];
+  float *v = (float *)buffers[1];
+  int i;
+  for (i = 0; i < 6; ++i)
+    v[i] = w[i] + 1;
+}
+
+#elif defined(KILN_FAKE_GPU_MATMUL)
 /* y = relu(x . W + bias); z[b] = xt[b]^T . W + bias + addend[b] (xt stored k x m, W given
  * transposed); w = x . W in TF32, W given transposed; u = [0.5 x . W, 0.5 x . W] side by side,
  * two batches written 4 columns apart into rows of 8 (out_ld, out_batch_stride, alpha). */

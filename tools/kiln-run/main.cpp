@@ -334,7 +334,14 @@ void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) 
   std::printf("target   %s\n", manifest.target.c_str());
   std::printf("cpu      %s\n", manifest.cpu.c_str());
   std::printf("devices  %s\n", manifest.deviceList().c_str());
-  if (manifest.hasDevice("cuda")) {
+  for (const kiln::rt::PartitionDevice &device : manifest.partitions) {
+    int stages = 0;
+    for (const kiln::rt::StageSpec &stage : manifest.stages)
+      stages += stage.device == device.name;
+    std::printf("partition %s (%s): %s\n", device.name.c_str(), device.fullName.c_str(),
+                counted(stages, "stage", "stages").c_str());
+  }
+  if (manifest.hasDevice("cuda") || !manifest.cudaCubins.empty() || !manifest.cudaPtxTarget.empty()) {
     std::string cubins;
     for (const std::string &arch : manifest.cudaCubins)
       cubins += (cubins.empty() ? "" : " ") + arch;

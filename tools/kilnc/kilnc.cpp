@@ -92,6 +92,11 @@ int main(int argc, char **argv) {
                "places go with their inputs (see --default-device); a model on several devices "
                "is compiled as one program per device with transfers between them"),
       cl::value_desc("regex=device"), cl::cat(category));
+  cl::list<std::string> placeFiles(
+      "place-file",
+      cl::desc("Read placement rules from a file, one NODE_REGEX=DEVICE per line (lines "
+               "starting with '#' are comments); they come after the --place rules. Repeatable"),
+      cl::value_desc("file"), cl::cat(category));
   cl::opt<std::string> defaultDevice(
       "default-device",
       cl::desc("Device of ops that no --place rule and no input decides, e.g. /cpu:1 "
@@ -183,6 +188,7 @@ int main(int argc, char **argv) {
   options.cpu.gemmLibrary = gemm == Gemm::OneDnn ? "onednn" : "openblas";
   options.graph.fusionReport = fusionReport;
   options.placeRules.assign(place.begin(), place.end());
+  options.placeFiles.assign(placeFiles.begin(), placeFiles.end());
   options.defaultDevice = defaultDevice;
   options.allowSoftPlacement = allowSoftPlacement;
   options.logDevicePlacement = logDevicePlacement;

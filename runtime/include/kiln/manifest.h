@@ -78,6 +78,10 @@ public:
 // versions other than KILN_ARTIFACT_FORMAT_VERSION; ignores unknown record keywords.
 Manifest parseManifest(std::string_view text, const std::string &source);
 
+// The manifest of stage `index` of a partitioned artifact, as a GPU executor reads it: the
+// stage's arguments as inputs, its results as outputs, and the artifact's cuda records.
+Manifest stageManifest(const Manifest &manifest, int index);
+
 // Index of the spec called `name` (decoded), or -1.
 int findSpec(const std::vector<TensorSpec> &specs, std::string_view name);
 

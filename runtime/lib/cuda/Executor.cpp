@@ -97,7 +97,8 @@ std::string cubinProblem(const char *data, std::size_t size) {
 
 class Executor::Impl {
 public:
-  Impl(std::string path, const Manifest &manifest) : path_(std::move(path)), manifest_(manifest) {}
+  Impl(std::string path, const Manifest &manifest, std::string prefix)
+      : path_(std::move(path)), manifest_(manifest), prefix_(std::move(prefix)) {}
   ~Impl() { release(); }
 
   void open(void *library, int index);
@@ -193,6 +194,8 @@ private:
 
   std::string path_;
   const Manifest &manifest_;
+  // Names the program's symbols: "kiln_" + "cuda_program", ... ("kiln_stage_3_" for a stage).
+  std::string prefix_;
   CudaProgram program_;
   const DriverApi *api_ = nullptr;
   const CublasLtApi *lt_ = nullptr;
@@ -228,7 +231,7 @@ private:
 
 void Executor::Impl::open(void *library, int index) {
   deviceString_ = "gpu:" + std::to_string(index);
-  program_ = Executor::readProgram(path_, manifest_, library);
+  program_ = Executor::readProgram(path_, manifest_, library, prefix_);
 
   LoadFailure failure;
   api_ = loadDriverApi(failure);
@@ -312,10 +315,10 @@ Executor::Impl::Image Executor::Impl::findImage(void *library) const {
   Image image;
   image.isPtx = code_.rfind("ptx ", 0) == 0;
   if (image.isPtx) {
-    image.ptx = detail::readTextSymbol(library, "kiln_cuda_ptx", path_).value();
+    image.ptx = detail::readTextSymbol(library, (prefix_ + "cuda_ptx").c_str(), path_).value();
     return image;
   }
-  std::string symbol = "kiln_cuda_cubin_" + code_.substr(code_.find(' ') + 1);
+  std::string symbol = prefix_ + "cuda_cubin_" + code_.substr(code_.find(' ') + 1);
   image.cubin = detail::findDataSymbol(library, symbol.c_str(), path_).value().data;
   return image;
 }
@@ -407,7 +410,8 @@ void Executor::Impl::allocateBuffers(void *library) {
     workspace_ = allocate(kCublasWorkspaceBytes, "the cuBLASLt workspace");
 
   if (program_.constantBytes > 0) {
-    std::optional<detail::SymbolData> symbol = detail::findDataSymbol(library, "kiln_cuda_constants", path_);
+    std::optional<detail::SymbolData> symbol =
+        detail::findDataSymbol(library, (prefix_ + "cuda_constants").c_str(), path_);
     // Executor::readProgram has checked that the symbol exists and is large enough.
     check(api_->cuMemcpyHtoDAsync(constants_, symbol->data, program_.constantBytes, stream_), "cuMemcpyHtoDAsync");
     check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
@@ -767,11 +771,14 @@ void Executor::Impl::release() noexcept {
 Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executor::~Executor() = default;
 
-CudaProgram Executor::readProgram(const std::string &path, const Manifest &manifest, void *library) {
-  std::optional<std::string> text = detail::readTextSymbol(library, "kiln_cuda_program", path);
+CudaProgram Executor::readProgram(const std::string &path, const Manifest &manifest, void *library,
+                                  const std::string &prefix) {
+  const std::string programSymbol = prefix + "cuda_program", constantsSymbol = prefix + "cuda_constants",
+                    ptxSymbol = prefix + "cuda_ptx";
+  std::optional<std::string> text = detail::readTextSymbol(library, programSymbol.c_str(), path);
   if (!text)
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                      path + ": the manifest lists cuda in its devices but the artifact has no kiln_cuda_program symbol");
+                      path + ": the manifest lists cuda in its devices but the artifact has no " + programSymbol + " symbol");
   CudaProgram program;
   try {
     program = parseCudaProgram(*text, path, manifest);
@@ -781,14 +788,14 @@ CudaProgram Executor::readProgram(const std::string &path, const Manifest &manif
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT, e.what());
   }
   if (program.constantBytes > 0) {
-    std::optional<detail::SymbolData> constants = detail::findDataSymbol(library, "kiln_cuda_constants", path);
+    std::optional<detail::SymbolData> constants = detail::findDataSymbol(library, constantsSymbol.c_str(), path);
     if (!constants)
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": the cuda program uses " +
                                                          std::to_string(program.constantBytes) +
-                                                         " bytes of constants but the artifact has no kiln_cuda_constants symbol");
+                                                         " bytes of constants but the artifact has no " + constantsSymbol + " symbol");
     if (!constants->sized || constants->size < program.constantBytes)
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                        path + ": kiln_cuda_constants has " +
+                        path + ": " + constantsSymbol + " has " +
                             (constants->sized ? std::to_string(constants->size) + " bytes" : std::string("no size")) +
                             ", the cuda program uses " + std::to_string(program.constantBytes));
   }
@@ -798,7 +805,7 @@ CudaProgram Executor::readProgram(const std::string &path, const Manifest &manif
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
                       path + ": the manifest lists cuda in its devices but has no cuda-cubin or cuda-ptx record");
   for (const std::string &arch : manifest.cudaCubins) {
-    std::string symbol = "kiln_cuda_cubin_" + arch;
+    std::string symbol = prefix + "cuda_cubin_" + arch;
     std::optional<detail::SymbolData> cubin = detail::findDataSymbol(library, symbol.c_str(), path);
     if (!cubin)
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": the manifest lists a cubin for " + arch +
@@ -808,14 +815,15 @@ CudaProgram Executor::readProgram(const std::string &path, const Manifest &manif
     if (std::string why = cubinProblem(cubin->data, cubin->size); !why.empty())
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": " + symbol + " is not a valid cubin (" + why + ")");
   }
-  if (!manifest.cudaPtxTarget.empty() && !detail::readTextSymbol(library, "kiln_cuda_ptx", path))
+  if (!manifest.cudaPtxTarget.empty() && !detail::readTextSymbol(library, ptxSymbol.c_str(), path))
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": the manifest lists PTX for " + manifest.cudaPtxTarget +
-                                                       " but the artifact has no kiln_cuda_ptx symbol");
+                                                       " but the artifact has no " + ptxSymbol + " symbol");
   return program;
 }
 
-std::unique_ptr<Executor> Executor::open(const std::string &path, const Manifest &manifest, void *library, int index) {
-  auto impl = std::make_unique<Impl>(path, manifest);
+std::unique_ptr<Executor> Executor::open(const std::string &path, const Manifest &manifest, void *library, int index,
+                                         const std::string &prefix) {
+  auto impl = std::make_unique<Impl>(path, manifest, prefix);
   impl->open(library, index);
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }

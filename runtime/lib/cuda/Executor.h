@@ -16,11 +16,15 @@ public:
   // Reads and checks the GPU program and code of the artifact dlopen'ed as `library`, then loads
   // it on gpu:`index`: context, stream, module, kernels, device buffers, constants, cuBLASLt plans.
   // Throws detail::StatusError (KILN_ERROR_NO_DEVICE, _UNSUPPORTED, _INVALID_ARTIFACT, _DEVICE).
+  // `prefix` names the symbols: `prefix`cuda_program, ...; a partitioned artifact's stage i uses
+  // "kiln_stage_<i>_" and a manifest whose inputs and outputs are the stage's. `manifest` must
+  // outlive the executor.
   static std::unique_ptr<Executor> open(const std::string &path, const Manifest &manifest, void *library,
-                                        int index);
+                                        int index, const std::string &prefix = "kiln_");
   // Reads and checks the GPU program, the constants and every cubin and PTX the manifest lists:
   // every check that needs no driver or device.
-  static CudaProgram readProgram(const std::string &path, const Manifest &manifest, void *library);
+  static CudaProgram readProgram(const std::string &path, const Manifest &manifest, void *library,
+                                 const std::string &prefix = "kiln_");
 
   ~Executor();
   Executor(const Executor &) = delete;
