@@ -1,6 +1,7 @@
 // The partitioned executor. A CPU stage is a function of the artifact; a GPU stage is a GPU
-// program run by its own cuda::Executor, whose host-to-device and device-to-host copies on its
-// stream are the transfers to and from the GPU. Deadlock freedom: the manifest lists stages in an order in which
+// program run by its own cuda::Executor, whose copies on its stream are the transfers to the GPU
+// (from host buffers, or device to device and peer to peer from other GPU stages) and from it
+// (to host buffers, only for results that CPU stages or graph outputs need). Deadlock freedom: the manifest lists stages in an order in which
 // every stage only takes results of earlier stages (the parser checks it). Each device runs its
 // own stages in that order and, before a stage, waits for the earlier stages of other devices
 // that it takes tensors from. The earliest stage not yet finished can always run, since
@@ -53,9 +54,10 @@ struct Transfer {
 
 // Where one stage argument is read from.
 struct ArgSource {
-  enum class Kind { Input, Result, Transfer } kind = Kind::Input;
+  // Device: a GPU stage's result still in device memory, taken by another GPU stage.
+  enum class Kind { Input, Result, Transfer, Device } kind = Kind::Input;
   int index = 0;  // input, stage, or transfer
-  int result = 0; // for Result
+  int result = 0; // for Result and Device
 };
 
 struct Stage {
@@ -65,6 +67,8 @@ struct Stage {
   int device = 0;
   std::vector<ArgSource> args;
   std::vector<Buffer> results;
+  // A GPU stage: whether each result is copied to its host buffer (for CPU stages and outputs).
+  std::vector<bool> resultOnHost;
   // Transfers this stage performs (for itself and later stages of its device) before it runs,
   // and the stages of other devices they read.
   std::vector<int> transfers;
@@ -139,6 +143,10 @@ struct PartitionedExecutor::State {
       Transfer &transfer = transfers[t];
       std::memcpy(transfer.buffer.get(), resultPointer(transfer.stage, transfer.result), transfer.bytes);
     }
+    if (stage.gpu) {
+      runGpuStage(stage);
+      return finish(s);
+    }
     std::vector<void *> pointers;
     pointers.reserve(stage.args.size() + stage.results.size());
     for (const ArgSource &arg : stage.args) {
@@ -146,14 +154,38 @@ struct PartitionedExecutor::State {
       case ArgSource::Kind::Input: pointers.push_back(buffers[arg.index]); break;
       case ArgSource::Kind::Result: pointers.push_back(resultPointer(arg.index, arg.result)); break;
       case ArgSource::Kind::Transfer: pointers.push_back(transfers[arg.index].buffer.get()); break;
+      case ArgSource::Kind::Device: break; // only GPU stages take these
       }
     }
     for (Buffer &result : stage.results)
       pointers.push_back(result.get());
-    if (stage.gpu)
-      stage.gpu->run(pointers.data(), pointers.data() + stage.args.size());
-    else
-      stage.entry(pointers.data());
+    stage.entry(pointers.data());
+    return finish(s);
+  }
+
+  // Tensors from the host are copied in by the stage's executor; tensors of GPU stages go device
+  // to device (peer to peer between two GPUs).
+  void runGpuStage(Stage &stage) {
+    std::vector<cuda::Executor::InputSource> sources(stage.args.size());
+    for (std::size_t a = 0; a < stage.args.size(); ++a) {
+      const ArgSource &arg = stage.args[a];
+      switch (arg.kind) {
+      case ArgSource::Kind::Input: sources[a].host = buffers[arg.index]; break;
+      case ArgSource::Kind::Result: sources[a].host = resultPointer(arg.index, arg.result); break;
+      case ArgSource::Kind::Transfer: sources[a].host = transfers[arg.index].buffer.get(); break;
+      case ArgSource::Kind::Device:
+        sources[a].device = stages[arg.index].gpu.get();
+        sources[a].output = arg.result;
+        break;
+      }
+    }
+    std::vector<void *> outputs;
+    for (std::size_t r = 0; r < stage.results.size(); ++r)
+      outputs.push_back(stage.resultOnHost[r] ? stage.results[r].get() : nullptr);
+    stage.gpu->run(sources.data(), outputs.data());
+  }
+
+  bool finish(int s) {
     std::lock_guard<std::mutex> lock(mutex);
     done[s] = 1;
     changed.notify_all();
@@ -205,9 +237,11 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
       if (ref.kind == StageValueRef::Kind::Input) {
         arg.index = ref.index; // host memory, readable by every CPU device
       } else if (state->stages[ref.index].device == stage.device || isGpu[stage.device]) {
-        // The same device's earlier stage; or a GPU stage, whose executor copies the tensor
-        // from the producer's host buffer to the device itself.
-        arg.kind = ArgSource::Kind::Result;
+        // The same device's earlier stage; or a GPU stage, whose executor copies the tensor in
+        // itself: from the producer's host buffer, or from its device memory when the producer
+        // is a GPU stage too.
+        arg.kind = isGpu[stage.device] && isGpu[state->stages[ref.index].device] ? ArgSource::Kind::Device
+                                                                                  : ArgSource::Kind::Result;
         arg.index = ref.index;
         arg.result = ref.result;
         if (state->stages[ref.index].device != stage.device &&
@@ -235,6 +269,18 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
     state->deviceStages[stage.device].push_back(static_cast<int>(s));
     state->stages.push_back(std::move(stage));
   }
+  // A GPU stage's result goes to the host only for CPU stages and graph outputs.
+  for (Stage &stage : state->stages)
+    stage.resultOnHost.assign(stage.results.size(), false);
+  for (const Stage &stage : state->stages)
+    for (const ArgSource &arg : stage.args)
+      if (arg.kind == ArgSource::Kind::Result)
+        state->stages[arg.index].resultOnHost[arg.result] = true;
+  for (const Transfer &transfer : state->transfers)
+    state->stages[transfer.stage].resultOnHost[transfer.result] = true;
+  for (const StageValueRef &ref : manifest.outputSources)
+    if (ref.kind == StageValueRef::Kind::Stage)
+      state->stages[ref.index].resultOnHost[ref.result] = true;
   state->outputSources = manifest.outputSources;
   for (const TensorSpec &output : manifest.outputs)
     state->outputBytes.push_back(bytesOf(output));

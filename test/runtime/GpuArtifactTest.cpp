@@ -512,23 +512,35 @@ TEST_F(GpuArtifact, PartitionedOverTheCpuAndTwoGpus) {
   kiln_artifact *artifact = opened.artifact.get();
   EXPECT_STREQ(kiln_artifact_devices(artifact), "partitioned");
   EXPECT_STREQ(kiln_artifact_device(artifact), "cpu:0,gpu:0,gpu:1");
-  // Every run goes cpu:0 -> gpu:0 -> gpu:1 -> cpu:0, each stage on its device's thread.
-  for (int run = 0; run < 20; ++run) {
-    float a[6], b[6], v[6] = {}, u[6] = {};
+  const char *counters[] = {"htod_copies", "dtoh_copies", "dtod_copies", "peer_copies"};
+  long before[4];
+  for (int c = 0; c < 4; ++c)
+    before[c] = fakeStat(counters[c]);
+  // Every run goes cpu:0 -> gpu:0 -> gpu:1 -> cpu:0 -> gpu:0, each stage on its device's thread.
+  const int runs = 20;
+  for (int run = 0; run < runs; ++run) {
+    float a[6], b[6], v[6] = {}, u[6] = {}, x[6] = {};
     for (int i = 0; i < 6; ++i) {
       a[i] = static_cast<float>(i + run);
       b[i] = static_cast<float>(100 * i);
     }
     void *inputs[] = {a, b};
-    void *outputs[] = {v, u};
+    void *outputs[] = {v, u, x};
     ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
     for (int i = 0; i < 6; ++i) {
       EXPECT_EQ(u[i], 2 * a[i] + b[i]) << "u[" << i << "], run " << run;
       EXPECT_EQ(v[i], 4 * a[i] + b[i] + 1) << "v[" << i << "], run " << run;
+      EXPECT_EQ(x[i], 6 * a[i] + 2 * b[i] + 1) << "x[" << i << "], run " << run;
     }
   }
+  // Per run: into the GPUs, t and b (gpu:0), t (gpu:1) and v (gpu:0 again) from the host; u
+  // peer to peer to gpu:1 and on gpu:0 to the last stage; back to the host only u and x (graph
+  // outputs) and w (for cpu:0).
+  long expected[4] = {4, 3, 1, 1};
+  for (int c = 0; c < 4; ++c)
+    EXPECT_EQ(fakeStat(counters[c]) - before[c], expected[c] * runs) << counters[c];
   // Each GPU stage's executor holds its own stream and device buffers.
-  EXPECT_GE(fakeStat("live_streams"), 2);
+  EXPECT_GE(fakeStat("live_streams"), 3);
 }
 
 TEST_F(GpuArtifact, PartitionedNeedsEveryGpuItIsPlacedOn) {
@@ -549,7 +561,7 @@ TEST_F(GpuArtifact, PartitionedNeedsEveryGpuItIsPlacedOn) {
 
 TEST_F(GpuArtifact, InspectsPartitionedStagesWithoutADevice) {
   kiln::rt::ArtifactInfo info = kiln::rt::inspectArtifact(KILN_FAKE_GPU_PARTITIONED);
-  ASSERT_EQ(info.manifest.stages.size(), 4u);
+  ASSERT_EQ(info.manifest.stages.size(), 5u);
   EXPECT_EQ(info.manifest.stages[2].device, "gpu:1");
   kiln::rt::Manifest stage = kiln::rt::stageManifest(info.manifest, 2);
   ASSERT_EQ(stage.inputs.size(), 2u);

@@ -41,6 +41,7 @@ static struct {
   long live_allocs, live_host_allocs, live_modules, live_streams, live_events, live_graphs, live_graph_execs;
   long live_ctx_retains, live_lt_handles, live_lt_descs, live_lt_layouts, live_lt_prefs;
   long launches, graph_launches, heuristics, matmuls, loaded_ptx, loaded_cubin, captures;
+  long htod_copies, dtoh_copies, dtod_copies, peer_copies;
 } stats;
 static __thread long ctx_depth;
 static char last_image[64];
@@ -63,7 +64,8 @@ long kiln_fake_cuda_stat(const char *name) {
   STAT(live_allocs) STAT(live_host_allocs) STAT(live_modules) STAT(live_streams) STAT(live_events)
   STAT(live_graphs) STAT(live_graph_execs) STAT(live_ctx_retains) STAT(live_lt_handles) STAT(live_lt_descs)
   STAT(live_lt_layouts) STAT(live_lt_prefs) STAT(launches) STAT(graph_launches) STAT(heuristics)
-  STAT(matmuls) STAT(loaded_ptx) STAT(loaded_cubin) STAT(captures)
+  STAT(matmuls) STAT(loaded_ptx) STAT(loaded_cubin) STAT(captures) STAT(htod_copies) STAT(dtoh_copies)
+  STAT(dtod_copies) STAT(peer_copies)
 #undef STAT
   if (strcmp(name, "ctx_depth") == 0)
     return ctx_depth;
@@ -440,12 +442,22 @@ static CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes, struct CUst
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, struct CUstream_st *stream) {
+  ++stats.htod_copies;
   return copy(dst, (CUdeviceptr)(uintptr_t)src, bytes, stream);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, struct CUstream_st *stream) {
+  ++stats.dtoh_copies;
   return copy((CUdeviceptr)(uintptr_t)dst, src, bytes, stream);
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, struct CUstream_st *stream) {
+  ++stats.dtod_copies;
+  return copy(dst, src, bytes, stream);
+}
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dst_context, CUdeviceptr src, void *src_context, size_t bytes,
+                           struct CUstream_st *stream) {
+  if (!dst_context || !src_context)
+    return CUDA_ERROR_INVALID_VALUE;
+  ++stats.peer_copies;
   return copy(dst, src, bytes, stream);
 }
 

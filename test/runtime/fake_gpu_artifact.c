@@ -26,7 +26,8 @@ struct fake_cubin {
 
 #if defined(KILN_FAKE_GPU_PARTITIONED)
 /* A model partitioned over cpu:0, gpu:0 and gpu:1: t = 2a on cpu:0, u = t + b on gpu:0,
- * w = u + t on gpu:1, v = w + 1 on cpu:0; the outputs are v = 4a + b + 1 and u = 2a + b. */
+ * w = u + t on gpu:1 (u copied peer to peer), v = w + 1 on cpu:0, x = u + v on gpu:0 (u copied
+ * on the device). The outputs are v = 4a + b + 1, u = 2a + b and x = 6a + 2b + 1. */
 const char kiln_manifest[] = HEADER("fake_partitioned")
     "devices partitioned\n"
     "partition cpu:0 /job:localhost/replica:0/task:0/device:CPU:0\n"
@@ -36,13 +37,16 @@ const char kiln_manifest[] = HEADER("fake_partitioned")
     "stage 1 gpu:0 2 stage:0:0 input:1 1 f32 2x3\n"
     "stage 2 gpu:1 2 stage:1:0 stage:0:0 1 f32 2x3\n"
     "stage 3 cpu:0 1 stage:2:0 1 f32 2x3\n"
+    "stage 4 gpu:0 2 stage:1:0 stage:3:0 1 f32 2x3\n"
     "output-from stage:3:0\n"
     "output-from stage:1:0\n"
+    "output-from stage:4:0\n"
     "cuda-cubin sm_90\n"
     "input a f32 2x3\n"
     "input b f32 2x3\n"
     "output v f32 2x3\n"
-    "output u f32 2x3\n";
+    "output u f32 2x3\n"
+    "output x f32 2x3\n";
 #define ADD_PROGRAM(node)                                                                          \
   "kiln-cuda-program 1\n"                                                                          \
   "arena 0\n"                                                                                      \
@@ -54,6 +58,9 @@ const struct fake_cubin kiln_stage_1_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
 const char kiln_stage_2_cuda_program[] = ADD_PROGRAM("Add_on_gpu1");
 const char kiln_stage_2_cuda_constants[1] = {0};
 const struct fake_cubin kiln_stage_2_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+const char kiln_stage_4_cuda_program[] = ADD_PROGRAM("Add_again_on_gpu0");
+const char kiln_stage_4_cuda_constants[1] = {0};
+const struct fake_cubin kiln_stage_4_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
 
 void kiln_stage_0(void **buffers) {
   const float *a = (const float *)buffers[0];

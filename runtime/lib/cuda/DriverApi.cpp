@@ -60,6 +60,7 @@ bool bindDriver(void *library, DriverApi &api, LoadFailure &failure) {
   KILN_BIND(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
   KILN_BIND(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")
   KILN_BIND(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
+  KILN_BIND(cuMemcpyPeerAsync, "cuMemcpyPeerAsync")
   KILN_BIND(cuEventCreate, "cuEventCreate")
   KILN_BIND(cuEventDestroy, "cuEventDestroy_v2")
   KILN_BIND(cuEventRecord, "cuEventRecord")

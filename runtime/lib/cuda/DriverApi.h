@@ -81,6 +81,8 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr dst, CUcontext dstContext, CUdeviceptr src, CUcontext srcContext,
+                                size_t bytes, CUstream stream);
   CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
   CUresult (*cuEventDestroy)(CUevent event);                                  // cuEventDestroy_v2
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);

@@ -102,7 +102,8 @@ public:
   ~Impl() { release(); }
 
   void open(void *library, int index);
-  void run(const void *const *inputs, void *const *outputs);
+  void run(const Executor::InputSource *sources, void *const *outputs);
+  std::size_t inputCount() const { return inputs_.size(); }
   double timeSteps(int steps);
 
   std::string deviceName_;
@@ -637,7 +638,7 @@ void Executor::Impl::captureGraph() {
     api_->cuGraphDestroy(graph);
 }
 
-void Executor::Impl::run(const void *const *inputs, void *const *outputs) {
+void Executor::Impl::run(const Executor::InputSource *sources, void *const *outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
   ContextScope scope(*this);
   bool replay = graphEnabled_ && graphExec_;
@@ -645,9 +646,25 @@ void Executor::Impl::run(const void *const *inputs, void *const *outputs) {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       if (inputBytes_[i] == 0)
         continue;
-      const void *source = inputs[i];
+      if (const Executor *other = sources[i].device) {
+        // Another executor's output, whose run has finished: a copy on the device, or between
+        // two devices.
+        const Impl &from = *other->impl_;
+        CUdeviceptr source = from.outputs_.at(sources[i].output);
+        if (from.outputBytes_.at(sources[i].output) != inputBytes_[i])
+          throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(i) + " takes " +
+                                                             std::to_string(inputBytes_[i]) +
+                                                             " bytes from an output of another size");
+        if (from.device_ == device_)
+          check(api_->cuMemcpyDtoDAsync(inputs_[i], source, inputBytes_[i], stream_), "cuMemcpyDtoDAsync");
+        else
+          check(api_->cuMemcpyPeerAsync(inputs_[i], context_, source, from.context_, inputBytes_[i], stream_),
+                "cuMemcpyPeerAsync");
+        continue;
+      }
+      const void *source = sources[i].host;
       if (staging_) {
-        std::memcpy(staging_ + stagingOffsets_[i], inputs[i], inputBytes_[i]);
+        std::memcpy(staging_ + stagingOffsets_[i], source, inputBytes_[i]);
         source = staging_ + stagingOffsets_[i];
       }
       check(api_->cuMemcpyHtoDAsync(inputs_[i], source, inputBytes_[i], stream_), "cuMemcpyHtoDAsync");
@@ -659,7 +676,7 @@ void Executor::Impl::run(const void *const *inputs, void *const *outputs) {
       enqueueRecords();
     check(api_->cuEventRecord(stop_, stream_), "cuEventRecord");
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      if (outputBytes_[i] == 0)
+      if (outputBytes_[i] == 0 || !outputs[i])
         continue;
       void *target = staging_ ? staging_ + stagingOffsets_[inputs_.size() + i] : outputs[i];
       check(api_->cuMemcpyDtoHAsync(target, outputs_[i], outputBytes_[i], stream_), "cuMemcpyDtoHAsync");
@@ -685,7 +702,7 @@ void Executor::Impl::run(const void *const *inputs, void *const *outputs) {
   }
   if (staging_)
     for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (outputBytes_[i] > 0)
+      if (outputBytes_[i] > 0 && outputs[i])
         std::memcpy(outputs[i], staging_ + stagingOffsets_[inputs_.size() + i], outputBytes_[i]);
   float milliseconds = 0;
   check(api_->cuEventElapsedTime(&milliseconds, start_, stop_), "cuEventElapsedTime");
@@ -828,7 +845,13 @@ std::unique_ptr<Executor> Executor::open(const std::string &path, const Manifest
   return std::unique_ptr<Executor>(new Executor(std::move(impl)));
 }
 
-void Executor::run(const void *const *inputs, void *const *outputs) { impl_->run(inputs, outputs); }
+void Executor::run(const void *const *inputs, void *const *outputs) {
+  std::vector<InputSource> sources(impl_->inputCount());
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    sources[i].host = inputs[i];
+  impl_->run(sources.data(), outputs);
+}
+void Executor::run(const InputSource *sources, void *const *outputs) { impl_->run(sources, outputs); }
 double Executor::timeSteps(int steps) { return impl_->timeSteps(steps); }
 const std::string &Executor::deviceName() const { return impl_->deviceName_; }
 const std::string &Executor::code() const { return impl_->code_; }

@@ -34,6 +34,18 @@ public:
   // may be NULL). Serialized per executor. Throws detail::StatusError.
   void run(const void *const *inputs, void *const *outputs);
 
+  // Where one input of a run comes from: a host buffer, or output `output` of another executor's
+  // finished run, still in its device memory (copied device to device on one GPU, peer to peer
+  // between two, on this executor's stream).
+  struct InputSource {
+    const void *host = nullptr;
+    const Executor *device = nullptr;
+    int output = 0;
+  };
+  // As run(), with each input from `sources`; an output whose pointer is NULL is left on the
+  // device (for later runs of other executors to take) and not copied to the host.
+  void run(const InputSource *sources, void *const *outputs);
+
   // Enqueues the program `steps` times back to back on the device buffers as the last run left
   // them, with no copies to or from the host and no waiting in between, and returns the GPU
   // milliseconds per step (events around all of them). What benchmarks compare with other
