@@ -256,7 +256,14 @@ std::string renderReport(const PlacementReport &report) {
   for (size_t i = 0; i < report.nodes.size(); ++i) {
     const auto &node = report.nodes[i];
     auto [x, y] = at[i];
-    std::string label = node.name.size() > 26 ? node.name.substr(0, 25) + "\u2026" : node.name;
+    std::string label = node.name;
+    if (label.size() > 26) {
+      // Cut at a character boundary (not inside a UTF-8 sequence).
+      size_t cut = 25;
+      while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80)
+        --cut;
+      label = label.substr(0, cut) + "\u2026";
+    }
     os << "<g class=\"node\" data-device=\"" << escape(node.device) << "\"><title>"
        << escape(node.name) << " (" << escape(node.op) << ") on " << escape(node.device)
        << "</title><rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << boxW << "\" height=\""

@@ -225,7 +225,7 @@ LogicalResult KilnFormStagesPass::formStages(func::FuncOp parent, SmallVector<fu
   }
   for (func::FuncOp part : parts)
     if (SymbolTable::symbolKnownUseEmpty(part, getOperation()))
-      part.erase();
+      symbols.erase(part);
   return success();
 }
 

@@ -61,9 +61,12 @@ LogicalResult KilnPartitionPass::partition(func::FuncOp func, SymbolTable &symbo
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
 
-  // The devices, from the ops' attributes.
+  // The devices, from the ops' attributes. Constants are copied to their
+  // users, so they make no partition of their own: one on a device without
+  // other ops goes with the first device.
   llvm::DenseMap<Operation *, unsigned> deviceOf;
   SmallVector<DeviceName> devices;
+  SmallVector<std::pair<Operation *, DeviceName>> constants;
   for (Operation &op : body.without_terminator()) {
     auto attr = op.getAttrOfType<StringAttr>(kDeviceAttrName);
     if (!attr)
@@ -76,10 +79,20 @@ LogicalResult KilnPartitionPass::partition(func::FuncOp func, SymbolTable &symbo
     if (!device->isFull())
       return op.emitError() << "kiln-partition: device '" << attr.getValue()
                             << "' is not a full device name (run kiln-place first)";
+    if (isa<ConstantOp>(op)) {
+      constants.push_back({&op, *device});
+      continue;
+    }
     auto *it = llvm::find(devices, *device);
     deviceOf[&op] = it - devices.begin();
     if (it == devices.end())
       devices.push_back(*device);
+  }
+  for (auto &[op, device] : constants) {
+    if (devices.empty())
+      devices.push_back(device);
+    auto *it = llvm::find(devices, device);
+    deviceOf[op] = it == devices.end() ? 0 : it - devices.begin();
   }
   SmallVector<Operation *> original;
   for (Operation &op : body.without_terminator())

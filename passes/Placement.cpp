@@ -132,6 +132,8 @@ FailureOr<DeviceName> KilnPlacePass::admit(Operation *op, const DeviceName &devi
 
 void KilnPlacePass::runOnOperation() {
   func::FuncOp func = getOperation();
+  if (func.isExternal())
+    return;
   MLIRContext *context = &getContext();
 
   types.clear();
@@ -167,9 +169,11 @@ void KilnPlacePass::runOnOperation() {
     }
     fallback = DeviceName::local(types.front(), 0);
   }
-  // The CPU that keeps tiny shape computations off GPUs.
-  DeviceName hostCpu =
-      *fallback.type == DeviceType::CPU ? fallback : DeviceName::local(DeviceType::CPU, 0);
+  // The CPU that keeps tiny shape computations off GPUs, when the artifact
+  // has CPU code.
+  std::optional<DeviceName> hostCpu;
+  if (hasCode(DeviceType::CPU))
+    hostCpu = *fallback.type == DeviceType::CPU ? fallback : DeviceName::local(DeviceType::CPU, 0);
 
   SmallVector<PlacementRule> parsedRules;
   for (const std::string &spec : rules) {
@@ -236,8 +240,8 @@ void KilnPlacePass::runOnOperation() {
       }
     }
     DeviceName device = best ? *best : fallback;
-    if (*device.type == DeviceType::GPU && isTinyShapeOp(&op))
-      device = hostCpu;
+    if (best && *best->type == DeviceType::GPU && hostCpu && isTinyShapeOp(&op))
+      device = *hostCpu;
     placed[&op] = device;
   }
   // Constants go with their first user; unused ones with the default.

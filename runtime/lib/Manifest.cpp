@@ -354,12 +354,18 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
         throw Error(where + ": expected 'partition DEVICE FULL_NAME' (e.g. 'partition cpu:1 "
                             "/job:localhost/replica:0/task:0/device:CPU:1')");
       std::string name(fields[1]);
-      if (name.substr(0, 4) != "cpu:" && name.substr(0, 4) != "gpu:")
+      PartitionDevice device{name, std::string(fields[2]), name.substr(0, 4) == "gpu:", 0};
+      int64_t index = 0;
+      std::string_view number = fields[1].substr(std::min<std::size_t>(4, fields[1].size()));
+      bool canonical = number.size() == 1 || (!number.empty() && number[0] != '0');
+      if ((name.substr(0, 4) != "cpu:" && !device.gpu) || !canonical || !parseCount(number, index) ||
+          index > INT32_MAX)
         throw Error(where + ": bad partition device '" + printable(fields[1]) + "' (cpu:N or gpu:N)");
-      for (const PartitionDevice &device : manifest.partitions)
-        if (device.name == name)
+      device.index = static_cast<int>(index);
+      for (const PartitionDevice &other : manifest.partitions)
+        if (other.name == name)
           throw Error(where + ": partition '" + name + "' listed twice");
-      manifest.partitions.push_back({name, std::string(fields[2])});
+      manifest.partitions.push_back(std::move(device));
     } else if (keyword == "stage") {
       // stage INDEX DEVICE NARGS ARG... NRESULTS (DTYPE DIMS)...
       int64_t index = 0, count = 0;

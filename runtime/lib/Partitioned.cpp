@@ -200,7 +200,7 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
   state->numInputs = manifest.inputs.size();
   std::vector<bool> isGpu;
   for (const PartitionDevice &device : manifest.partitions) {
-    isGpu.push_back(device.name.rfind("gpu:", 0) == 0);
+    isGpu.push_back(device.gpu);
     state->devices += (state->devices.empty() ? "" : ",") + device.name;
   }
   state->deviceStages.resize(manifest.partitions.size());
@@ -219,8 +219,7 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
     stage.device = deviceIndex(spec.device);
     std::string symbol = "kiln_stage_" + std::to_string(s);
     if (isGpu[stage.device]) {
-      const std::string &device = manifest.partitions[stage.device].name;
-      int index = std::atoi(device.c_str() + 4);
+      int index = manifest.partitions[stage.device].index;
       stage.manifest = std::make_unique<Manifest>(stageManifest(manifest, static_cast<int>(s)));
       stage.gpu = cuda::Executor::open(path, *stage.manifest, library, index, symbol + "_");
     } else {
@@ -229,8 +228,7 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
       if (!stage.entry)
         throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + symbol + " symbol");
     }
-    for (const TensorSpec &result : spec.results)
-      stage.results.push_back(allocate(bytesOf(result)));
+    stage.results.resize(spec.results.size());
     transferOf[s].assign(spec.results.size(), std::vector<int>(manifest.partitions.size(), -1));
     for (const StageValueRef &ref : spec.args) {
       ArgSource arg;
@@ -281,6 +279,13 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
   for (const StageValueRef &ref : manifest.outputSources)
     if (ref.kind == StageValueRef::Kind::Stage)
       state->stages[ref.index].resultOnHost[ref.result] = true;
+  // Host buffers: every CPU stage result, and the GPU stage results the host needs.
+  for (std::size_t s = 0; s < state->stages.size(); ++s) {
+    Stage &stage = state->stages[s];
+    for (std::size_t r = 0; r < stage.results.size(); ++r)
+      if (!stage.gpu || stage.resultOnHost[r])
+        stage.results[r] = allocate(bytesOf(manifest.stages[s].results[r]));
+  }
   state->outputSources = manifest.outputSources;
   for (const TensorSpec &output : manifest.outputs)
     state->outputBytes.push_back(bytesOf(output));
@@ -288,8 +293,10 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
 
   std::unique_ptr<PartitionedExecutor> executor(new PartitionedExecutor(std::move(state)));
   State &s = *executor->state_;
+  // A thread for each device with stages (a partition record without any needs none).
   for (std::size_t d = 0; d < s.deviceStages.size(); ++d)
-    s.threads.emplace_back([&s, d] { s.work(static_cast<int>(d)); });
+    if (!s.deviceStages[d].empty())
+      s.threads.emplace_back([&s, d] { s.work(static_cast<int>(d)); });
   return executor;
 }
 

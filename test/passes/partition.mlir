@@ -84,3 +84,18 @@ func.func @single(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = kiln.relu %x {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:1"} : tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A constant placed alone on another device makes no partition: constants
+// are copied to their users.
+// CHECK-LABEL: func.func @lonely_constant(
+// CHECK-SAME: attributes {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:0"}
+// CHECK-NOT: call
+// CHECK: kiln.constant
+// CHECK: kiln.add
+func.func @lonely_constant(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = kiln.constant {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:1"} dense<1.0> : tensor<4xf32>
+  %a = kiln.add %x, %c {kiln.device = "/job:localhost/replica:0/task:0/device:CPU:0"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place{place=head/.*=/cpu:1}))' | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place{place=head/.*=/cpu:1 log=1}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOG
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place{place=head/.*=/gpu:0 device-types=CPU,GPU}))' | FileCheck %s --check-prefix=GPU
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place{default-device=/gpu:0 device-types=GPU allow-soft-placement=1}))' 2>/dev/null | FileCheck %s --check-prefix=GPUONLY
 
 // Rules place the head; the rest follows its inputs; constants go with their
 // first user.
@@ -57,4 +58,19 @@ func.func @tiny_shape_op(%s: tensor<4xi64>, %x: tensor<64xf32>) -> (tensor<4xi64
   %h = kiln.neg %x : tensor<64xf32> loc("head/x")
   %r = kiln.relu %h : tensor<64xf32> loc("act")
   return %a, %r : tensor<4xi64>, tensor<64xf32>
+}
+
+// -----
+
+// Only GPU code: a tiny shape op stays on the GPU (there is no CPU code to
+// move it to); declarations are left alone.
+// GPUONLY-LABEL: func.func private @declaration
+// GPUONLY-LABEL: func.func @gpu_only
+// GPUONLY: kiln.neg %{{.*}} {kiln.device = "/job:localhost/replica:0/task:0/device:GPU:0"} : tensor<4xi64>
+// GPUONLY: kiln.abs %{{.*}} {kiln.device = "/job:localhost/replica:0/task:0/device:GPU:0"} : tensor<4xi64>
+func.func private @declaration(tensor<4xi64>) -> tensor<4xi64>
+func.func @gpu_only(%s: tensor<4xi64>) -> tensor<4xi64> {
+  %n = kiln.neg %s : tensor<4xi64> loc("shape")
+  %a = kiln.abs %n : tensor<4xi64> loc("dims")
+  return %a : tensor<4xi64>
 }

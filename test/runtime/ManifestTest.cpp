@@ -213,8 +213,11 @@ TEST(Manifest, ReportsBadPartitionRecords) {
             std::string::npos);
   EXPECT_NE(errorOf(replaced(kPartitioned, "stage:0:0 input:0", "stage:0 input:0")).find("bad stage argument 'stage:0'"),
             std::string::npos);
-  EXPECT_NE(errorOf(replaced(kPartitioned, "partition cpu:1", "partition tpu:1")).find("bad partition device 'tpu:1'"),
-            std::string::npos);
+  for (const char *bad : {"tpu:1", "cpu:x", "cpu:01", "cpu:", "cpu:99999999999"})
+    EXPECT_NE(errorOf(replaced(kPartitioned, "partition cpu:1", std::string("partition ") + bad))
+                  .find(std::string("bad partition device '") + bad + "'"),
+              std::string::npos)
+        << bad;
   EXPECT_NE(errorOf(replaced(kPartitioned, "devices partitioned", "devices cpu")).find("'devices' does not list partitioned"),
             std::string::npos);
 }

@@ -436,7 +436,8 @@ int run(int argc, char **argv) {
   Artifact artifact = Artifact::open(options.model, options.device);
   if (options.noCudaGraph)
     artifact.setOption("cuda-graph", "off");
-  bool onGpu = artifact.device().rfind("gpu", 0) == 0;
+  // One GPU program (a partitioned artifact's GPU stages are timed as part of its run).
+  bool onGpu = artifact.devices() != "partitioned" && artifact.device().rfind("gpu", 0) == 0;
 
   std::vector<Binding> bindings = bindInputs(options, artifact.inputs());
   std::vector<Tensor> inputs;

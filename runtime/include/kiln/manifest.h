@@ -37,6 +37,8 @@ struct StageSpec {
 struct PartitionDevice {
   std::string name;     // "cpu:1"
   std::string fullName; // "/job:localhost/replica:0/task:0/device:CPU:1"
+  bool gpu = false;     // the kind and number of `name`
+  int index = 0;
 };
 
 struct Manifest {
