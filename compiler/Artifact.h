@@ -25,6 +25,9 @@ struct TargetOptions {
   std::string cpu = "native";
   /// Name of the exported model function and prefix of the C header.
   std::string functionName = "kiln_model";
+  /// Bits of the vectors loops are vectorized for (128, 256, 512); 0: 512
+  /// on CPUs with AVX-512, else LLVM's choice for the CPU.
+  unsigned vectorWidth = 0;
 };
 
 /// One input or output of the compiled function, from @main's signature.
@@ -104,7 +107,8 @@ std::vector<EntryPoint> stageEntries(const PartitionPlan &plan);
 /// Runs LLVM's O3 pipeline.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
-                  llvm::TargetMachine &machine, llvm::LLVMContext &llvmContext);
+                  llvm::TargetMachine &machine, const TargetOptions &options,
+                  llvm::LLVMContext &llvmContext);
 
 /// An LLVM module for `machine` that holds no code, to carry the data of an
 /// artifact without CPU code.

@@ -597,7 +597,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     std::vector<EntryPoint> entries =
         plan ? stageEntries(*plan)
              : std::vector<EntryPoint>{modelEntry(*signature, options.target)};
-    auto llvmModule = translateToLLVMIR(*module, entries, **machine, llvmContext);
+    auto llvmModule = translateToLLVMIR(*module, entries, **machine, options.target, llvmContext);
     if (!llvmModule)
       return reportError(llvmModule.takeError());
     progress.done("translated and optimized LLVM IR");

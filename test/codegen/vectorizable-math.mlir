@@ -1,9 +1,10 @@
 // RUN: kiln-opt %s -split-input-file -kiln-vectorizable-math | FileCheck %s
 
 // A row max: the maximum becomes LLVM's intrinsic (which the loop vectorizer
-// reduces in vector lanes), reassociable like the sum.
+// reduces in vector lanes), reassociable like the sum, with -0 and +0
+// unordered (nsz): NaNs still propagate.
 // CHECK-LABEL: func.func @row_max_sum
-// CHECK: llvm.intr.maximum(%{{.*}}, %{{.*}}) {fastmathFlags = #llvm.fastmath<contract, reassoc>} : (f32, f32) -> f32
+// CHECK: llvm.intr.maximum(%{{.*}}, %{{.*}}) {fastmathFlags = #llvm.fastmath<nsz, contract, reassoc>} : (f32, f32) -> f32
 // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
 // CHECK-NOT: arith.maximumf
 func.func @row_max_sum(%x: f32, %m: f32, %s: f32) -> (f32, f32) {

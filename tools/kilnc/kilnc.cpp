@@ -62,6 +62,11 @@ int main(int argc, char **argv) {
                            cl::desc("Target CPU: 'native' (this machine, the default) or "
                                     "an LLVM CPU name such as x86-64-v3 or skylake-avx512"),
                            cl::init("native"), cl::cat(category));
+  cl::opt<unsigned> vectorWidth(
+      "vector-width",
+      cl::desc("Width in bits of the vectors CPU loops are vectorized for: 128, 256 or 512. "
+               "Default: 512 on CPUs with AVX-512, else the CPU's own preference"),
+      cl::value_desc("bits"), cl::init(0), cl::cat(category));
   cl::opt<std::string> name("name",
                             cl::desc("Symbol of the compiled function, as declared by "
                                      "--emit=header (default: kiln_model)"),
@@ -177,6 +182,12 @@ int main(int argc, char **argv) {
   options.outputPath = output;
   options.emit = emit;
   options.target.cpu = cpu;
+  if (vectorWidth != 0 && vectorWidth != 128 && vectorWidth != 256 && vectorWidth != 512) {
+    llvm::errs() << "kilnc: error: --vector-width must be 128, 256 or 512, got " << vectorWidth
+                 << "\n";
+    return kiln::kExitUsage;
+  }
+  options.target.vectorWidth = vectorWidth;
   if (!targets.empty())
     options.targets.assign(targets.begin(), targets.end());
   options.cudaPath = cudaPath;
