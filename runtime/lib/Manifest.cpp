@@ -130,6 +130,22 @@ void validatePartitions(const Manifest &manifest, const std::string &source) {
 
 } // namespace
 
+std::vector<std::string_view> splitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t lineStart = 0;
+  while (lineStart <= text.size()) {
+    std::size_t lineEnd = text.find('\n', lineStart);
+    if (lineEnd == std::string_view::npos)
+      lineEnd = text.size();
+    std::string_view line = text.substr(lineStart, lineEnd - lineStart);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    lines.push_back(line);
+    lineStart = lineEnd + 1;
+  }
+  return lines;
+}
+
 std::vector<std::string_view> splitFields(std::string_view line) {
   std::vector<std::string_view> fields;
   std::size_t pos = 0;
@@ -228,19 +244,10 @@ Manifest stageManifest(const Manifest &manifest, int index) {
 Manifest parseManifest(std::string_view text, const std::string &source) {
   Manifest manifest;
   std::set<std::string> inputNames, outputNames;
-  std::size_t lineStart = 0;
   int lineNumber = 0;
   bool sawHeader = false;
-  while (lineStart <= text.size()) {
-    std::size_t lineEnd = text.find('\n', lineStart);
-    if (lineEnd == std::string_view::npos)
-      lineEnd = text.size();
-    std::string_view line = text.substr(lineStart, lineEnd - lineStart);
-    lineStart = lineEnd + 1;
+  for (std::string_view line : splitLines(text)) {
     ++lineNumber;
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-
     std::vector<std::string_view> fields = splitFields(line);
     std::string where = source + ": manifest line " + std::to_string(lineNumber);
 

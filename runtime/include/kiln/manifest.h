@@ -94,6 +94,10 @@ std::string printable(std::string_view text);
 // The whitespace-separated (spaces, tabs) words of one line of a manifest or a GPU program.
 std::vector<std::string_view> splitFields(std::string_view line);
 
+// The lines of a manifest or a GPU program, without their '\n' or "\r\n"; text that does not end
+// in a newline still has its last line (so line i + 1 is the i-th entry).
+std::vector<std::string_view> splitLines(std::string_view text);
+
 // Undoes the manifest's percent-encoding ("a%20b" -> "a b"); throws Error on a bad escape.
 std::string percentDecode(std::string_view text, const std::string &context);
 // The inverse, for tools that write manifests (space, '%' and bytes outside 0x21..0x7e).

@@ -216,16 +216,8 @@ public:
   CudaProgram parse(std::string_view text) {
     CudaProgram program;
     bool sawHeader = false, sawArena = false, sawConstants = false;
-    std::size_t lineStart = 0;
-    while (lineStart <= text.size()) {
-      std::size_t lineEnd = text.find('\n', lineStart);
-      if (lineEnd == std::string_view::npos)
-        lineEnd = text.size();
-      std::string_view line = text.substr(lineStart, lineEnd - lineStart);
-      lineStart = lineEnd + 1;
+    for (std::string_view line : splitLines(text)) {
       ++line_;
-      if (!line.empty() && line.back() == '\r')
-        line.remove_suffix(1);
       std::vector<std::string_view> words = splitFields(line);
       if (words.empty() || words[0][0] == '#')
         continue;
