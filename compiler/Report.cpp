@@ -176,6 +176,18 @@ std::string renderReport(const PlacementReport &report) {
     for (int from : report.nodes[i].inputs)
       if (from >= 0)
         layer[i] = std::max(layer[i], layer[from] + 1);
+  // Constants sit just above their first user rather than all in the top
+  // row, which keeps weight edges short.
+  for (size_t i = 0; i < report.nodes.size(); ++i) {
+    if (report.nodes[i].op != "kiln.constant")
+      continue;
+    int first = 0;
+    for (size_t j = 0; j < report.nodes.size(); ++j)
+      if (llvm::is_contained(report.nodes[j].inputs, static_cast<int>(i)))
+        first = first ? std::min(first, layer[j]) : layer[j];
+    if (first > 1)
+      layer[i] = first - 1;
+  }
   int layers = 1;
   for (int l : layer)
     layers = std::max(layers, l + 1);
@@ -188,8 +200,44 @@ std::string renderReport(const PlacementReport &report) {
   std::vector<std::pair<int, int>> inputAt;
   for (size_t i = 0; i < report.inputs.size(); ++i)
     inputAt.push_back(place(0));
-  for (size_t i = 0; i < report.nodes.size(); ++i)
-    at[i] = place(layer[i]);
+  // Layer by layer, nodes go in the order of their producers' mean x (a
+  // barycenter ordering, which keeps chains in columns); a constant goes
+  // with the other producers of its first user.
+  std::vector<std::vector<int>> users(report.nodes.size());
+  for (size_t j = 0; j < report.nodes.size(); ++j)
+    for (int from : report.nodes[j].inputs)
+      if (from >= 0)
+        users[from].push_back(static_cast<int>(j));
+  auto xOf = [&](int from) {
+    return from >= 0 ? at[from].first : inputAt[-1 - from].first;
+  };
+  std::vector<bool> placed(report.nodes.size(), false);
+  auto meanX = [&](int node, int skip) -> double {
+    double sum = 0;
+    int count = 0;
+    for (int from : report.nodes[node].inputs)
+      if (from != skip && (from < 0 || placed[from])) {
+        sum += xOf(from);
+        ++count;
+      }
+    return count ? sum / count : 1e9 + node;
+  };
+  for (int l = 1; l < layers; ++l) {
+    std::vector<std::pair<double, int>> order;
+    for (size_t i = 0; i < report.nodes.size(); ++i) {
+      if (layer[i] != l)
+        continue;
+      double key = meanX(static_cast<int>(i), INT32_MIN);
+      if (report.nodes[i].inputs.empty() && !users[i].empty())
+        key = meanX(users[i].front(), static_cast<int>(i)) - 0.5;
+      order.push_back({key, static_cast<int>(i)});
+    }
+    llvm::stable_sort(order, [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (auto [key, i] : order) {
+      at[i] = place(l);
+      placed[i] = true;
+    }
+  }
   int width = margin * 2 + std::max(1, *std::max_element(slots.begin(), slots.end())) * (boxW + gapX);
   int height = margin * 2 + layers * (boxH + gapY);
 
