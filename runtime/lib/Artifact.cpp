@@ -232,6 +232,14 @@ void validateElf(const std::string &path) {
 
 namespace kiln::rt::detail {
 
+AlignedBuffer allocateAligned(std::size_t bytes) {
+  std::size_t units = std::max<std::size_t>(1, (bytes + KILN_BUFFER_ALIGNMENT - 1) / KILN_BUFFER_ALIGNMENT);
+  AlignedBuffer buffer(std::aligned_alloc(KILN_BUFFER_ALIGNMENT, units * KILN_BUFFER_ALIGNMENT));
+  if (!buffer)
+    throw std::bad_alloc();
+  return buffer;
+}
+
 std::optional<SymbolData> findDataSymbol(void *library, const char *name, const std::string &path) {
   dlerror();
   void *symbol = dlsym(library, name);
@@ -297,9 +305,6 @@ std::shared_ptr<std::mutex> runMutexFor(void *library) {
   return mutex;
 }
 
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
-};
 
 /// The libraries an artifact links (the OpenMP runtime, OpenBLAS) start
 /// worker threads when they load, and those threads live until the process
@@ -617,7 +622,7 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
       bool isInput = i < numInputs;
       const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
       void *user = isInput ? inputs[i] : outputs[i - numInputs];
-      if (!user && kiln::rt::checkedNumElements(spec.dims, spec.name) * kiln::rt::dtypeSize(spec.dtype) > 0)
+      if (!user && spec.byteSize() > 0)
         return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " + (isInput ? "input '" : "output '") +
                                                      spec.name + "' buffer is NULL");
     }
@@ -629,13 +634,12 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
     // Zero-byte tensors still get a valid, aligned address.
     alignas(KILN_BUFFER_ALIGNMENT) static char emptyBuffer[KILN_BUFFER_ALIGNMENT];
     std::vector<void *> buffers(total);
-    std::vector<std::unique_ptr<void, FreeDeleter>> staged(total);
+    std::vector<kiln::rt::detail::AlignedBuffer> staged(total);
     for (std::size_t i = 0; i < total; ++i) {
       bool isInput = i < numInputs;
       const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
       void *user = isInput ? inputs[i] : outputs[i - numInputs];
-      std::size_t bytes = static_cast<std::size_t>(kiln::rt::checkedNumElements(spec.dims, spec.name)) *
-                          kiln::rt::dtypeSize(spec.dtype);
+      std::size_t bytes = spec.byteSize();
       if (bytes == 0) {
         buffers[i] = emptyBuffer;
         continue;
@@ -644,10 +648,7 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
         buffers[i] = user;
         continue;
       }
-      std::size_t rounded = (bytes + KILN_BUFFER_ALIGNMENT - 1) / KILN_BUFFER_ALIGNMENT * KILN_BUFFER_ALIGNMENT;
-      staged[i].reset(std::aligned_alloc(KILN_BUFFER_ALIGNMENT, rounded));
-      if (!staged[i])
-        throw std::bad_alloc();
+      staged[i] = kiln::rt::detail::allocateAligned(bytes);
       if (isInput)
         std::memcpy(staged[i].get(), user, bytes);
       buffers[i] = staged[i].get();
@@ -665,8 +666,7 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
       if (!staged[i])
         continue;
       const TensorSpec &spec = manifest.outputs[i - numInputs];
-      std::size_t bytes = static_cast<std::size_t>(kiln::rt::checkedNumElements(spec.dims, spec.name)) *
-                          kiln::rt::dtypeSize(spec.dtype);
+      std::size_t bytes = spec.byteSize();
       std::memcpy(outputs[i - numInputs], staged[i].get(), bytes);
     }
     return KILN_OK;

@@ -6,6 +6,8 @@
 #include "kiln/tensor.h"
 
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,6 +22,15 @@ public:
 private:
   kiln_status status_;
 };
+
+// A host buffer of KILN_BUFFER_ALIGNMENT-aligned memory (std::aligned_alloc), freed with std::free.
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<void, FreeDeleter>;
+
+// `bytes` rounded up to whole alignment units (at least one); throws std::bad_alloc.
+AlignedBuffer allocateAligned(std::size_t bytes);
 
 // A data symbol of a loaded artifact. `size` comes from the ELF symbol table; `sized` is false
 // when the table does not say (then only NUL-terminated text can be read safely).

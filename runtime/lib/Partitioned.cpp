@@ -28,22 +28,7 @@ namespace {
 
 using StageFn = void (*)(void **);
 
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<void, FreeDeleter>;
-
-std::size_t bytesOf(const TensorSpec &spec) {
-  return static_cast<std::size_t>(checkedNumElements(spec.dims, spec.name)) * dtypeSize(spec.dtype);
-}
-
-Buffer allocate(std::size_t bytes) {
-  std::size_t rounded = (bytes + KILN_BUFFER_ALIGNMENT - 1) / KILN_BUFFER_ALIGNMENT * KILN_BUFFER_ALIGNMENT;
-  Buffer buffer(std::aligned_alloc(KILN_BUFFER_ALIGNMENT, rounded ? rounded : KILN_BUFFER_ALIGNMENT));
-  if (!buffer)
-    throw std::bad_alloc();
-  return buffer;
-}
+using Buffer = AlignedBuffer;
 
 // A tensor copied from the device that computed it into a buffer of the device that uses it.
 struct Transfer {
@@ -253,8 +238,8 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
           Transfer transfer;
           transfer.stage = ref.index;
           transfer.result = ref.result;
-          transfer.bytes = bytesOf(manifest.stages[ref.index].results[ref.result]);
-          transfer.buffer = allocate(transfer.bytes);
+          transfer.bytes = manifest.stages[ref.index].results[ref.result].byteSize();
+          transfer.buffer = allocateAligned(transfer.bytes);
           state->transfers.push_back(std::move(transfer));
           stage.transfers.push_back(t);
           stage.waitsFor.push_back(ref.index);
@@ -284,11 +269,11 @@ std::unique_ptr<PartitionedExecutor> PartitionedExecutor::open(const std::string
     Stage &stage = state->stages[s];
     for (std::size_t r = 0; r < stage.results.size(); ++r)
       if (!stage.gpu || stage.resultOnHost[r])
-        stage.results[r] = allocate(bytesOf(manifest.stages[s].results[r]));
+        stage.results[r] = allocateAligned(manifest.stages[s].results[r].byteSize());
   }
   state->outputSources = manifest.outputSources;
   for (const TensorSpec &output : manifest.outputs)
-    state->outputBytes.push_back(bytesOf(output));
+    state->outputBytes.push_back(output.byteSize());
   state->done.assign(state->stages.size(), 0);
 
   std::unique_ptr<PartitionedExecutor> executor(new PartitionedExecutor(std::move(state)));

@@ -25,26 +25,10 @@ using kiln::rt::Tensor;
 
 namespace {
 
-struct Closer {
-  void operator()(kiln_artifact *artifact) const { kiln_artifact_close(artifact); }
-};
-using ArtifactPtr = std::unique_ptr<kiln_artifact, Closer>;
+using kiln::test::ArtifactPtr;
+using OpenResult = kiln::test::OpenedArtifact;
 
-struct OpenResult {
-  kiln_status status;
-  std::string message;
-  ArtifactPtr artifact;
-};
-
-OpenResult open(const std::string &path) {
-  kiln_artifact *raw = reinterpret_cast<kiln_artifact *>(0x1); // must be reset on failure
-  kiln_status status = kiln_artifact_open(path.c_str(), &raw);
-  OpenResult result{status, status == KILN_OK ? "" : kiln_last_error(), ArtifactPtr(raw)};
-  if (status != KILN_OK) {
-    EXPECT_EQ(raw, nullptr);
-  }
-  return result;
-}
+OpenResult open(const std::string &path) { return kiln::test::openArtifact(path); }
 
 } // namespace
 

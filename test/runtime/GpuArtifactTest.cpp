@@ -19,25 +19,11 @@ using kiln::rt::Tensor;
 
 namespace {
 
-struct Closer {
-  void operator()(kiln_artifact *artifact) const { kiln_artifact_close(artifact); }
-};
-using ArtifactPtr = std::unique_ptr<kiln_artifact, Closer>;
-
-struct Opened {
-  kiln_status status;
-  std::string message;
-  ArtifactPtr artifact;
-};
+using kiln::test::ArtifactPtr;
+using Opened = kiln::test::OpenedArtifact;
 
 Opened open(const std::string &path, const char *device = nullptr) {
-  kiln_artifact *raw = reinterpret_cast<kiln_artifact *>(0x1); // must be reset on failure
-  kiln_status status = kiln_artifact_open_device(path.c_str(), device, &raw);
-  Opened result{status, status == KILN_OK ? "" : kiln_last_error(), ArtifactPtr(raw)};
-  if (status != KILN_OK) {
-    EXPECT_EQ(raw, nullptr);
-  }
-  return result;
+  return kiln::test::openArtifact(path, device);
 }
 
 const char *const kKnobs[] = {"KILN_FAKE_CUDA_DEVICES", "KILN_FAKE_CUDA_CC",       "KILN_FAKE_CUDA_DRIVER",

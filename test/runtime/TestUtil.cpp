@@ -1,6 +1,8 @@
 // Helpers shared by the runtime tests: scratch directories, files and subprocesses.
 #include "TestUtil.h"
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +76,17 @@ CommandResult runCommand(const std::vector<std::string> &args) {
   result.stdErr = readFile(errName);
   unlink(outName);
   unlink(errName);
+  return result;
+}
+
+OpenedArtifact openArtifact(const std::string &path, const char *device) {
+  kiln_artifact *raw = reinterpret_cast<kiln_artifact *>(0x1); // must be reset on failure
+  kiln_status status = device ? kiln_artifact_open_device(path.c_str(), device, &raw)
+                              : kiln_artifact_open(path.c_str(), &raw);
+  OpenedArtifact result{status, status == KILN_OK ? "" : kiln_last_error(), ArtifactPtr(raw)};
+  if (status != KILN_OK) {
+    EXPECT_EQ(raw, nullptr);
+  }
   return result;
 }
 

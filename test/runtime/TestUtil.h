@@ -2,6 +2,9 @@
 #ifndef KILN_TEST_RUNTIME_TESTUTIL_H
 #define KILN_TEST_RUNTIME_TESTUTIL_H
 
+#include "kiln/runtime.h"
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,23 @@ struct CommandResult {
 
 // Runs args[0] directly (no shell) and captures both streams.
 CommandResult runCommand(const std::vector<std::string> &args);
+
+struct ArtifactCloser {
+  void operator()(kiln_artifact *artifact) const { kiln_artifact_close(artifact); }
+};
+using ArtifactPtr = std::unique_ptr<kiln_artifact, ArtifactCloser>;
+
+// What opening an artifact through the C ABI gave: the status, kiln_last_error() on failure,
+// and the handle on success.
+struct OpenedArtifact {
+  kiln_status status;
+  std::string message;
+  ArtifactPtr artifact;
+};
+
+// kiln_artifact_open (device NULL) or kiln_artifact_open_device; on failure also checks that
+// the output handle was reset to NULL.
+OpenedArtifact openArtifact(const std::string &path, const char *device = nullptr);
 
 } // namespace kiln::test
 

@@ -17,6 +17,8 @@ struct TensorSpec {
   std::vector<int64_t> dims;
 
   std::string typeString() const { return kiln::rt::typeString(dtype, dims); }
+  // Bytes of a dense tensor of this type (Error when the element count overflows).
+  uint64_t byteSize() const { return static_cast<uint64_t>(checkedNumElements(dims, name)) * dtypeSize(dtype); }
 };
 
 // Where a stage argument or a graph output of a partitioned artifact comes from.

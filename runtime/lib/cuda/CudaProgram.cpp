@@ -208,9 +208,9 @@ class ProgramParser {
 public:
   ProgramParser(const std::string &source, const Manifest &manifest) : source_(source), manifest_(manifest) {
     for (const TensorSpec &spec : manifest.inputs)
-      inputBytes_.push_back(bytesOf(spec));
+      inputBytes_.push_back(spec.byteSize());
     for (const TensorSpec &spec : manifest.outputs)
-      outputBytes_.push_back(bytesOf(spec));
+      outputBytes_.push_back(spec.byteSize());
   }
 
   CudaProgram parse(std::string_view text) {
@@ -296,9 +296,6 @@ private:
     bool used;
   };
 
-  static uint64_t bytesOf(const TensorSpec &spec) {
-    return static_cast<uint64_t>(checkedNumElements(spec.dims, spec.name)) * dtypeSize(spec.dtype);
-  }
 
   std::string where() const { return source_ + ": cuda program line " + std::to_string(line_); }
 

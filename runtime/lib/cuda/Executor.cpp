@@ -25,10 +25,6 @@ uint64_t roundUp(uint64_t bytes) {
   return (std::max<uint64_t>(bytes, 1) + kCudaBufferAlignment - 1) / kCudaBufferAlignment * kCudaBufferAlignment;
 }
 
-uint64_t tensorBytes(const TensorSpec &spec) {
-  return static_cast<uint64_t>(checkedNumElements(spec.dims, spec.name)) * dtypeSize(spec.dtype);
-}
-
 // "code for sm_80 and sm_90, PTX for compute_80": what the artifact offers a GPU, for messages.
 std::string describeCode(const Manifest &manifest) {
   std::string out;
@@ -400,11 +396,11 @@ void Executor::Impl::allocateBuffers(void *library) {
   arena_ = allocate(program_.arenaBytes, "the arena");
   constants_ = allocate(program_.constantBytes, "the constants");
   for (std::size_t i = 0; i < manifest_.inputs.size(); ++i) {
-    inputBytes_.push_back(tensorBytes(manifest_.inputs[i]));
+    inputBytes_.push_back(manifest_.inputs[i].byteSize());
     inputs_.push_back(allocate(inputBytes_.back(), "input '" + manifest_.inputs[i].name + "'"));
   }
   for (std::size_t i = 0; i < manifest_.outputs.size(); ++i) {
-    outputBytes_.push_back(tensorBytes(manifest_.outputs[i]));
+    outputBytes_.push_back(manifest_.outputs[i].byteSize());
     outputs_.push_back(allocate(outputBytes_.back(), "output '" + manifest_.outputs[i].name + "'"));
   }
   if (program_.matmuls() > 0)
