@@ -4,6 +4,10 @@
 
 #include "dialects/kiln/Device.h"
 
+#include "llvm/Support/Regex.h"
+
+#include <memory>
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -36,6 +40,8 @@ foldToConstants(mlir::OpBuilder &builder, mlir::Operation *op, int64_t maxElemen
 struct PlacementRule {
   std::string text, pattern;
   DeviceName device;
+  /// `pattern` anchored at both ends, compiled once.
+  std::shared_ptr<llvm::Regex> regex;
 
   bool matches(llvm::StringRef node) const;
 };

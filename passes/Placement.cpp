@@ -48,7 +48,8 @@ FailureOr<PlacementRule> kiln::parsePlacementRule(StringRef spec, std::string &e
   rule.text = spec.str();
   rule.pattern = pattern.str();
   std::string regexError;
-  if (!llvm::Regex("^(" + rule.pattern + ")$").isValid(regexError)) {
+  rule.regex = std::make_shared<llvm::Regex>("^(" + rule.pattern + ")$");
+  if (!rule.regex->isValid(regexError)) {
     error = "placement rule '" + spec.str() + "': bad regular expression: " + regexError;
     return failure();
   }
@@ -63,7 +64,7 @@ FailureOr<PlacementRule> kiln::parsePlacementRule(StringRef spec, std::string &e
 }
 
 bool PlacementRule::matches(StringRef node) const {
-  return llvm::Regex("^(" + pattern + ")$").match(node);
+  return regex->match(node);
 }
 
 namespace {
