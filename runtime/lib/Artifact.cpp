@@ -15,6 +15,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
+#include <vector>
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -312,16 +314,38 @@ std::shared_ptr<std::mutex> runMutexFor(void *library) {
 /// next wake-up. Every library that came in with the artifact is therefore
 /// pinned (RTLD_NODELETE), so closing an artifact unloads only the artifact,
 /// its code and weights. They are the objects after it in the load order.
+///
+/// Other threads may open and close artifacts meanwhile. The loader's list of
+/// objects is read inside dl_iterate_phdr's callback, which holds the lock that
+/// dlopen and dlclose take to link and unlink objects, so no entry is freed
+/// under the walk; and the caller holds artifactLoadMutex() from its dlopen to
+/// here, so the objects after this artifact are its own dependencies, not
+/// another artifact loaded at the same time.
 void pinDependencies(void *library) {
-  struct link_map *map = nullptr;
-  if (dlinfo(library, RTLD_DI_LINKMAP, &map) != 0 || !map)
+  struct Walk {
+    struct link_map *artifact = nullptr;
+    std::vector<std::string> names;
+  } walk;
+  if (dlinfo(library, RTLD_DI_LINKMAP, &walk.artifact) != 0 || !walk.artifact)
     return;
-  for (struct link_map *next = map->l_next; next; next = next->l_next) {
-    if (!next->l_name || !*next->l_name)
-      continue;
-    if (void *pinned = dlopen(next->l_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *, std::size_t, void *data) {
+        auto &walk = *static_cast<Walk *>(data);
+        for (struct link_map *next = walk.artifact->l_next; next; next = next->l_next)
+          if (next->l_name && *next->l_name)
+            walk.names.emplace_back(next->l_name);
+        return 1; // one call is enough: the list is walked from the artifact's entry
+      },
+      &walk);
+  for (const std::string &name : walk.names)
+    if (void *pinned = dlopen(name.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
       dlclose(pinned);
-  }
+}
+
+/// Serializes artifact loads in this process (see pinDependencies).
+std::mutex &artifactLoadMutex() {
+  static std::mutex mutex;
+  return mutex;
 }
 
 // Validates the file, dlopens it and parses its manifest; the caller owns the handle.
@@ -329,6 +353,7 @@ void *loadLibrary(const std::string &name, Manifest &manifest) {
   validateElf(name);
   // Without a slash dlopen searches the library path instead of opening this file.
   std::string loadPath = name.find('/') == std::string::npos ? "./" + name : name;
+  std::unique_lock<std::mutex> loading(artifactLoadMutex());
   dlerror();
   void *library = dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
@@ -340,6 +365,7 @@ void *loadLibrary(const std::string &name, Manifest &manifest) {
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
   }
   pinDependencies(library);
+  loading.unlock();
   try {
     manifest = kiln::rt::parseManifest(readManifestText(library, name), name);
   } catch (const kiln::rt::ManifestVersionError &e) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -88,6 +89,46 @@ TEST(Artifact, CloseKeepsThreadedDependenciesLoaded) {
   EXPECT_NE(pool, nullptr) << "the thread pool's library was unloaded with the artifact";
   if (pool)
     dlclose(pool);
+}
+
+// Artifacts opened and closed on many threads at once, each a different file (so each dlopen
+// links a new object into the loader's list and each close unlinks one): every open succeeds and
+// every run gives the right values. A stress test: walking the loader's list while another thread
+// unlinked an entry crashed kiln-conformance's parallel load checks every time at --jobs 16, and
+// this test now and then.
+TEST(Artifact, OpensAndClosesConcurrently) {
+  kiln::test::TempDir dir;
+  const std::string original = kiln::test::readFile(KILN_FAKE_ADD_ONE);
+  constexpr int kThreads = 16, kRounds = 300;
+  std::vector<std::string> paths;
+  for (int t = 0; t < kThreads; ++t) {
+    paths.push_back(dir.file("add_one_" + std::to_string(t) + ".kiln"));
+    kiln::test::writeFile(paths.back(), original);
+  }
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds && failures[t].empty(); ++round) {
+        OpenResult opened = open(paths[t]);
+        if (opened.status != KILN_OK) {
+          failures[t] = opened.message;
+          break;
+        }
+        alignas(64) float x[6] = {0, 1, 2, 3, 4, static_cast<float>(round)};
+        alignas(64) float y[6] = {};
+        void *inputs[] = {x};
+        void *outputs[] = {y};
+        if (kiln_artifact_run(opened.artifact.get(), inputs, outputs) != KILN_OK)
+          failures[t] = kiln_last_error();
+        else if (y[5] != static_cast<float>(round + 1))
+          failures[t] = "round " + std::to_string(round) + ": got " + std::to_string(y[5]);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST(Artifact, StagesMisalignedBuffers) {
