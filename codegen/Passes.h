@@ -30,6 +30,9 @@ struct CPUPipelineOptions {
   /// The sgemm matrix products and convolutions call: "onednn" (dnnl_sgemm)
   /// or "openblas" (cblas_sgemm).
   std::string gemmLibrary = "onednn";
+  /// The target scales floats by powers of two in one vector instruction
+  /// (x86 AVX-512's vscalefps), which exp then uses.
+  bool vectorLdexp = false;
 };
 
 /// Adds the passes from linalg-on-tensors to the LLVM dialect for CPUs:

@@ -192,6 +192,10 @@ createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
+bool hasVectorLdexp(llvm::TargetMachine &machine) {
+  return machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
+}
+
 /// Kernel rows are often short (28, 14 or 10 elements in a LeNet). LLVM fully
 /// unrolls constant loops of up to a few dozen iterations before it
 /// vectorizes, and then vectorizes the next loop out, whose accesses are

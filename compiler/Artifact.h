@@ -87,6 +87,10 @@ void stripSignatureNames(mlir::ModuleOp module);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
+/// Whether the target scales floats by powers of two in one vector
+/// instruction (x86 AVX-512's vscalefps), so kernels' exp may use llvm.ldexp.
+bool hasVectorLdexp(llvm::TargetMachine &machine);
+
 /// A function of the lowered module that the runtime calls through a
 /// `void wrapper(void **buffers)` entry: inputs, then outputs.
 struct EntryPoint {

@@ -586,7 +586,9 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     PassManager lowering(&context);
     if (failed(applyPassManagerCLOptions(lowering)))
       return kExitUsage;
-    buildLoweringPipeline(lowering, phase, options.cpu);
+    CPUPipelineOptions cpu = options.cpu;
+    cpu.vectorLdexp = hasVectorLdexp(**machine);
+    buildLoweringPipeline(lowering, phase, cpu);
     if (failed(lowering.run(*module)))
       return kExitError;
     if (options.stats)

@@ -35,7 +35,9 @@ static constexpr const char *kBeforeContractions =
 // After them.
 static constexpr const char *kAfterContractions =
     "func.func(kiln-expand-strided-copies,"
-    "convert-linalg-to-loops,kiln-vectorizable-math),"
+    "convert-linalg-to-loops,kiln-vectorizable-math{ldexp=%LDEXP%},"
+    // Row tiles are often single pages, where hardware prefetching stops.
+    "kiln-prefetch-next-tile),"
     "convert-scf-to-openmp,"
     "func.func(kiln-inline-alloca-scopes),"
     "fold-memref-alias-ops,"
@@ -60,9 +62,10 @@ static constexpr const char *kAfterContractions =
     "canonicalize";
 
 void buildCPULoweringPipeline(OpPassManager &pm, const CPUPipelineOptions &options) {
+  std::string after = kAfterContractions;
+  after.replace(after.find("%LDEXP%"), 7, options.vectorLdexp ? "1" : "0");
   std::string pipeline = std::string(kBeforeContractions) +
-                         "kiln-contractions-to-blas{library=" + options.gemmLibrary + "}," +
-                         kAfterContractions;
+                         "kiln-contractions-to-blas{library=" + options.gemmLibrary + "}," + after;
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     llvm::report_fatal_error("kiln: the built-in CPU pipeline does not parse");
 }

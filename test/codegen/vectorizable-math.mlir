@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-vectorizable-math | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-vectorizable-math=ldexp=1 | FileCheck %s --check-prefix=LDEXP
 
 // A row max: the maximum becomes LLVM's intrinsic (which the loop vectorizer
 // reduces in vector lanes), reassociable like the sum, with -0 and +0
@@ -34,6 +35,29 @@ func.func @row_max_sum(%x: f32, %m: f32, %s: f32) -> (f32, f32) {
 // CHECK: arith.cmpf ogt, %[[X]], %[[HIGH]]
 // CHECK: llvm.intr.minimum
 // CHECK-NOT: math.exp
+//
+// With ldexp: x clamped to [-104, 89], k = round(x / ln2) from adding
+// 1.5 * 2^23 (0x4B400000) and reading the low bits, a degree-5 polynomial,
+// and llvm.ldexp by k; no selects after it.
+// LDEXP-LABEL: func.func @exp_min
+// LDEXP-SAME: (%[[X:.*]]: f32, %{{.*}}: f32)
+// LDEXP-DAG: %[[LOW:.*]] = arith.constant -1.040000e+02 : f32
+// LDEXP-DAG: %[[HIGH:.*]] = arith.constant 8.900000e+01 : f32
+// LDEXP-DAG: %[[SHIFTER:.*]] = arith.constant 0x4B400000 : f32
+// LDEXP-DAG: %[[SHIFTER_BITS:.*]] = arith.constant 1262485504 : i32
+// LDEXP: %[[BELOW:.*]] = arith.cmpf olt, %[[X]], %[[LOW]]
+// LDEXP: %[[C1:.*]] = arith.select %[[BELOW]], %[[LOW]], %[[X]]
+// LDEXP: %[[ABOVE:.*]] = arith.cmpf ogt, %[[C1]], %[[HIGH]]
+// LDEXP: %[[C:.*]] = arith.select %[[ABOVE]], %[[HIGH]], %[[C1]]
+// LDEXP: %[[T:.*]] = math.fma %[[C]], %{{.*}}, %[[SHIFTER]]
+// LDEXP: %[[BITS:.*]] = arith.bitcast %[[T]] : f32 to i32
+// LDEXP: %[[KI:.*]] = arith.subi %[[BITS]], %[[SHIFTER_BITS]]
+// LDEXP: %[[K:.*]] = arith.sitofp %[[KI]] : i32 to f32
+// LDEXP: %[[R1:.*]] = math.fma %[[K]], %{{.*}}, %[[C]]
+// LDEXP: %[[R:.*]] = math.fma %[[K]], %{{.*}}, %[[R1]]
+// LDEXP-COUNT-5: math.fma {{.*}}, %[[R]]
+// LDEXP-NEXT: %[[E:.*]] = llvm.intr.ldexp(%{{.*}}, %[[KI]]) : (f32, i32) -> f32
+// LDEXP-NEXT: llvm.intr.minimum(%[[E]]
 func.func @exp_min(%x: f32, %y: f32) -> f32 {
   %0 = math.exp %x : f32
   %1 = arith.minimumf %0, %y : f32
