@@ -33,6 +33,9 @@ struct CPUPipelineOptions {
   /// The target scales floats by powers of two in one vector instruction
   /// (x86 AVX-512's vscalefps), which exp then uses.
   bool vectorLdexp = false;
+  /// Products by constant weights call kiln_matmul_constant_b (the artifact
+  /// links runtime/kernels' archive).
+  bool constantB = false;
 };
 
 /// Adds the passes from linalg-on-tensors to the LLVM dialect for CPUs:

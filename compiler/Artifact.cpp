@@ -413,6 +413,22 @@ llvm::Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine
   return std::string(buffer.str());
 }
 
+std::string cpuKernelsArchive() {
+  static int anchor;
+  std::vector<std::string> candidates;
+  std::string self = llvm::sys::fs::getMainExecutable("kilnc", &anchor);
+  if (!self.empty()) {
+    llvm::SmallString<256> beside(llvm::sys::path::parent_path(llvm::sys::path::parent_path(self)));
+    llvm::sys::path::append(beside, "lib", "kiln", "libkiln_cpu_kernels.a");
+    candidates.push_back(beside.str().str());
+  }
+  candidates.push_back(KILN_CPU_KERNELS_ARCHIVE);
+  for (const std::string &candidate : candidates)
+    if (llvm::sys::fs::exists(candidate))
+      return candidate;
+  return "";
+}
+
 llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   llvm::SmallString<128> objectPath;
   int fd;
@@ -442,6 +458,10 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(),
                                     objectPath.c_str(), "-z", "noexecstack", "-z", "now",
                                     "--no-undefined", "--as-needed"};
+  // Members are pulled in only for the calls the object makes.
+  std::string kernels = cpuKernelsArchive();
+  if (!kernels.empty())
+    args.push_back(kernels.c_str());
   for (const std::string &library : libraries)
     args.push_back(library.c_str());
   std::string messages;

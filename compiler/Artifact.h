@@ -157,6 +157,12 @@ llvm::Expected<std::string> emitObject(llvm::Module &module,
 /// built-in LLD.
 llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath);
 
+/// The archive of kernel support code CPU artifacts link
+/// (runtime/kernels: matmuls by constant weights), or "" when it is missing:
+/// ../lib/kiln/libkiln_cpu_kernels.a beside the running kilnc, else where
+/// the build put it.
+std::string cpuKernelsArchive();
+
 /// A C header declaring the compiled function for direct linking.
 std::string emitHeader(const ModelSignature &signature, const TargetOptions &options);
 

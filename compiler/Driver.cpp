@@ -588,6 +588,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       return kExitUsage;
     CPUPipelineOptions cpu = options.cpu;
     cpu.vectorLdexp = hasVectorLdexp(**machine);
+    cpu.constantB = cpu.gemmLibrary == "onednn" && !cpuKernelsArchive().empty();
     buildLoweringPipeline(lowering, phase, cpu);
     if (failed(lowering.run(*module)))
       return kExitError;

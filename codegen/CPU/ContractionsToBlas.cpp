@@ -30,6 +30,8 @@ constexpr int32_t kCblasNoTrans = 111;
 constexpr StringLiteral kSgemm = "cblas_sgemm";
 constexpr StringLiteral kDnnlSgemm = "dnnl_sgemm";
 constexpr StringLiteral kSetThreads = "openblas_set_num_threads";
+/// runtime/kernels/PackedMatmul.c: C += A * B with B packed once per address.
+constexpr StringLiteral kConstantB = "kiln_matmul_constant_b";
 
 /// How each operand's dimensions map to the loops (batch..., m, n, k).
 struct GemmMatch {
@@ -107,6 +109,22 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
   if (match.batchOf[2].size() != static_cast<size_t>(m))
     return std::nullopt; // C has every batch dimension
   return match;
+}
+
+/// Whether `value` views a constant global (weights), through any chain of
+/// subviews and casts.
+bool isConstantBuffer(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto global = dyn_cast<memref::GetGlobalOp>(def)) {
+      auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(def, global.getNameAttr());
+      return symbol && symbol.getConstant();
+    }
+    if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp, memref::ExpandShapeOp,
+             memref::CollapseShapeOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
+  return false;
 }
 
 func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
@@ -205,6 +223,8 @@ struct KilnContractionsToBlasPass
                       FunctionType::get(
                           ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32}, {}));
 
+    SymbolTable symbolTable(module);
+    symbols = &symbolTable;
     llvm::SetVector<func::FuncOp> callers;
     for (auto &[op, match] : gemms) {
       callers.insert(op->getParentOfType<func::FuncOp>());
@@ -274,6 +294,12 @@ struct KilnContractionsToBlasPass
     int64_t m = match.batchLoops;
     Value a = op.getDpsInputs()[0], bMatrix = op.getDpsInputs()[1], c = op.getDpsInits()[0];
 
+    int64_t mSize = ranges[m], nSize = ranges[m + 1], kSize = ranges[m + 2];
+    if (m == 0 && constantB && library == "onednn" && mSize > 1 && kSize > 1 && isConstantBuffer(bMatrix)) {
+      callWithConstantB(b, loc, op, mSize, nSize, kSize);
+      return;
+    }
+
     // One call per batch element, in a loop nest over the batch dimensions.
     SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(ranges).take_front(m));
     auto [pa, lda] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, a, match.batchOf[0], ivs));
@@ -284,7 +310,6 @@ struct KilnContractionsToBlasPass
       return arith::ConstantIntOp::create(b, loc, value, 32);
     };
     // A single row or column may have any stride; BLAS wants ld >= width.
-    int64_t mSize = ranges[m], nSize = ranges[m + 1], kSize = ranges[m + 2];
     if (mSize == 1)
       lda = i32(std::max<int64_t>(kSize, 1));
     if (kSize == 1)
@@ -292,6 +317,40 @@ struct KilnContractionsToBlasPass
     if (mSize == 1)
       ldc = i32(std::max<int64_t>(nSize, 1));
     callSgemm(b, loc, sgemm, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
+    op->erase();
+  }
+
+  /// The module's symbols while the pass runs.
+  SymbolTable *symbols = nullptr;
+
+  /// A matrix product whose B is constant: kiln_matmul_constant_b with the
+  /// call site's own zeroed 8-byte slot, a private global.
+  void callWithConstantB(OpBuilder &b, Location loc, linalg::GenericOp op, int64_t m, int64_t n,
+                         int64_t k) {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = b.getContext();
+    Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+    func::FuncOp callee = declare(
+        module, kConstantB,
+        FunctionType::get(ctx, {ptr, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}, {}));
+    auto slotType = MemRefType::get({1}, i64);
+    OpBuilder detached(ctx);
+    auto slot = memref::GlobalOp::create(
+        detached, loc, "kiln_matmul_site", b.getStringAttr("private"), slotType,
+        DenseElementsAttr::get(RankedTensorType::get({1}, i64), b.getI64IntegerAttr(0)),
+        /*constant=*/false, b.getI64IntegerAttr(8));
+    symbols->insert(slot, module.getBody()->begin()); // renamed if taken
+    Value slotAddress = addressOf(
+        b, loc, memref::GetGlobalOp::create(b, loc, slotType, slot.getSymName())).first;
+    auto wide = [&](Value v) -> Value { return arith::IndexCastOp::create(b, loc, i64, v); };
+    auto constant = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, loc, v, 64); };
+    auto [pa, aStrides] = addressOf(b, loc, op.getDpsInputs()[0]);
+    auto [pb, bStrides] = addressOf(b, loc, op.getDpsInputs()[1]);
+    auto [pc, cStrides] = addressOf(b, loc, op.getDpsInits()[0]);
+    func::CallOp::create(b, loc, callee,
+                         ValueRange{slotAddress, constant(m), constant(n), constant(k), pa,
+                                    wide(aStrides[0]), pb, wide(bStrides[0]), pc,
+                                    wide(cStrides[0])});
     op->erase();
   }
 

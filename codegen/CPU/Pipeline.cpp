@@ -65,7 +65,8 @@ void buildCPULoweringPipeline(OpPassManager &pm, const CPUPipelineOptions &optio
   std::string after = kAfterContractions;
   after.replace(after.find("%LDEXP%"), 7, options.vectorLdexp ? "1" : "0");
   std::string pipeline = std::string(kBeforeContractions) +
-                         "kiln-contractions-to-blas{library=" + options.gemmLibrary + "}," + after;
+                         "kiln-contractions-to-blas{library=" + options.gemmLibrary +
+                         " constant-b=" + (options.constantB ? "1" : "0") + "}," + after;
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     llvm::report_fatal_error("kiln: the built-in CPU pipeline does not parse");
 }

@@ -131,7 +131,9 @@ int main(int argc, char **argv) {
                "oneDNN's OpenMP calls are served by the LLVM OpenMP runtime the kernels use; "
                "in a process that has already loaded GCC's libgomp, prefer openblas"),
       cl::values(clEnumValN(Gemm::OneDnn, "onednn",
-                            "oneDNN's dnnl_sgemm (default; the faster on bench/)"),
+                            "oneDNN (default; the faster on bench/): dnnl_sgemm, and for "
+                            "products by constant weights a matmul primitive with the "
+                            "weights packed once, at the first run"),
                  clEnumValN(Gemm::OpenBlas, "openblas",
                             "OpenBLAS's cblas_sgemm, single-threaded per tile")),
       cl::init(Gemm::OneDnn), cl::cat(category));
