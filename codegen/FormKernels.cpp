@@ -183,6 +183,20 @@ private:
     return sizes;
   }
 
+  /// The size of `tiles` or a few more equal tiles of a matmul dimension of
+  /// `range`, a multiple of kMatmulTileMultiple if one divides evenly; 0
+  /// (untiled) if none does. A partial last tile would have a dynamic shape,
+  /// which no BLAS call takes: it would run as scalar loops.
+  static int64_t evenTileSize(int64_t range, int64_t tiles) {
+    int64_t aligned = llvm::alignTo(llvm::divideCeil(range, tiles), kMatmulTileMultiple);
+    if (aligned < range && range % aligned == 0)
+      return aligned;
+    for (int64_t count = tiles; count <= 4 * tiles && count < range; ++count)
+      if (range % count == 0)
+        return range / count;
+    return 0;
+  }
+
   /// Tile sizes for the root, all zero when it should stay untiled.
   SmallVector<int64_t> tileSizes(FusionOp fusion, linalg::LinalgOp root) const {
     SmallVector<int64_t> ranges = root.getStaticLoopRanges();
@@ -220,13 +234,12 @@ private:
           sizes[i] = 1;
         return sizes;
       }
-      int64_t best = parallel.back();
-      for (int64_t i : ArrayRef(parallel).take_back(matrixLoops))
-        if (ranges[i] > ranges[best])
-          best = i;
-      sizes[best] = llvm::alignTo(llvm::divideCeil(ranges[best], tiles), kMatmulTileMultiple);
-      if (sizes[best] >= ranges[best])
-        sizes[best] = 0;
+      // The larger matrix dimension, or the other one if it has no even split.
+      SmallVector<int64_t> matrix(llvm::ArrayRef<int64_t>(parallel).take_back(matrixLoops));
+      llvm::stable_sort(matrix, [&](int64_t a, int64_t b) { return ranges[a] > ranges[b]; });
+      for (int64_t i : matrix)
+        if ((sizes[i] = evenTileSize(ranges[i], tiles)) != 0)
+          break;
       return sizes;
     }
 

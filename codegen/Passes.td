@@ -84,7 +84,10 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        reduced anywhere in an input fusion are never tiled. Kernels with fewer
        than `min-parallel-elements` result elements are left untiled (serial).
        Matmul results are split into about `threads` tiles along the batch,
-       rows or columns, whichever is larger. Convolution tiles keep every
+       rows or columns, whichever is larger, all of one size (a multiple of
+       16 where one divides the dimension, else up to four times `threads`
+       equal tiles, else the other matrix dimension is split, else none): a
+       partial tile would have a dynamic shape, which no BLAS call takes. Convolution tiles keep every
        output channel (they become im2col + sgemm): one image (or group) per
        tile when there are at least `threads` of them, else bands of output
        rows, four per thread, with at most 512 KiB of im2col data per band;

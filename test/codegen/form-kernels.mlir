@@ -60,6 +60,37 @@ func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: 
 
 // -----
 
+// A matmul dimension that no multiple of 16 divides into two is split into
+// equal tiles (2 x 500) rather than 512 + 488: a partial tile would have a
+// dynamic shape, which no BLAS call takes. 1009 columns (a prime) have no
+// split into 2 to 8 equal tiles, so the 32 rows are split instead.
+// CHECK-LABEL: func.func @even_tiles
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (1000) step (500)
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[J]]] [512, 500]
+// CHECK-NOT: affine.min
+// CHECK-LABEL: func.func @other_dimension
+// CHECK: scf.forall (%[[I:.*]]) = (0) to (32) step (16)
+// CHECK: tensor.extract_slice %{{.*}}[%[[I]], 0] [16, 512]
+// CHECK-NOT: affine.min
+func.func @even_tiles(%x: tensor<64x512xf32>, %w: tensor<512x1000xf32>) -> tensor<64x1000xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<64x512xf32>, tensor<512x1000xf32>) -> tensor<64x1000xf32> {
+  ^bb0(%a: tensor<64x512xf32>, %c: tensor<512x1000xf32>):
+    %m = kiln.matmul %a, %c : (tensor<64x512xf32>, tensor<512x1000xf32>) -> tensor<64x1000xf32>
+    kiln.yield %m : tensor<64x1000xf32>
+  }
+  return %0 : tensor<64x1000xf32>
+}
+func.func @other_dimension(%x: tensor<32x512xf32>, %w: tensor<512x1009xf32>) -> tensor<32x1009xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<32x512xf32>, tensor<512x1009xf32>) -> tensor<32x1009xf32> {
+  ^bb0(%a: tensor<32x512xf32>, %c: tensor<512x1009xf32>):
+    %m = kiln.matmul %a, %c : (tensor<32x512xf32>, tensor<512x1009xf32>) -> tensor<32x1009xf32>
+    kiln.yield %m : tensor<32x1009xf32>
+  }
+  return %0 : tensor<32x1009xf32>
+}
+
+// -----
+
 // Loop fusion: the elementwise chain becomes one generic; rows are tiled.
 // CHECK-LABEL: func.func @chain
 // CHECK: scf.forall (%{{.*}}) in (64)
