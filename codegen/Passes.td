@@ -309,17 +309,28 @@ def KilnContractionsToBlasPass
     (MLP layers of batch 64: 15 % faster). Each call site gets a private,
     zeroed 8-byte global for its state:
     ```mlir
-    memref.global "private" @kiln_matmul_site : memref<1xi64> = dense<0>
+    memref.global "private" @kiln_kernel_site : memref<1xi64> = dense<0>
     func.call @kiln_matmul_constant_b(%site, %c64, %c1024, %c784, %pa, %c784_i64,
                                       %pb, %c1024_i64, %pc, %c1024_i64) : (...) -> ()
     ```
+    Also with `constant-b`, a 3x3 convolution at stride 1 by constant filters
+    with at least 32 input and output channels, in whole blocks of 16, and
+    at least 2^20 multiply-adds per image (or band of rows) calls
+    `kiln_conv2d_constant_w` (runtime/kernels/PackedConvolution.c) instead of
+    im2col and sgemm: oneDNN's Winograd F(2x2, 3x3) in its blocked layout,
+    filters transformed once, the band reordered in and the result added back
+    into the output, which holds the bias (a ResNet 64-channel block: 1.6x).
+    Its arguments: the site, the shape (c, ih, iw, f, kh, kw, oh, ow), the
+    strides and dilations, the input and its channel and row strides, the
+    filters, the output and its channel and row strides.
   }];
   let options = [
     Option<"library", "library", "std::string", /*default=*/"\"onednn\"",
            "The sgemm to call: 'onednn' (dnnl_sgemm) or 'openblas' (cblas_sgemm)">,
     Option<"constantB", "constant-b", "bool", /*default=*/"false",
-           "Products by constant weights call kiln_matmul_constant_b (oneDNN, "
-           "weights packed once); needs library=onednn and kilnc's kernel archive">
+           "Products and 3x3 convolutions by constant weights call "
+           "kiln_matmul_constant_b and kiln_conv2d_constant_w (oneDNN, weights "
+           "packed once); needs library=onednn and kilnc's kernel archive">
   ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];

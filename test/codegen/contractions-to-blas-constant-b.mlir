@@ -4,8 +4,8 @@
 // Two tiles of constant weights: each call site gets its own zeroed 8-byte
 // slot (renamed apart) and calls kiln_matmul_constant_b with the sizes and the
 // leading dimensions of A, B (the weights' row stride, 1024) and C.
-// CHECK-DAG: memref.global "private" @[[SITE0:kiln_matmul_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
-// CHECK-DAG: memref.global "private" @[[SITE1:kiln_matmul_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
+// CHECK-DAG: memref.global "private" @[[SITE0:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
+// CHECK-DAG: memref.global "private" @[[SITE1:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-LABEL: func.func @weights
 // CHECK-NOT: dnnl_sgemm
 // CHECK: memref.get_global @[[SITE1]]
@@ -67,6 +67,97 @@ func.func @not_constant(%a: memref<8x32xf32>, %b: memref<32x16xf32>, %c: memref<
     %p = arith.mulf %x, %y : f32
     %s2 = arith.addf %acc, %p : f32
     linalg.yield %s2 : f32
+  }
+  return
+}
+
+// -----
+
+// A 3x3 convolution at stride 1 by constant filters, 32 channels in and out,
+// on a band of 4 output rows (1.8 M multiply-adds): one call to
+// kiln_conv2d_constant_w with the shape (c, ih, iw, f, kh, kw, oh, ow),
+// strides and dilations (1), the band with its channel and row strides, the
+// filters, and the output with its strides (a band of a 32x48x48 image).
+// CHECK-DAG: memref.global "private" @[[SITE:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
+// CHECK-LABEL: func.func @winograd
+// CHECK-NOT: call @dnnl_sgemm
+// CHECK: memref.get_global @[[SITE]]
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %c6_i64, %c50_i64, %c32_i64, %c3_i64, %c3_i64, %c4_i64, %c48_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c300_i64, %c50_i64, %{{.*}}, %{{.*}}, %c2304_i64, %c48_i64)
+// CHECK-NOT: call @dnnl_sgemm
+// OFF-LABEL: func.func @winograd
+// OFF-NOT: kiln_conv2d_constant_w
+// OFF: call @dnnl_sgemm
+#in = affine_map<(f, y, x, c, i, j) -> (c, y + i, x + j)>
+#w = affine_map<(f, y, x, c, i, j) -> (f, c, i, j)>
+#out = affine_map<(f, y, x, c, i, j) -> (f, y, x)>
+memref.global "private" constant @filters : memref<32x32x3x3xf32> = dense<0.5>
+func.func @winograd(%band: memref<32x6x50xf32>, %image: memref<32x48x48xf32>, %row: index) {
+  %w = memref.get_global @filters : memref<32x32x3x3xf32>
+  %out = memref.subview %image[0, %row, 0] [32, 4, 48] [1, 1, 1] : memref<32x48x48xf32> to memref<32x4x48xf32, strided<[2304, 48, 1], offset: ?>>
+  linalg.generic {indexing_maps = [#in, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band, %w : memref<32x6x50xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x4x48xf32, strided<[2304, 48, 1], offset: ?>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Convolutions Winograd does not take stay on im2col and sgemm: 16 channels
+// (too narrow to pay), 5x5 filters, stride 2, filters computed at run time.
+// CHECK-LABEL: func.func @not_winograd
+// CHECK-NOT: kiln_conv2d_constant_w
+// CHECK-COUNT-4: call @dnnl_sgemm
+// CHECK-NOT: kiln_conv2d_constant_w
+#in3 = affine_map<(f, y, x, c, i, j) -> (c, y + i, x + j)>
+#in3s2 = affine_map<(f, y, x, c, i, j) -> (c, y * 2 + i, x * 2 + j)>
+#w = affine_map<(f, y, x, c, i, j) -> (f, c, i, j)>
+#out = affine_map<(f, y, x, c, i, j) -> (f, y, x)>
+memref.global "private" constant @narrow : memref<16x16x3x3xf32> = dense<0.5>
+memref.global "private" constant @five : memref<32x32x5x5xf32> = dense<0.5>
+memref.global "private" constant @filters : memref<32x32x3x3xf32> = dense<0.5>
+func.func @not_winograd(%band16: memref<16x18x98xf32>, %out16: memref<16x16x96xf32>,
+                        %band: memref<32x12x52xf32>, %out: memref<32x8x48xf32>,
+                        %band2: memref<32x17x97xf32>, %filters: memref<32x32x3x3xf32>,
+                        %band3: memref<32x10x50xf32>) {
+  %w16 = memref.get_global @narrow : memref<16x16x3x3xf32>
+  linalg.generic {indexing_maps = [#in3, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band16, %w16 : memref<16x18x98xf32>, memref<16x16x3x3xf32>) outs(%out16 : memref<16x16x96xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %w5 = memref.get_global @five : memref<32x32x5x5xf32>
+  linalg.generic {indexing_maps = [#in3, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band, %w5 : memref<32x12x52xf32>, memref<32x32x5x5xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %w3 = memref.get_global @filters : memref<32x32x3x3xf32>
+  linalg.generic {indexing_maps = [#in3s2, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band2, %w3 : memref<32x17x97xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#in3, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band3, %filters : memref<32x10x50xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
   }
   return
 }

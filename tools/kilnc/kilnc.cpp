@@ -133,7 +133,8 @@ int main(int argc, char **argv) {
       cl::values(clEnumValN(Gemm::OneDnn, "onednn",
                             "oneDNN (default; the faster on bench/): dnnl_sgemm, and for "
                             "products by constant weights a matmul primitive with the "
-                            "weights packed once, at the first run"),
+                            "weights packed once, at the first run; 3x3 convolutions of "
+                            "32 or more channels by Winograd F(2x2, 3x3)"),
                  clEnumValN(Gemm::OpenBlas, "openblas",
                             "OpenBLAS's cblas_sgemm, single-threaded per tile")),
       cl::init(Gemm::OneDnn), cl::cat(category));

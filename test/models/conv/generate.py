@@ -9,7 +9,10 @@ Outputs of one model, all on fixed pseudo-random data:
   y_plain:  Conv 3x3, pad 1, no epilogue, on 1x8x40x40 -> 1x16x40x40: bands
             written straight into the output (strided matrix rows);
   y_stride: Conv 5x5, stride 2, asymmetric pads, no bias on 1x8x40x40 ->
-            1x4x19x20: small, so untiled, still im2col + sgemm.
+            1x4x19x20: small, so untiled, still im2col + sgemm;
+  y_wino:   Relu(Conv 3x3, pad 1 + input) on 1x32x24x48: 32 channels in and
+            out, so bands of rows call oneDNN's Winograd F(2x2, 3x3), whose
+            transforms only add, subtract and halve, exact on these values.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -64,6 +67,8 @@ w_rows, b_rows = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
 w_groups, b_groups = tensor((8, 2, 3, 3), 0.3), tensor((8,), 0.1)
 w_stride = tensor((4, 8, 5, 5), 0.2)
 w_plain, b_plain = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
+x3 = tensor((1, 32, 24, 48))
+w_wino, b_wino = tensor((32, 32, 3, 3), 0.3), tensor((32,), 0.1)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -75,24 +80,32 @@ nodes = [
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     helper.make_node("Conv", ["x1", "w_stride"], ["y_stride"], name="conv_stride",
                      kernel_shape=[5, 5], pads=[1, 2, 0, 1], strides=[2, 2]),
+    helper.make_node("Conv", ["x3", "w_wino", "b_wino"], ["c_wino"], name="conv_wino",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Add", ["c_wino", "x3"], ["s_wino"], name="add_wino"),
+    helper.make_node("Relu", ["s_wino"], ["y_wino"], name="relu_wino"),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
 y_plain = conv_reference(x1, w_plain, b_plain, [1, 1, 1, 1])
 y_stride = conv_reference(x1, w_stride, None, [1, 2, 0, 1], strides=(2, 2))
+y_wino = np.maximum(conv_reference(x3, w_wino, b_wino, [1, 1, 1, 1]) + x3, 0.0)
 
 inits = [numpy_helper.from_array(a, n) for n, a in
          [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups), ("b_groups", b_groups),
-          ("w_stride", w_stride), ("w_plain", w_plain), ("b_plain", b_plain)]]
+          ("w_stride", w_stride), ("w_plain", w_plain), ("b_plain", b_plain),
+          ("w_wino", w_wino), ("b_wino", b_wino)]]
 
 
 def vi(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
 
 
-graph = helper.make_graph(nodes, "conv_tiles", [vi("x1", x1.shape), vi("x2", x2.shape)],
+graph = helper.make_graph(nodes, "conv_tiles",
+                          [vi("x1", x1.shape), vi("x2", x2.shape), vi("x3", x3.shape)],
                           [vi("y_rows", y_rows.shape), vi("y_groups", y_groups.shape),
-                           vi("y_plain", y_plain.shape), vi("y_stride", y_stride.shape)], inits)
+                           vi("y_plain", y_plain.shape), vi("y_stride", y_stride.shape),
+                           vi("y_wino", y_wino.shape)], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                           producer_name="kiln-test")
 model.ir_version = 8
@@ -101,10 +114,10 @@ onnx.save(model, os.path.join(HERE, "model.onnx"))
 
 data = os.path.join(HERE, "test_data_set_0")
 os.makedirs(data, exist_ok=True)
-for i, (name, a) in enumerate([("x1", x1), ("x2", x2)]):
+for i, (name, a) in enumerate([("x1", x1), ("x2", x2), ("x3", x3)]):
     with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
         f.write(numpy_helper.from_array(a, name).SerializeToString())
 for i, (name, a) in enumerate([("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
-                                    ("y_stride", y_stride)]):
+                                    ("y_stride", y_stride), ("y_wino", y_wino)]):
     with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
         f.write(numpy_helper.from_array(a.astype(np.float32), name).SerializeToString())

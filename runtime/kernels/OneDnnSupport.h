@@ -1,0 +1,73 @@
+/*===- OneDnnSupport.h - Shared state of the oneDNN kernels in artifacts ---===
+ *
+ * What PackedMatmul.c and PackedConvolution.c share: one engine, one lock
+ * for building call sites, each thread's stream and buffers, weights
+ * reordered once per address, and the list of sites freed when the artifact
+ * is unloaded. Internal to runtime/kernels.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_KERNELS_ONEDNNSUPPORT_H
+#define KILN_RUNTIME_KERNELS_ONEDNNSUPPORT_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* Guards every site's construction and its list of packed weights. */
+extern pthread_mutex_t kilnDnnlLock;
+
+/* The CPU engine, created by kilnDnnlInit. */
+extern dnnl_engine_t kilnDnnlEngine;
+
+static inline int kilnDnnlOk(dnnl_status_t status) { return status == dnnl_success; }
+
+/* Creates the engine and the per-thread key once; with kilnDnnlLock held.
+ * Returns 0 when oneDNN cannot be used. */
+int kilnDnnlInit(void);
+
+/* Buffers a thread keeps between calls: [0] the primitives' scratchpads,
+ * the others what a kernel needs (a convolution's blocked input and output). */
+enum { KILN_THREAD_BUFFERS = 3 };
+
+/* The calling thread's stream, with buffer `index` grown to `bytes`
+ * (64-byte aligned), or NULL. */
+dnnl_stream_t kilnDnnlThreadStream(void);
+void *kilnDnnlThreadBuffer(int index, size_t bytes);
+
+/* Attributes with a user-managed scratchpad: a oneDNN build may share one
+ * library-managed scratchpad between primitives that run at once, and tiles
+ * of a kernel do. `postOps` may be NULL. */
+dnnl_primitive_attr_t kilnDnnlAttributes(const_dnnl_post_ops_t postOps);
+
+/* Runs `primitive` on the thread's stream with `args` (room for one more)
+ * and its scratchpad, described by `scratchDesc`; waits for it. */
+int kilnDnnlExecute(dnnl_primitive_t primitive, const dnnl_memory_desc_t *scratchDesc, int nargs,
+                    dnnl_exec_arg_t *args);
+
+/* A constant buffer reordered once into a primitive's layout. */
+typedef struct KilnPackedWeights {
+  const void *source;
+  dnnl_memory_t memory;
+  void *data;
+  struct KilnPackedWeights *next;
+} KilnPackedWeights;
+
+/* The copy of `source` (laid out as `user`) in layout `packed`, from `list`
+ * or made and added to it. With kilnDnnlLock held. */
+KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
+                                const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *packed);
+
+/* A call site: registered once built, released when the artifact unloads. */
+typedef struct KilnSite {
+  void (*release)(struct KilnSite *site);
+  struct KilnSite *next;
+} KilnSite;
+
+/* Adds a site to the list freed at unload. With kilnDnnlLock held. */
+void kilnDnnlRegister(KilnSite *site);
+
+/* Frees a list of packed weights. */
+void kilnDnnlFreePacked(KilnPackedWeights *list);
+
+#endif /* KILN_RUNTIME_KERNELS_ONEDNNSUPPORT_H */
