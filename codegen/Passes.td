@@ -61,10 +61,22 @@ def KilnExpandStridedCopiesPass
     ```
     After:
     ```mlir
-    linalg.copy ins(%a : memref<2x2xf32>) outs(%view : memref<2x2xf32, strided<[4, 1]>>)
+    scf.for %i = %c0 to %c2 step %c1 {
+      %from = memref.subview %a[%i, 0] [1, 2] [1, 1] : memref<2x2xf32> to memref<2xf32, strided<[1], offset: ?>>
+      %to = memref.subview %view[%i, 0] [1, 2] [1, 1] : ... to memref<2xf32, strided<[1], offset: ?>>
+      memref.copy %from, %to : memref<2xf32, strided<[1], offset: ?>> to memref<2xf32, strided<[1], offset: ?>>
+    }
+    ```
+    Rows contiguous on both sides are copied by memcpy's like this (LLVM
+    expands short ones inline into vector moves; loops over short rows stay
+    scalar when LLVM cannot tell that the buffers do not overlap). Copies
+    with strided rows become `linalg.copy`, plain loops later:
+    ```mlir
+    linalg.copy ins(%a : memref<4xf32, strided<[2]>>) outs(%b : memref<4xf32>)
     ```
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
@@ -332,8 +344,9 @@ def KilnContractionsToBlasPass
            "kiln_matmul_constant_b and kiln_conv2d_constant_w (oneDNN, weights "
            "packed once); needs library=onednn and kilnc's kernel archive">
   ];
-  let dependentDialects = ["mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",
-                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def KilnPlanBuffersPass : Pass<"kiln-plan-buffers", "mlir::func::FuncOp"> {

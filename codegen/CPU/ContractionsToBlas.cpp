@@ -8,6 +8,7 @@
 #include "codegen/Contraction.h"
 #include "codegen/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -436,13 +437,15 @@ struct KilnContractionsToBlasPass
         renumber, {}, colLoops.size(), 0);
     auto colType = MemRefType::get(colShape, b.getF32Type());
     Value col = memref::AllocOp::create(b, loc, colType, b.getI64IntegerAttr(64));
-    linalg::GenericOp::create(
-        b, loc, ValueRange{image}, ValueRange{col},
-        SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colLoops.size())},
-        SmallVector<utils::IteratorType>(colLoops.size(), utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(nb, nloc, args[0]);
-        });
+    if (!copyWindows(b, loc, image, imageMap, colShape, loops.batch.size() + loops.window.size(),
+                     col))
+      linalg::GenericOp::create(
+          b, loc, ValueRange{image}, ValueRange{col},
+          SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colLoops.size())},
+          SmallVector<utils::IteratorType>(colLoops.size(), utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location nloc, ValueRange args) {
+            linalg::YieldOp::create(nb, nloc, args[0]);
+          });
 
     int64_t m = loops.channel ? ranges[*loops.channel] : 1;
     int64_t n = 1, k = 1;
@@ -490,6 +493,76 @@ struct KilnContractionsToBlasPass
     }
     memref::DeallocOp::create(b, loc, col);
     op->erase();
+  }
+
+  /// The im2col copy as one `memref.copy` per (batch..., window...) index of
+  /// the image's strided view under that window into the column buffer's
+  /// [spatial...] slice, when every image index is a sum of batch and window
+  /// terms plus at most one spatial loop times its stride, spatial loops in
+  /// order. kiln-expand-strided-copies turns each into row copies, memcpy's
+  /// at stride 1: short rows (LeNet's 10 and 28) copied by loops stayed
+  /// scalar, LLVM unsure that the buffers do not overlap. Returns false,
+  /// creating nothing, for any other image map.
+  static bool copyWindows(OpBuilder &b, Location loc, Value image, AffineMap imageMap,
+                          ArrayRef<int64_t> colShape, unsigned outerDims, Value col) {
+    MLIRContext *ctx = b.getContext();
+    unsigned rank = colShape.size(), nextSpatial = outerDims;
+    SmallVector<AffineExpr> offsets;
+    SmallVector<int64_t> sizes, strides;
+    for (AffineExpr expr : imageMap.getResults()) {
+      llvm::SmallDenseMap<unsigned, int64_t> coefficients;
+      if (!linearInDims(expr, coefficients))
+        return false;
+      AffineExpr offset = getAffineConstantExpr(0, ctx);
+      int64_t size = 1, stride = 1;
+      for (unsigned dim = 0; dim < rank; ++dim) {
+        int64_t coefficient = coefficients.lookup(dim);
+        if (coefficient == 0)
+          continue;
+        if (dim < outerDims) {
+          offset = offset + getAffineDimExpr(dim, ctx) * coefficient;
+          continue;
+        }
+        if (dim != nextSpatial || size != 1)
+          return false;
+        size = colShape[dim];
+        stride = coefficient;
+        ++nextSpatial;
+      }
+      offsets.push_back(offset);
+      sizes.push_back(size);
+      strides.push_back(stride);
+    }
+    if (nextSpatial != rank)
+      return false;
+
+    OpBuilder::InsertionGuard guard(b);
+    SmallVector<Value> ivs = loopNest(b, loc, colShape.take_front(outerDims));
+    SmallVector<OpFoldResult> imageOffsets;
+    for (AffineExpr offset : offsets)
+      imageOffsets.push_back(
+          affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(outerDims, 0, offset),
+                                                getAsOpFoldResult(ValueRange(ivs))));
+    ArrayRef<int64_t> spatialShape = colShape.drop_front(outerDims);
+    auto imageType = cast<MemRefType>(image.getType());
+    SmallVector<OpFoldResult> imageSizes = getAsIndexOpFoldResult(ctx, sizes);
+    SmallVector<OpFoldResult> imageStrides = getAsIndexOpFoldResult(ctx, strides);
+    auto windowType = memref::SubViewOp::inferRankReducedResultType(
+        spatialShape, imageType, imageOffsets, imageSizes, imageStrides);
+    Value window = memref::SubViewOp::create(b, loc, cast<MemRefType>(windowType), image,
+                                             imageOffsets, imageSizes, imageStrides);
+    SmallVector<OpFoldResult> colOffsets = getAsOpFoldResult(ValueRange(ivs));
+    colOffsets.append(spatialShape.size(), b.getIndexAttr(0));
+    SmallVector<int64_t> colSizes(outerDims, 1);
+    llvm::append_range(colSizes, spatialShape);
+    SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
+    auto colType = cast<MemRefType>(col.getType());
+    auto sliceType = memref::SubViewOp::inferRankReducedResultType(
+        spatialShape, colType, colOffsets, getAsIndexOpFoldResult(ctx, colSizes), unit);
+    Value slice = memref::SubViewOp::create(b, loc, cast<MemRefType>(sliceType), col, colOffsets,
+                                            getAsIndexOpFoldResult(ctx, colSizes), unit);
+    memref::CopyOp::create(b, loc, window, slice);
+    return true;
   }
 
   /// A 3x3 convolution at stride 1 by constant filters, wide and large

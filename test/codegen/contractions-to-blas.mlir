@@ -42,14 +42,16 @@ func.func @gemm(%a: memref<64x784xf32>, %b: memref<784x512xf32, strided<[1024, 1
 // 56x56 image): im2col into a [channel, kh, kw, row, column] buffer, then
 // one sgemm M=64 (channels) N=7*56 K=64*3*3 whose C is the strided band
 // (ldc = the full 56x56 plane).
-// The im2col map reads the image at (channel, row + kh, column + kw).
-// CHECK: #[[IM:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 + d3, d2 + d4)>
-// CHECK: #[[ID:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// im2col copies, per (channel, kh, kw), the image's 7x56 window at
+// (channel, kh, kw) into the column buffer's slice.
 // CHECK-LABEL: func.func @conv_band
 // CHECK: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64x3x3x7x56xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[IM]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<64x9x58xf32>) outs(%[[COL]] : memref<64x3x3x7x56xf32>)
-// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
-// CHECK-NEXT: linalg.yield %[[IN]]
+// CHECK: scf.for %[[C:.*]] = %c0 to %c64 step %c1 {
+// CHECK-NEXT: scf.for %[[KH:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT: scf.for %[[KW:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT: %[[WINDOW:.*]] = memref.subview %arg0[%[[C]], %[[KH]], %[[KW]]] [1, 7, 56] [1, 1, 1] : memref<64x9x58xf32> to memref<7x56xf32, strided<[58, 1], offset: ?>>
+// CHECK-NEXT: %[[SLICE:.*]] = memref.subview %[[COL]][%[[C]], %[[KH]], %[[KW]], 0, 0] [1, 1, 1, 7, 56] [1, 1, 1, 1, 1] : memref<64x3x3x7x56xf32> to memref<7x56xf32, strided<[56, 1], offset: ?>>
+// CHECK-NEXT: memref.copy %[[WINDOW]], %[[SLICE]]
 // CHECK: call @cblas_sgemm(%c101_i32, %c111_i32, %c111_i32, %c64_i32, %c392_i32, %c576_i32, %cst, %{{.*}}, %c576_i32, %{{.*}}, %c392_i32, %cst, %{{.*}}, %c3136_i32)
 // CHECK: memref.dealloc %[[COL]]
 // CHECK-NOT: linalg.generic
@@ -71,10 +73,11 @@ func.func @conv_band(%x: memref<64x9x58xf32>, %w: memref<64x64x3x3xf32>, %y: mem
 
 // A batch of images with stride 2: one im2col over every image, then an
 // sgemm per image inside a loop; the filter has no batch dimension.
-// CHECK: #[[IM:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d3 * 2 + d1, d4 * 2 + d2)>
+// Its windows have a stride of 2 along both spatial dimensions.
 // CHECK-LABEL: func.func @conv_images
 // CHECK: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x5x5x14x14xf32>
-// CHECK: linalg.generic {indexing_maps = [#[[IM]], #{{.*}}]{{.*}} outs(%[[COL]] : memref<2x5x5x14x14xf32>)
+// CHECK: memref.subview %arg0[%{{.*}}, %{{.*}}, %{{.*}}] [1, 14, 14] [1, 2, 2] : memref<2x32x32xf32> to memref<14x14xf32, strided<[64, 2], offset: ?>>
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<14x14xf32, strided<[64, 2], offset: ?>> to memref<14x14xf32, strided<[14, 1], offset: ?>>
 // CHECK: scf.for %[[N:.*]] = %c0 to %c2 step %c1
 // CHECK: memref.extract_strided_metadata %arg2
 // CHECK: arith.muli %[[N]]

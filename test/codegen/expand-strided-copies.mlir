@@ -1,13 +1,47 @@
 // RUN: kiln-opt %s -split-input-file -kiln-expand-strided-copies | FileCheck %s
 
+// Rows contiguous on both sides: one row copy (a memcpy later) per row.
 // CHECK-LABEL: func @into_strided_view
 // CHECK-SAME: (%[[A:.*]]: memref<2x2xf32>, %[[B:.*]]: memref<2x4xf32>)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: %[[V:.*]] = memref.subview %[[B]][0, 2] [2, 2] [1, 1]
-// CHECK-NOT: memref.copy
-// CHECK: linalg.copy ins(%[[A]] : memref<2x2xf32>) outs(%[[V]] : memref<2x2xf32, strided<[4, 1], offset: 2>>)
+// CHECK: scf.for %[[I:.*]] = %[[C0]] to %[[C2]] step %[[C1]] {
+// CHECK:   %[[FROM:.*]] = memref.subview %[[A]][%[[I]], 0] [1, 2] [1, 1] : memref<2x2xf32> to memref<2xf32, strided<[1], offset: ?>>
+// CHECK:   %[[TO:.*]] = memref.subview %[[V]][%[[I]], 0] [1, 2] [1, 1] : memref<2x2xf32, strided<[4, 1], offset: 2>> to memref<2xf32, strided<[1], offset: ?>>
+// CHECK:   memref.copy %[[FROM]], %[[TO]] : memref<2xf32, strided<[1], offset: ?>> to memref<2xf32, strided<[1], offset: ?>>
+// CHECK: }
+// CHECK-NOT: linalg.copy
 func.func @into_strided_view(%a: memref<2x2xf32>, %b: memref<2x4xf32>) {
   %v = memref.subview %b[0, 2] [2, 2] [1, 1] : memref<2x4xf32> to memref<2x2xf32, strided<[4, 1], offset: 2>>
   memref.copy %a, %v : memref<2x2xf32> to memref<2x2xf32, strided<[4, 1], offset: 2>>
+  return
+}
+
+// -----
+
+// Three dimensions (a padded band of channels): a loop nest over the outer two.
+// CHECK-LABEL: func @rows_of_a_band
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     memref.copy %{{.*}}, %{{.*}} : memref<28xf32, strided<[1], offset: ?>> to memref<28xf32, strided<[1], offset: ?>>
+// CHECK-NOT: linalg.copy
+func.func @rows_of_a_band(%a: memref<6x28x28xf32>, %b: memref<6x32x32xf32>) {
+  %v = memref.subview %b[0, 2, 2] [6, 28, 28] [1, 1, 1] : memref<6x32x32xf32> to memref<6x28x28xf32, strided<[1024, 32, 1], offset: 66>>
+  memref.copy %a, %v : memref<6x28x28xf32> to memref<6x28x28xf32, strided<[1024, 32, 1], offset: 66>>
+  return
+}
+
+// -----
+
+// Rows with a stride: linalg.copy.
+// CHECK-LABEL: func @strided_rows
+// CHECK-NOT: memref.copy
+// CHECK: linalg.copy ins(%{{.*}} : memref<2x4xf32, strided<[8, 2]>>) outs(%{{.*}} : memref<2x4xf32>)
+func.func @strided_rows(%a: memref<2x8xf32>, %b: memref<2x4xf32>) {
+  %v = memref.subview %a[0, 0] [2, 4] [1, 2] : memref<2x8xf32> to memref<2x4xf32, strided<[8, 2]>>
+  memref.copy %v, %b : memref<2x4xf32, strided<[8, 2]>> to memref<2x4xf32>
   return
 }
 
