@@ -294,6 +294,21 @@ struct KilnContractionsToBlasPass
     }
   }
 
+  /// An operand's indices at one batch element: the batch loops' induction
+  /// variables `batchIvs` where `map` reads a loop of `batchLoops`, `zero`
+  /// elsewhere.
+  static SmallVector<Value> batchIndices(AffineMap map, ArrayRef<int64_t> batchLoops,
+                                         ArrayRef<Value> batchIvs, Value zero) {
+    SmallVector<Value> indices;
+    for (AffineExpr expr : map.getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      const int64_t *batch = dim ? llvm::find(batchLoops, dim.getPosition()) : batchLoops.end();
+      indices.push_back(batch == batchLoops.end() ? zero
+                                                  : batchIvs[batch - batchLoops.begin()]);
+    }
+    return indices;
+  }
+
   /// Opens a loop nest over `ranges` at `b`'s insertion point, leaves `b`
   /// inside it and returns the induction variables.
   static SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges) {
@@ -457,19 +472,9 @@ struct KilnContractionsToBlasPass
       OpBuilder::InsertionGuard guard(b);
       SmallVector<Value> batchIvs = loopNest(
           b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return ranges[loop]; }));
-      // An operand's indices at this batch element: the batch loops'
-      // induction variables where its map reads them, zero elsewhere.
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       auto indicesOf = [&](AffineMap map) {
-        SmallVector<Value> indices;
-        for (AffineExpr expr : map.getResults()) {
-          auto dim = cast<AffineDimExpr>(expr);
-          auto batch = llvm::find(loops.batch, dim.getPosition());
-          indices.push_back(batch == loops.batch.end()
-                                ? zero
-                                : batchIvs[std::distance(loops.batch.begin(), batch)]);
-        }
-        return indices;
+        return batchIndices(map, loops.batch, batchIvs, zero);
       };
       auto i32 = [&](int64_t value) -> Value {
         return arith::ConstantIntOp::create(b, loc, value, 32);
@@ -628,15 +633,7 @@ struct KilnContractionsToBlasPass
         b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return ranges[loop]; }));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto indicesOf = [&](AffineMap map) {
-      SmallVector<Value> indices;
-      for (AffineExpr expr : map.getResults()) {
-        auto dim = dyn_cast<AffineDimExpr>(expr);
-        auto batch = dim ? llvm::find(loops.batch, dim.getPosition()) : loops.batch.end();
-        indices.push_back(batch == loops.batch.end()
-                              ? zero
-                              : batchIvs[std::distance(loops.batch.begin(), batch)]);
-      }
-      return indices;
+      return batchIndices(map, loops.batch, batchIvs, zero);
     };
     auto constant = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, loc, v, 64); };
     auto wide = [&](Value v) -> Value { return arith::IndexCastOp::create(b, loc, i64, v); };

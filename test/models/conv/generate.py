@@ -20,12 +20,15 @@ checks it. Needs numpy and onnx (bench/.venv has both):
     bench/.venv/bin/python test/models/conv/generate.py
 """
 import os
+import sys
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper, TensorProto
+from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import model_files  # noqa: E402
+
 rng = np.random.default_rng(20261122)
 
 
@@ -57,8 +60,7 @@ def tensor(shape, scale=1.0):
     """Multiples of 1/32 in [-scale, scale]: every product and partial sum of these
     convolutions is exact in float32, so the result does not depend on the
     summation order and must match the float64 reference exactly."""
-    steps = int(round(scale * 32))
-    return (rng.integers(-steps, steps + 1, size=shape) / 32.0).astype(np.float32)
+    return model_files.tensor(rng, shape, scale)
 
 
 x1 = tensor((1, 8, 40, 40))
@@ -91,33 +93,9 @@ y_plain = conv_reference(x1, w_plain, b_plain, [1, 1, 1, 1])
 y_stride = conv_reference(x1, w_stride, None, [1, 2, 0, 1], strides=(2, 2))
 y_wino = np.maximum(conv_reference(x3, w_wino, b_wino, [1, 1, 1, 1]) + x3, 0.0)
 
-inits = [numpy_helper.from_array(a, n) for n, a in
-         [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups), ("b_groups", b_groups),
-          ("w_stride", w_stride), ("w_plain", w_plain), ("b_plain", b_plain),
-          ("w_wino", w_wino), ("b_wino", b_wino)]]
-
-
-def vi(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
-
-
-graph = helper.make_graph(nodes, "conv_tiles",
-                          [vi("x1", x1.shape), vi("x2", x2.shape), vi("x3", x3.shape)],
-                          [vi("y_rows", y_rows.shape), vi("y_groups", y_groups.shape),
-                           vi("y_plain", y_plain.shape), vi("y_stride", y_stride.shape),
-                           vi("y_wino", y_wino.shape)], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                          producer_name="kiln-test")
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(HERE, "model.onnx"))
-
-data = os.path.join(HERE, "test_data_set_0")
-os.makedirs(data, exist_ok=True)
-for i, (name, a) in enumerate([("x1", x1), ("x2", x2), ("x3", x3)]):
-    with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(a, name).SerializeToString())
-for i, (name, a) in enumerate([("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
-                                    ("y_stride", y_stride), ("y_wino", y_wino)]):
-    with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(a.astype(np.float32), name).SerializeToString())
+model_files.save(HERE, "conv_tiles", nodes, [("x1", x1), ("x2", x2), ("x3", x3)],
+                 [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
+                  ("y_stride", y_stride), ("y_wino", y_wino)],
+                 [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
+                  ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
+                  ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino)])

@@ -12,19 +12,20 @@ kiln-conformance checks it. Needs numpy and onnx (bench/.venv has both):
     bench/.venv/bin/python test/models/mlp/generate.py
 """
 import os
+import sys
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper, TensorProto
+from onnx import helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import model_files  # noqa: E402
+
 rng = np.random.default_rng(20261123)
 
 
 def tensor(shape, scale=1.0):
-    """Multiples of 1/32 in [-scale, scale]."""
-    steps = int(round(scale * 32))
-    return (rng.integers(-steps, steps + 1, size=shape) / 32.0).astype(np.float32)
+    return model_files.tensor(rng, shape, scale)
 
 
 x = tensor((64, 96))
@@ -45,25 +46,5 @@ nodes = [
     helper.make_node("MatMul", ["h", "w2"], ["hw2"], name="layer2"),
     helper.make_node("Add", ["hw2", "b2"], ["y"], name="bias2"),
 ]
-inits = [numpy_helper.from_array(a, n) for n, a in [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)]]
-
-
-def vi(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
-
-
-graph = helper.make_graph(nodes, "mlp_constant_weights", [vi("x", x.shape)],
-                          [vi("h", h.shape), vi("y", y.shape)], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                          producer_name="kiln-test")
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, os.path.join(HERE, "model.onnx"))
-
-data = os.path.join(HERE, "test_data_set_0")
-os.makedirs(data, exist_ok=True)
-with open(os.path.join(data, "input_0.pb"), "wb") as f:
-    f.write(numpy_helper.from_array(x, "x").SerializeToString())
-for i, (name, a) in enumerate([("h", h), ("y", y)]):
-    with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(a.astype(np.float32), name).SerializeToString())
+model_files.save(HERE, "mlp_constant_weights", nodes, [("x", x)], [("h", h), ("y", y)],
+                 [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)])
