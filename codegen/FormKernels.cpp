@@ -297,10 +297,11 @@ private:
     Region &body = fusion.getBody();
     (void)applyPatternsGreedily(body, patterns);
     // Tile each result's root, the last one first, so earlier roots fused
-    // into a later tile are not tiled twice.
-    SmallVector<Value> results(fusion.getYield().getValues());
-    for (Value result : llvm::reverse(results))
-      if (failed(tileRoot(fusion, result)))
+    // into a later tile are not tiled twice. The yielded values are read
+    // afresh each time: tiling a root may fuse an earlier result's producer
+    // into its loop and replace that result by the loop's.
+    for (unsigned i = fusion.getYield().getValues().size(); i-- > 0;)
+      if (failed(tileRoot(fusion, fusion.getYield().getValues()[i])))
         return failure();
 
     // Dead ops left behind by fusion (producers now computed in tiles).
@@ -313,6 +314,11 @@ private:
     Block &block = body.front();
     YieldOp yield = fusion.getYield();
     SmallVector<Value> yielded(yield.getValues());
+    // A result that folded to one of the body's arguments (x * 1) is the
+    // fusion's input; the argument itself goes away with the block.
+    for (Value &value : yielded)
+      if (auto arg = dyn_cast<BlockArgument>(value); arg && arg.getOwner() == &block)
+        value = fusion.getInputs()[arg.getArgNumber()];
     rewriter.eraseOp(yield);
     rewriter.inlineBlockBefore(&block, fusion, fusion.getInputs());
     rewriter.replaceOp(fusion, yielded);

@@ -167,3 +167,22 @@ func.func @conv_images(%x: tensor<8x1x28x28xf32>, %w: tensor<6x1x5x5xf32>) -> te
   }
   return %0 : tensor<8x6x28x28xf32>
 }
+
+// -----
+
+// A result that folds to the fusion's own argument (x * 1, as gradients of
+// sums produce) is the fusion's input once the body is inlined.
+// CHECK-LABEL: func.func @result_is_argument
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK: linalg.generic {{.*}}ins(%[[X]] : tensor<2x3xf32>)
+// CHECK: return %[[X]], %{{.*}} : tensor<2x3xf32>, tensor<1x3xf32>
+func.func @result_is_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1x3xf32>) {
+  %0:2 = kiln.fusion input(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1x3xf32>) {
+  ^bb0(%a: tensor<2x3xf32>):
+    %one = kiln.constant dense<1.0> : tensor<2x3xf32>
+    %m = kiln.mul %a, %one : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+    %s = kiln.reduce_sum %m {axes = array<i64: 0>} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+    kiln.yield %m, %s : tensor<2x3xf32>, tensor<1x3xf32>
+  }
+  return %0#0, %0#1 : tensor<2x3xf32>, tensor<1x3xf32>
+}
