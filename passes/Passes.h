@@ -35,6 +35,18 @@ constexpr int64_t kDefaultFoldMaxElements = 1 << 20;
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 foldToConstants(mlir::OpBuilder &builder, mlir::Operation *op, int64_t maxElements);
 
+/// Reverse-mode differentiation: builds, at `builder`'s insertion point (in
+/// the block that computes `loss`, after every op the loss depends on), the
+/// gradient of `loss` (a float tensor of one element) with respect to each
+/// of `wrt`, from the ops' GradientOpInterface rules. Values the loss does
+/// not depend on get zeros. Fails, with an error naming the op and its graph
+/// node, where an op on the way has no rule.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+buildGradients(mlir::OpBuilder &builder, mlir::Value loss, llvm::ArrayRef<mlir::Value> wrt);
+
+/// The `kiln.name` of `func`'s argument `index`, or "input_<index>".
+std::string argumentName(mlir::func::FuncOp func, unsigned index);
+
 /// A placement rule, NODE_REGEX=DEVICE: ops whose whole node name matches
 /// the (extended POSIX) regular expression go on the device.
 struct PlacementRule {

@@ -255,4 +255,154 @@ def KilnFormStagesPass : Pass<"kiln-form-stages", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnAutodiffPass : Pass<"kiln-autodiff", "mlir::func::FuncOp"> {
+  let summary = "Appends the gradients of a function's loss result to its results";
+  let description = [{
+    Reverse-mode differentiation on the `kiln` dialect. The result numbered
+    `loss` must be a float tensor of one element; for every float argument
+    whose `kiln.name` matches `wrt`, the pass builds the gradient of the loss
+    with respect to it and returns it as a new result named `grad_<name>`.
+
+    Each op between the arguments and the loss supplies its vector-Jacobian
+    product through `GradientOpInterface` (rules in
+    `dialects/kiln/Gradients/`, one file per op family). Ops are visited in
+    reverse program order, so a value's cotangent is complete (summed over
+    all its uses) before its producer reads it. An op that the loss depends
+    on through a differentiated value and that has no rule is an error
+    naming it and its graph node. Integer and boolean values carry no
+    gradient; an argument the loss does not depend on gets zeros.
+
+    The gradient IR is ordinary forward IR, placed, fused and lowered like
+    any other. `kiln-train-step` uses the same machinery to build a whole
+    train step; this pass exposes it for tests and gradient checks.
+
+    Before:
+    ```mlir
+    func.func @main(%x: tensor<4xf32> {kiln.name = "x"}) -> tensor<f32> {
+      %e = kiln.exp %x : tensor<4xf32>
+      %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+      return %s : tensor<f32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @main(%x: tensor<4xf32> {kiln.name = "x"})
+        -> (tensor<f32>, tensor<4xf32> {kiln.name = "grad_x"}) {
+      %e = kiln.exp %x : tensor<4xf32>
+      %s = kiln.reduce_sum %e ...
+      %one = kiln.constant dense<1.0> : tensor<f32>
+      %g = kiln.expand (reshape of %one) ... : tensor<4xf32>
+      %dx = kiln.mul %g, %e : ...
+      return %s, %dx : tensor<f32>, tensor<4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The function to differentiate">,
+    Option<"loss", "loss", "int64_t", /*default=*/"0",
+           "Index of the result that is the loss">,
+    Option<"wrt", "wrt", "std::string", /*default=*/"\".*\"",
+           "Extended regular expression matched against the whole kiln.name "
+           "of the arguments to differentiate with respect to">
+  ];
+}
+
+def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
+  let summary = "Turns a forward @main into one train step: loss, gradients, optimizer update";
+  let description = [{
+    Runs on the imported graph, before canonicalization (so that every
+    weight is still its own initializer constant). It
+
+    1. turns each float initializer whose name matches `trainable` into a
+       state argument named after it (`kiln.state = "parameter"`);
+    2. builds the loss on the output named `output` (default: the first):
+       `softmax-cross-entropy` of logits `[N, C]` against an i64 input
+       `labels` of class indices `[N]`, averaged over the batch; `mse`
+       against float labels shaped like the output; or `output`, when the
+       model computes its own scalar loss (ONNX SoftmaxCrossEntropyLoss);
+       plus `l2 / 2 * sum(w^2)` for the weights matching `l2-weights`;
+    3. differentiates it (the machinery of `kiln-autodiff`);
+    4. clips the gradients by their global norm when `clip-norm > 0`;
+    5. updates the weights with `optimizer` at the learning rate of
+       `schedule` evaluated at the `step` state (updates made so far):
+       `sgd` (w -= lr g), `momentum` and `nesterov` (PyTorch's form,
+       v = mu v + g), `adam` and `adamw` (decoupled weight decay);
+    6. with `ema-decay > 0`, keeps TensorFlow's exponential moving average
+       of every weight (`ema/<name>`).
+
+    The function becomes `(inputs, weights, labels, step, slots) -> (loss,
+    outputs, weights', slots', step + 1)`; each state argument and its new
+    value carry the same `kiln.name` and a `kiln.state` kind (`parameter`,
+    `momentum`, `adam_m`, `adam_v`, `ema`, `step`), which is how callers pair
+    them from one step to the next.
+
+    Before:
+    ```mlir
+    func.func @main(%x: tensor<8x4xf32> {kiln.name = "x"}) -> (tensor<8x3xf32> {kiln.name = "y"}) {
+      %w = kiln.constant dense<...> : tensor<4x3xf32> loc("initializer 'w'")
+      %y = kiln.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+      return %y : tensor<8x3xf32>
+    }
+    ```
+    After (`optimizer=sgd`):
+    ```mlir
+    func.func @main(%x: tensor<8x4xf32> {kiln.name = "x"},
+                    %w: tensor<4x3xf32> {kiln.name = "w", kiln.state = "parameter"},
+                    %labels: tensor<8xi64> {kiln.name = "labels"},
+                    %step: tensor<i64> {kiln.name = "step", kiln.state = "step"})
+        -> (tensor<f32> {kiln.name = "loss"}, tensor<8x3xf32> {kiln.name = "y"},
+            tensor<4x3xf32> {kiln.name = "w", kiln.state = "parameter"},
+            tensor<i64> {kiln.name = "step", kiln.state = "step"})
+    ```
+    Errors name the option or the output: an unknown optimizer, schedule or
+    loss, a hyperparameter out of range, an output that does not exist or
+    has the wrong shape for the loss, labels of the wrong type, an op on the
+    way from a weight to the loss with no gradient rule.
+  }];
+  let options = [
+    Option<"trainable", "trainable", "std::string", /*default=*/"\".*\"",
+           "Extended regular expression over initializer names: the weights to train">,
+    Option<"lossKind", "loss", "std::string", /*default=*/"\"softmax-cross-entropy\"",
+           "softmax-cross-entropy, mse, or output (the output is the loss)">,
+    Option<"outputName", "output", "std::string", /*default=*/"\"\"",
+           "The model output the loss reads (default: the first)">,
+    Option<"labelsName", "labels", "std::string", /*default=*/"\"labels\"",
+           "Name of the labels input the step gains">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum, nesterov, adam or adamw">,
+    Option<"learningRate", "learning-rate", "double", /*default=*/"0.01",
+           "Base learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9",
+           "Momentum coefficient (momentum, nesterov)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's second-moment decay">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "AdamW's decoupled weight decay">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "Learning-rate schedule: constant, exponential, step or cosine">,
+    Option<"decayRate", "decay-rate", "double", /*default=*/"0.95",
+           "exponential and step: factor per decay-steps updates">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"1000",
+           "exponential and step: updates per factor of decay-rate">,
+    Option<"staircase", "staircase", "bool", /*default=*/"false",
+           "exponential: decay in whole periods of decay-steps">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "cosine: updates over which the rate falls to min-learning-rate">,
+    Option<"minLearningRate", "min-learning-rate", "double", /*default=*/"0.0",
+           "cosine: the final learning rate">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Linear warm-up over this many first updates (0: none)">,
+    Option<"l2", "l2", "double", /*default=*/"0.0",
+           "L2 regularization: adds l2 / 2 * sum(w^2) to the loss">,
+    Option<"l2Weights", "l2-weights", "std::string", /*default=*/"\".*\"",
+           "Extended regular expression: the trained weights l2 applies to">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global norm (0: no clipping)">,
+    Option<"emaDecay", "ema-decay", "double", /*default=*/"0.0",
+           "Keep an exponential moving average of the weights (0: none)">
+  ];
+}
+
 #endif // KILN_PASSES_TD

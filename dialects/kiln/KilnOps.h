@@ -11,6 +11,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/kiln/GradientInterface.h"
+
 #include "dialects/kiln/KilnOpsDialect.h.inc"
 
 #include "dialects/kiln/KilnEnums.h.inc"

@@ -15,6 +15,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "dialects/kiln/GradientInterface.td"
+
+// Ops with a gradient rule (dialects/kiln/Gradients/) declare this.
+defvar Kiln_Differentiable = DeclareOpInterfaceMethods<Kiln_GradientOpInterface>;
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, !listconcat([Pure], traits)>;
@@ -55,22 +59,22 @@ class Kiln_UnaryOp<string mnemonic, string onnx, string formula,
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor>;
-def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_NumericTensor>;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "Abs", "|x|", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "Neg", "-x", Kiln_NumericTensor, [Kiln_Differentiable]>;
 def Kiln_SignOp : Kiln_UnaryOp<"sign", "Sign", "sign(x)", Kiln_NumericTensor>;
-def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "e^x">;
-def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "ln(x)">;
-def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
-def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
-def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)">;
-def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + e^-x)">;
-def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_NumericTensor>;
-def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "Exp", "e^x", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "Log", "ln(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "Sqrt", "sqrt(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "Reciprocal", "1 / x", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "Tanh", "tanh(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + e^-x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "Relu", "max(x, 0)", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "Erf", "erf(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
 def Kiln_FloorOp : Kiln_UnaryOp<"floor", "Floor", "floor(x)">;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "Ceil", "ceil(x)">;
 def Kiln_RoundOp : Kiln_UnaryOp<"round", "Round", "round half to even(x)">;
-def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)">;
-def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "Sin", "sin(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "Cos", "cos(x)", Kiln_FloatTensor, [Kiln_Differentiable]>;
 def Kiln_TanOp : Kiln_UnaryOp<"tan", "Tan", "tan(x)">;
 def Kiln_AsinOp : Kiln_UnaryOp<"asin", "Asin", "asin(x)">;
 def Kiln_AcosOp : Kiln_UnaryOp<"acos", "Acos", "acos(x)">;
@@ -80,8 +84,8 @@ def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "Cosh", "cosh(x)">;
 def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "Asinh", "asinh(x)">;
 def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "Acosh", "acosh(x)">;
 def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "Atanh", "atanh(x)">;
-def Kiln_SoftplusOp : Kiln_UnaryOp<"softplus", "Softplus", "ln(e^x + 1)">;
-def Kiln_SoftsignOp : Kiln_UnaryOp<"softsign", "Softsign", "x / (1 + |x|)">;
+def Kiln_SoftplusOp : Kiln_UnaryOp<"softplus", "Softplus", "ln(e^x + 1)", Kiln_FloatTensor, [Kiln_Differentiable]>;
+def Kiln_SoftsignOp : Kiln_UnaryOp<"softsign", "Softsign", "x / (1 + |x|)", Kiln_FloatTensor, [Kiln_Differentiable]>;
 def Kiln_HardSwishOp
     : Kiln_UnaryOp<"hard_swish", "HardSwish", "x * max(0, min(1, x / 6 + 0.5))">;
 def Kiln_NotOp : Kiln_UnaryOp<"not", "Not", "!x", Kiln_BoolTensor>;
@@ -156,13 +160,13 @@ class Kiln_BinaryOp<string mnemonic, string onnx, string formula,
   let results = (outs type:$output);
 }
 
-def Kiln_AddOp : Kiln_BinaryOp<"add", "Add", "lhs + rhs", Kiln_NumericTensor, [Commutative]>;
-def Kiln_SubOp : Kiln_BinaryOp<"sub", "Sub", "lhs - rhs">;
-def Kiln_MulOp : Kiln_BinaryOp<"mul", "Mul", "lhs * rhs", Kiln_NumericTensor, [Commutative]>;
-def Kiln_DivOp : Kiln_BinaryOp<"div", "Div", "lhs / rhs (integers truncate)">;
-def Kiln_PowOp : Kiln_BinaryOp<"pow", "Pow", "lhs ^ rhs">;
-def Kiln_MaxOp : Kiln_BinaryOp<"max", "Max", "max(lhs, rhs)", Kiln_NumericTensor, [Commutative]>;
-def Kiln_MinOp : Kiln_BinaryOp<"min", "Min", "min(lhs, rhs)", Kiln_NumericTensor, [Commutative]>;
+def Kiln_AddOp : Kiln_BinaryOp<"add", "Add", "lhs + rhs", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "Sub", "lhs - rhs", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "Mul", "lhs * rhs", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "Div", "lhs / rhs (integers truncate)", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "Pow", "lhs ^ rhs", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "Max", "max(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "Min", "min(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
 def Kiln_PReluOp : Kiln_BinaryOp<"prelu", "PRelu", "lhs < 0 ? rhs * lhs : lhs",
                                  Kiln_FloatTensor>;
 def Kiln_ModOp : Kiln_BinaryOp<"mod", "Mod", "lhs mod rhs"> {
@@ -201,7 +205,7 @@ def Kiln_GreaterOp : Kiln_CompareOp<"greater", "Greater", "lhs > rhs">;
 def Kiln_GreaterEqualOp
     : Kiln_CompareOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs">;
 
-def Kiln_WhereOp : Kiln_BroadcastOp<"where"> {
+def Kiln_WhereOp : Kiln_BroadcastOp<"where", [Kiln_Differentiable]> {
   let summary = "Elementwise select with broadcasting (ONNX Where)";
   let description = [{
     Picks `on_true` where `condition` is true and `on_false` elsewhere, after
@@ -216,7 +220,7 @@ def Kiln_WhereOp : Kiln_BroadcastOp<"where"> {
   let results = (outs Kiln_Tensor:$output);
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Elementwise, SameOperandsAndResultShape]> {
+def Kiln_CastOp : Kiln_Op<"cast", [Elementwise, SameOperandsAndResultShape, Kiln_Differentiable]> {
   let summary = "Elementwise conversion of the element type (ONNX Cast)";
   let description = [{
     Converts every element to the result's element type. Float to integer
@@ -236,7 +240,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Elementwise, SameOperandsAndResultShape]> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Kiln_MatMulOp : Kiln_Op<"matmul", [InferTypeOpAdaptor]> {
+def Kiln_MatMulOp : Kiln_Op<"matmul", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Matrix product with NumPy semantics (ONNX MatMul)";
   let description = [{
     `numpy.matmul`: 1-D operands are promoted to matrices (and the added
@@ -252,7 +256,7 @@ def Kiln_MatMulOp : Kiln_Op<"matmul", [InferTypeOpAdaptor]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_GemmOp : Kiln_Op<"gemm", [InferTypeOpAdaptor]> {
+def Kiln_GemmOp : Kiln_Op<"gemm", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "General matrix multiply alpha * A' * B' + beta * C (ONNX Gemm)";
   let description = [{
     `A'` is `A` transposed when `trans_a`, likewise `B'`; `C` is optional and
@@ -331,8 +335,8 @@ def Kiln_AveragePoolOp : Kiln_PoolOp<"average_pool", "AveragePool", "mean",
 //===----------------------------------------------------------------------===//
 
 class Kiln_ReduceOp<string mnemonic, string onnx, string what,
-                    Type type = Kiln_NumericTensor>
-    : Kiln_Op<mnemonic, [InferTypeOpAdaptor]> {
+                    Type type = Kiln_NumericTensor, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat([InferTypeOpAdaptor], traits)> {
   let summary = "Reduces by " # what # " over `axes` (ONNX " # onnx # ")";
   let description = "Reduces `input` by " # what # " over the dimensions in "
     # "`axes` (sorted, unique, non-negative). With `keepdims` the reduced "
@@ -348,8 +352,8 @@ class Kiln_ReduceOp<string mnemonic, string onnx, string what,
   let hasVerifier = 1;
 }
 
-def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "ReduceSum", "sum">;
-def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "ReduceMean", "mean">;
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "ReduceSum", "sum", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "ReduceMean", "mean", Kiln_NumericTensor, [Kiln_Differentiable]>;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "ReduceMax", "maximum">;
 def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "minimum">;
 def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "ReduceProd", "product">;
@@ -388,7 +392,7 @@ def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin", "ArgMin", "smallest">;
 //===----------------------------------------------------------------------===//
 
 class Kiln_SoftmaxLikeOp<string mnemonic, string onnx, string formula>
-    : Kiln_Op<mnemonic, [SameOperandsAndResultType]> {
+    : Kiln_Op<mnemonic, [SameOperandsAndResultType, Kiln_Differentiable]> {
   let summary = formula # " along one axis (ONNX " # onnx # ", opset 13)";
   let description = "Computes `" # formula # "` along `axis`, subtracting "
     # "the maximum first so large inputs do not overflow."
@@ -426,7 +430,7 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [InferTypeOpAdaptor]> {
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Layer normalization over trailing axes (ONNX LayerNormalization)";
   let description = [{
     Normalizes over the dimensions from `axis` to the last: `(x - mean) *
@@ -453,7 +457,7 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [InferTypeOpAdaptor]> {
 // Data movement and shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Kiln_Differentiable]> {
   let summary = "Reinterprets the shape, keeping row-major order (ONNX Reshape)";
   let description = [{
     The result type gives the new shape; it must hold as many elements as
@@ -471,7 +475,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_SqueezeOp : Kiln_Op<"squeeze", [InferTypeOpAdaptor]> {
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Removes size-1 dimensions listed in `axes` (ONNX Squeeze)";
   let description = [{
     A reshape that drops the size-1 dimensions in `axes`; canonicalization
@@ -488,7 +492,7 @@ def Kiln_SqueezeOp : Kiln_Op<"squeeze", [InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [InferTypeOpAdaptor]> {
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Inserts size-1 dimensions at `axes` (ONNX Unsqueeze)";
   let description = [{
     `axes` index the result. Canonicalization turns it into `kiln.reshape`.
@@ -504,7 +508,7 @@ def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_FlattenOp : Kiln_Op<"flatten", [InferTypeOpAdaptor]> {
+def Kiln_FlattenOp : Kiln_Op<"flatten", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Collapses to a matrix split at `axis` (ONNX Flatten)";
   let description = [{
     The result is `prod(d[0:axis]) x prod(d[axis:])`. Canonicalization turns
@@ -521,7 +525,7 @@ def Kiln_FlattenOp : Kiln_Op<"flatten", [InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_TransposeOp : Kiln_Op<"transpose", [InferTypeOpAdaptor]> {
+def Kiln_TransposeOp : Kiln_Op<"transpose", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Permutes dimensions (ONNX Transpose)";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -538,7 +542,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_ConcatOp : Kiln_Op<"concat", [InferTypeOpAdaptor]> {
+def Kiln_ConcatOp : Kiln_Op<"concat", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Joins tensors along `axis` (ONNX Concat)";
   let description = [{
     All inputs agree on every dimension but `axis`.
@@ -554,7 +558,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice"> {
+def Kiln_SliceOp : Kiln_Op<"slice", [Kiln_Differentiable]> {
   let summary = "Strided window of a tensor (ONNX Slice)";
   let description = [{
     Result element `i` (per dimension) is input element `start + i * step`;
@@ -591,7 +595,7 @@ def Kiln_GatherOp : Kiln_Op<"gather", [InferTypeOpAdaptor]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_ExpandOp : Kiln_Op<"expand"> {
+def Kiln_ExpandOp : Kiln_Op<"expand", [Kiln_Differentiable]> {
   let summary = "Broadcasts to a larger shape (ONNX Expand)";
   let description = [{
     The result type, NumPy-broadcast-compatible with the input, gives the

@@ -1,0 +1,69 @@
+//===- GradientUtils.cpp - Building blocks of the gradient rules ----------===//
+#include "dialects/kiln/Gradients/GradientUtils.h"
+
+#include "dialects/kiln/GradientInterface.cpp.inc"
+
+using namespace mlir;
+
+namespace kiln::grad {
+
+static Attribute elementAttr(OpBuilder &b, Type element, double value) {
+  if (llvm::isa<FloatType>(element))
+    return b.getFloatAttr(element, value);
+  return b.getIntegerAttr(element, static_cast<int64_t>(value));
+}
+
+Value scalar(OpBuilder &b, Location loc, Type element, double value) {
+  auto type = RankedTensorType::get({}, element);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, elementAttr(b, element, value)));
+}
+
+Value splat(OpBuilder &b, Location loc, RankedTensorType type, double value) {
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, elementAttr(b, type.getElementType(), value)));
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return ReshapeOp::create(b, loc, type, value);
+}
+
+Value unbroadcast(OpBuilder &b, Location loc, Value grad, RankedTensorType target) {
+  RankedTensorType type = typeOf(grad);
+  if (type.getShape() == target.getShape())
+    return grad;
+  int64_t lead = type.getRank() - target.getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (i < lead || (target.getDimSize(i - lead) == 1 && type.getDimSize(i) != 1))
+      axes.push_back(i);
+  if (!axes.empty())
+    grad = ReduceSumOp::create(b, loc, grad, axes, /*keepdims=*/true);
+  return reshapeTo(b, loc, grad,
+                   RankedTensorType::get(target.getShape(), typeOf(grad).getElementType()));
+}
+
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
+  int64_t rank = typeOf(value).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    perm.push_back(i);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return TransposeOp::create(b, loc, value, perm);
+}
+
+Value selectOrZero(OpBuilder &b, Location loc, Value condition, Value value) {
+  Value zero = scalar(b, loc, elementOf(value), 0.0);
+  Value selected = WhereOp::create(b, loc, condition, value, zero);
+  return unbroadcast(b, loc, selected, typeOf(value));
+}
+
+SmallVector<Value> denseGrads(OpBuilder &b, Operation *op, ValueRange resultGrads) {
+  SmallVector<Value> grads;
+  for (auto [result, grad] : llvm::zip_equal(op->getResults(), resultGrads))
+    grads.push_back(grad ? grad : splat(b, op->getLoc(), typeOf(result), 0.0));
+  return grads;
+}
+
+} // namespace kiln::grad

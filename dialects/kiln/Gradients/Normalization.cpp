@@ -1,0 +1,110 @@
+//===- Normalization.cpp - Gradient rules of reductions and normalizations ===//
+//
+// Reductions broadcast their cotangent back over the reduced dimensions;
+// softmax and layer normalization use their closed-form vector-Jacobian
+// products, written in terms of their forward results so nothing is
+// recomputed.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/Gradients/GradientUtils.h"
+
+using namespace mlir;
+using namespace kiln::grad;
+
+namespace kiln {
+
+/// The cotangent of a reduction over `axes` of `input`, spread back over the
+/// reduced dimensions.
+static Value spreadOverAxes(OpBuilder &b, Location loc, Value g, Value input,
+                            ArrayRef<int64_t> axes) {
+  RankedTensorType inputType = typeOf(input);
+  SmallVector<int64_t> kept(inputType.getShape());
+  for (int64_t axis : axes)
+    kept[axis] = 1;
+  if (axes.empty()) // ONNX: no axes reduces over every dimension
+    kept.assign(inputType.getRank(), 1);
+  g = reshapeTo(b, loc, g, RankedTensorType::get(kept, elementOf(g)));
+  if (typeOf(g).getShape() == inputType.getShape())
+    return g;
+  return ExpandOp::create(b, loc, RankedTensorType::get(inputType.getShape(), elementOf(g)), g);
+}
+
+// d sum(x) = dy, spread over the summed dimensions.
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(spreadOverAxes(b, getLoc(), resultGrads[0], getInput(), getAxes()));
+  return success();
+}
+
+// d mean(x) = dy / n, spread over the n averaged elements.
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  RankedTensorType type = typeOf(getInput());
+  int64_t count = 1;
+  if (getAxes().empty())
+    count = type.getNumElements();
+  for (int64_t axis : getAxes())
+    count *= type.getDimSize(axis);
+  Value spread = spreadOverAxes(b, loc, resultGrads[0], getInput(), getAxes());
+  operandGrads.push_back(
+      MulOp::create(b, loc, spread, scalar(b, loc, type.getElementType(), 1.0 / count)));
+  return success();
+}
+
+// y = softmax(x): dx = y (dy - sum(dy y)), sums along the axis.
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value y = getOutput(), g = resultGrads[0];
+  int64_t axis = getAxis();
+  Value dot = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g, y), ArrayRef<int64_t>{axis},
+                                  /*keepdims=*/true);
+  operandGrads.push_back(MulOp::create(b, loc, y, SubOp::create(b, loc, g, dot)));
+  return success();
+}
+
+// y = log_softmax(x): dx = dy - e^y sum(dy), the sum along the axis.
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  Value g = resultGrads[0];
+  Value sum = ReduceSumOp::create(b, loc, g, ArrayRef<int64_t>{getAxis()}, /*keepdims=*/true);
+  Value softmax = ExpOp::create(b, loc, getOutput());
+  operandGrads.push_back(SubOp::create(b, loc, g, MulOp::create(b, loc, softmax, sum)));
+  return success();
+}
+
+// With x^ = (x - mean) r, r = 1/sqrt(var + eps), y = x^ scale + bias, means
+// over the normalized dimensions:
+//   dx = r (dx^ - mean(dx^) - x^ mean(dx^ x^)),  dx^ = dy scale,
+//   dscale = sum(dy x^), dbias = sum(dy), over the other dimensions.
+// The `mean` and `inv_std_dev` results are statistics for the caller; a loss
+// that depends on them is refused.
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1] || resultGrads[2])
+    return emitOpError("has no gradient rule for its mean and inv_std_dev results; only the "
+                       "normalized output may feed the loss");
+  Location loc = getLoc();
+  Value g = resultGrads[0];
+  Value x = getInput();
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t i = getAxis(); i < rank; ++i)
+    axes.push_back(i);
+  Value xhat = MulOp::create(b, loc, SubOp::create(b, loc, x, getMean()), getInvStdDev());
+  Value dxhat = MulOp::create(b, loc, g, getScale());
+  Value meanDxhat = ReduceMeanOp::create(b, loc, dxhat, axes, /*keepdims=*/true);
+  Value meanDxhatXhat =
+      ReduceMeanOp::create(b, loc, MulOp::create(b, loc, dxhat, xhat), axes, /*keepdims=*/true);
+  Value centered = SubOp::create(b, loc, SubOp::create(b, loc, dxhat, meanDxhat),
+                                 MulOp::create(b, loc, xhat, meanDxhatXhat));
+  operandGrads.push_back(MulOp::create(b, loc, getInvStdDev(), centered));
+  operandGrads.push_back(unbroadcast(b, loc, MulOp::create(b, loc, g, xhat), typeOf(getScale())));
+  if (Value bias = getBias())
+    operandGrads.push_back(unbroadcast(b, loc, g, typeOf(bias)));
+  return success();
+}
+
+} // namespace kiln

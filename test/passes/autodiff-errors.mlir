@@ -1,0 +1,46 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(kiln-autodiff))'
+
+// An op with no gradient rule on the way from an argument to the loss is
+// named, with its graph node.
+func.func @main(%x: tensor<1x1x4x4xf32> {kiln.name = "x"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.max_pool' has no gradient rule, and the loss depends on it through a value being differentiated}}
+  %p = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x2x2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// The loss must be one float element.
+func.func @main(%x: tensor<4xf32> {kiln.name = "x"}) -> tensor<4xf32> {
+  // expected-error @+1 {{the loss must be a float tensor of one element, got 'tensor<4xf32>'}}
+  %e = kiln.exp %x : tensor<4xf32>
+  return %e : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{the loss is result #0, and @main has 0 results}}
+func.func @main(%x: tensor<4xf32> {kiln.name = "x"}) {
+  return
+}
+
+// -----
+
+// Layer normalization's statistics are results a loss may not read.
+func.func @main(%x: tensor<2x4xf32> {kiln.name = "x"}, %g: tensor<4xf32> {kiln.name = "g"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.layer_norm' op has no gradient rule for its mean and inv_std_dev results; only the normalized output may feed the loss}}
+  %y, %m, %r = kiln.layer_norm %x, %g {axis = 1 : i64} : (tensor<2x4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  %s = kiln.reduce_sum %m {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x1xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Strided slices have no rule yet.
+func.func @main(%x: tensor<6xf32> {kiln.name = "x"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.slice' op has no gradient rule for step 2 along dimension 0}}
+  %y = kiln.slice %x {start = array<i64: 0>, step = array<i64: 2>} : tensor<6xf32> -> tensor<3xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -1,0 +1,68 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-autodiff{wrt=w.*}),canonicalize)' | FileCheck %s
+
+// A dense layer: the bias gradient sums the cotangent over the batch, the
+// weight gradient is x^T dy, and relu's rule selects where its input was
+// positive. Only the arguments matching `wrt` get gradients.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32> {kiln.name = "x"}, %[[W:.*]]: tensor<4x3xf32> {kiln.name = "w"}, %[[B:.*]]: tensor<3xf32> {kiln.name = "wb"})
+// CHECK-SAME: -> (tensor<f32>, tensor<4x3xf32> {kiln.name = "grad_w"}, tensor<3xf32> {kiln.name = "grad_wb"})
+// CHECK: %[[Y:.*]] = kiln.matmul %[[X]], %[[W]]
+// CHECK: %[[Z:.*]] = kiln.add %[[Y]], %[[B]]
+// CHECK: %[[POS:.*]] = kiln.greater %[[Z]], %{{.*}} : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xi1>
+// CHECK: %[[DZ:.*]] = kiln.where %[[POS]], %{{.*}}, %{{.*}} : (tensor<8x3xi1>, tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
+// CHECK: %[[DB:.*]] = kiln.reduce_sum %[[DZ]] {axes = array<i64: 0>} : (tensor<8x3xf32>) -> tensor<1x3xf32>
+// CHECK: %[[DB1:.*]] = kiln.reshape %[[DB]] : tensor<1x3xf32> -> tensor<3xf32>
+// CHECK: %[[XT:.*]] = kiln.transpose %[[X]] {perm = array<i64: 1, 0>}
+// CHECK: %[[DW:.*]] = kiln.matmul %[[XT]], %[[DZ]] : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+// CHECK: return %{{.*}}, %[[DW]], %[[DB1]]
+func.func @main(%x: tensor<8x4xf32> {kiln.name = "x"}, %w: tensor<4x3xf32> {kiln.name = "w"},
+                %b: tensor<3xf32> {kiln.name = "wb"}) -> tensor<f32> {
+  %y = kiln.matmul %x, %w : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+  %z = kiln.add %y, %b : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
+  %r = kiln.relu %z : tensor<8x3xf32>
+  %s = kiln.reduce_sum %r {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A value used twice gets the sum of both cotangents.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[SQ:.*]] = kiln.mul %[[W:.*]], %[[W]]
+// CHECK: %[[G1:.*]] = kiln.mul %[[W]], %{{.*}}
+// CHECK: %[[G2:.*]] = kiln.mul %[[W]], %{{.*}}
+// CHECK: %[[SUM:.*]] = kiln.add %[[G2]], %[[G1]]
+// CHECK: return %{{.*}}, %[[SUM]]
+func.func @main(%w: tensor<4xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %sq = kiln.mul %w, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = kiln.reduce_sum %sq {axes = array<i64: 0>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Gemm's gradients are Gemms with the transposition flags adjusted, and its
+// bias gradient is scaled by beta.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[A:.*]]: tensor<2x4xf32> {kiln.name = "a"}, %[[B:.*]]: tensor<3x4xf32> {kiln.name = "w"}, %[[C:.*]]: tensor<3xf32> {kiln.name = "wc"})
+// CHECK: %[[DB:.*]] = kiln.gemm %[[G:.*]], %[[A]] {alpha = 5.000000e-01 : f32, trans_a = true}
+// CHECK: %[[DC:.*]] = kiln.mul %{{.*}}, %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK: return %{{.*}}, %[[DB]], %[[DC]]
+func.func @main(%a: tensor<2x4xf32> {kiln.name = "a"}, %b: tensor<3x4xf32> {kiln.name = "w"},
+                %c: tensor<3xf32> {kiln.name = "wc"}) -> tensor<f32> {
+  %y = kiln.gemm %a, %b, %c {alpha = 0.5 : f32, beta = 2.0 : f32, trans_b = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// An argument the loss does not depend on gets zeros.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<2xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[ZERO]]
+func.func @main(%w: tensor<2xf32> {kiln.name = "w"}, %unused: tensor<2xf32> {kiln.name = "w_unused"}) -> tensor<f32> {
+  %e = kiln.exp %w : tensor<2xf32>
+  %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
