@@ -85,8 +85,12 @@ llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
     if (attrs)
       if (auto attr = attrs.getAs<StringAttr>("kiln.name"))
         name = attr.str();
+    std::string state;
+    if (attrs)
+      if (auto attr = attrs.getAs<StringAttr>("kiln.state"))
+        state = attr.str();
     into.push_back({name, dtypeName(tensor.getElementType()),
-                    llvm::SmallVector<int64_t>(tensor.getShape())});
+                    llvm::SmallVector<int64_t>(tensor.getShape()), state});
     return success();
   };
   for (unsigned i = 0; i < main.getNumArguments(); ++i)
@@ -158,10 +162,12 @@ llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module)
 
 void stripSignatureNames(ModuleOp module) {
   if (auto main = module.lookupSymbol<func::FuncOp>("main")) {
-    for (unsigned i = 0; i < main.getNumArguments(); ++i)
-      main.removeArgAttr(i, "kiln.name");
-    for (unsigned i = 0; i < main.getNumResults(); ++i)
-      main.removeResultAttr(i, StringAttr::get(module.getContext(), "kiln.name"));
+    for (llvm::StringRef attr : {"kiln.name", "kiln.state"}) {
+      for (unsigned i = 0; i < main.getNumArguments(); ++i)
+        main.removeArgAttr(i, attr);
+      for (unsigned i = 0; i < main.getNumResults(); ++i)
+        main.removeResultAttr(i, StringAttr::get(module.getContext(), attr));
+    }
   }
 }
 
@@ -389,11 +395,16 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
       os << "cuda-ptx " << gpu->ptxTarget << " " << gpu->ptxIsa << "\n";
     os << "cuda-min-driver " << gpu->minDriver << "\n";
   }
+  auto tensor = [&](const char *keyword, const TensorSignature &t) {
+    os << keyword << " " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape);
+    if (!t.state.empty())
+      os << " state=" << t.state;
+    os << "\n";
+  };
   for (const TensorSignature &t : signature.inputs)
-    os << "input " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape) << "\n";
+    tensor("input", t);
   for (const TensorSignature &t : signature.outputs)
-    os << "output " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape)
-       << "\n";
+    tensor("output", t);
   return manifest;
 }
 

@@ -35,6 +35,9 @@ struct TensorSignature {
   std::string name;
   std::string dtype; // f32, i64, bool, ...
   llvm::SmallVector<int64_t> shape;
+  /// The train-step state kind (`kiln.state`: parameter, momentum, step, ...);
+  /// empty for ordinary inputs and outputs.
+  std::string state;
 };
 
 /// The signature of @main (inputs, outputs), read from the kiln-level module

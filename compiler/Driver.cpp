@@ -462,6 +462,12 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   if (failed(applyPassManagerCLOptions(graph)))
     return kExitUsage;
   GraphOptions graphOptions = options.graph;
+  if (options.train) {
+    PassManager check(&context);
+    if (failed(addTrainStepPass(check, *options.train)))
+      return kExitUsage;
+    graphOptions.trainStep = options.train;
+  }
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   PlacementOptions &placement = graphOptions.placement.emplace();
   placement.rules = placeRules;

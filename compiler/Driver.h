@@ -50,6 +50,8 @@ struct CompilerOptions {
   std::vector<std::string> inputShapes;  // name=AxBxC
   std::vector<std::string> frozenInputs; // name=tensor.pb
   GraphOptions graph;
+  /// kiln-train-step's options when compiling a train step (kilnc --train).
+  std::optional<std::string> train;
   /// Placement (kiln-place): NODE_REGEX=DEVICE rules, the default device
   /// (empty: /cpu:0, or /gpu:0 for GPU-only targets), soft placement and
   /// the placement log.

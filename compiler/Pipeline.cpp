@@ -8,7 +8,24 @@
 
 namespace kiln {
 
+mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef passOptions) {
+  std::unique_ptr<mlir::Pass> pass = createKilnTrainStepPass();
+  if (mlir::failed(pass->initializeOptions(passOptions, [](const llvm::Twine &message) {
+        // The option parser prints which value it rejected, then calls this.
+        std::string text = message.str();
+        llvm::errs() << "kilnc: error: "
+                     << (text.empty() ? "a training option has a bad value" : text) << "\n";
+        return mlir::failure();
+      })))
+    return mlir::failure();
+  pm.addPass(std::move(pass));
+  return mlir::success();
+}
+
 void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
+  // Before anything merges or folds the weights: each is still one initializer.
+  if (options.trainStep)
+    (void)addTrainStepPass(pm, *options.trainStep);
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(createKilnFoldConstantsPass());
   pm.addPass(mlir::createCanonicalizerPass());

@@ -34,6 +34,9 @@ struct PlacementOptions {
 
 /// Choices that shape the graph-level pipeline.
 struct GraphOptions {
+  /// Build a train step (kiln-train-step) first, with these pass options
+  /// ("optimizer=adam learning-rate=0.001 ..."); none: compile for inference.
+  std::optional<std::string> trainStep;
   /// Place ops on devices and split the graph into one program per device
   /// (kiln-place, kiln-partition, kiln-form-stages).
   std::optional<PlacementOptions> placement;
@@ -46,6 +49,10 @@ struct GraphOptions {
   /// formed from fusions).
   bool fuseOneOpEach = false;
 };
+
+/// Adds kiln-train-step with `passOptions`; fails, printing why, when they
+/// do not parse.
+mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef passOptions);
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization
 /// (shape-op folding), constant folding, CSE, placement and partitioning

@@ -316,7 +316,7 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
 
     1. turns each float initializer whose name matches `trainable` into a
        state argument named after it (`kiln.state = "parameter"`);
-    2. builds the loss on the output named `output` (default: the first):
+    2. builds the loss on the output named `loss-output` (default: the first):
        `softmax-cross-entropy` of logits `[N, C]` against an i64 input
        `labels` of class indices `[N]`, averaged over the batch; `mse`
        against float labels shaped like the output; or `output`, when the
@@ -325,7 +325,7 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     3. differentiates it (the machinery of `kiln-autodiff`);
     4. clips the gradients by their global norm when `clip-norm > 0`;
     5. updates the weights with `optimizer` at the learning rate of
-       `schedule` evaluated at the `step` state (updates made so far):
+       `lr-schedule` evaluated at the `step` state (updates made so far):
        `sgd` (w -= lr g), `momentum` and `nesterov` (PyTorch's form,
        v = mu v + g), `adam` and `adamw` (decoupled weight decay);
     6. with `ema-decay > 0`, keeps TensorFlow's exponential moving average
@@ -365,7 +365,7 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
            "Extended regular expression over initializer names: the weights to train">,
     Option<"lossKind", "loss", "std::string", /*default=*/"\"softmax-cross-entropy\"",
            "softmax-cross-entropy, mse, or output (the output is the loss)">,
-    Option<"outputName", "output", "std::string", /*default=*/"\"\"",
+    Option<"outputName", "loss-output", "std::string", /*default=*/"\"\"",
            "The model output the loss reads (default: the first)">,
     Option<"labelsName", "labels", "std::string", /*default=*/"\"labels\"",
            "Name of the labels input the step gains">,
@@ -380,7 +380,7 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam's epsilon">,
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
            "AdamW's decoupled weight decay">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+    Option<"schedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
            "Learning-rate schedule: constant, exponential, step or cosine">,
     Option<"decayRate", "decay-rate", "double", /*default=*/"0.95",
            "exponential and step: factor per decay-steps updates">,

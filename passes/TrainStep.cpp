@@ -287,7 +287,7 @@ void KilnTrainStepPass::runOnOperation() {
     for (unsigned i = 0; i < numInputs; ++i)
       if (argumentName(main, i) == labelsName) {
         main.emitError() << "kiln-train-step: the model already has an input named '"
-                         << labelsName << "'; name the labels input otherwise (labels=...)";
+                         << labelsName << "'; name the labels input otherwise (labels=NAME)";
         return signalPassFailure();
       }
     RankedTensorType outType = typeOf(output);

@@ -626,6 +626,17 @@ kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_
   return describe(artifact, index, out, false);
 }
 
+static const char *stateOf(const std::vector<kiln::rt::TensorSpec> &specs, int index) {
+  return index >= 0 && static_cast<std::size_t>(index) < specs.size() ? specs[index].state.c_str()
+                                                                     : "";
+}
+const char *kiln_artifact_input_state(const kiln_artifact *artifact, int index) {
+  return artifact ? stateOf(artifact->manifest.inputs, index) : "";
+}
+const char *kiln_artifact_output_state(const kiln_artifact *artifact, int index) {
+  return artifact ? stateOf(artifact->manifest.outputs, index) : "";
+}
+
 int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name) {
   return artifact && name ? kiln::rt::findSpec(artifact->manifest.inputs, name) : -1;
 }

@@ -316,6 +316,13 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
       if (count > INT64_MAX / static_cast<int64_t>(dtypeSize(spec.dtype)))
         throw Error(where + ": " + std::string(keyword) + " '" + spec.name + "' of type " +
                     spec.typeString() + " is too large");
+      for (std::size_t i = 4; i < fields.size(); ++i)
+        if (fields[i].substr(0, 6) == "state=") {
+          spec.state = std::string(fields[i].substr(6));
+          if (spec.state.empty())
+            throw Error(where + ": empty state kind for " + std::string(keyword) + " '" +
+                        spec.name + "'");
+        }
       bool isInput = keyword == "input";
       if (!(isInput ? inputNames : outputNames).insert(spec.name).second)
         throw Error(where + ": duplicate " + std::string(keyword) + " name '" + spec.name + "'");

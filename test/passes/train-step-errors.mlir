@@ -2,15 +2,15 @@
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{optimizer=rmsprop})' 2>&1 | FileCheck %s --check-prefix=OPTIMIZER
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{learning-rate=0})' 2>&1 | FileCheck %s --check-prefix=RATE
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{momentum=1.5 optimizer=momentum})' 2>&1 | FileCheck %s --check-prefix=MOMENTUM
-// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{schedule=cosine})' 2>&1 | FileCheck %s --check-prefix=COSINE
-// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{schedule=linear})' 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{lr-schedule=cosine})' 2>&1 | FileCheck %s --check-prefix=COSINE
+// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{lr-schedule=linear})' 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{loss=hinge})' 2>&1 | FileCheck %s --check-prefix=LOSS
-// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{output=probs})' 2>&1 | FileCheck %s --check-prefix=OUTPUT
+// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{loss-output=probs})' 2>&1 | FileCheck %s --check-prefix=OUTPUT
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{trainable=conv.*})' 2>&1 | FileCheck %s --check-prefix=TRAINABLE
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{trainable=[})' 2>&1 | FileCheck %s --check-prefix=REGEX
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{labels=x})' 2>&1 | FileCheck %s --check-prefix=LABELS
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{loss=output})' 2>&1 | FileCheck %s --check-prefix=SCALAR
-// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{output=hidden})' 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{loss-output=hidden})' 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not kiln-opt %s -pass-pipeline='builtin.module(kiln-train-step{ema-decay=1})' 2>&1 | FileCheck %s --check-prefix=EMA
 
 // OPTIMIZER: error: kiln-train-step: unknown optimizer 'rmsprop' (sgd, momentum, nesterov, adam, adamw)
@@ -22,7 +22,7 @@
 // OUTPUT: error: kiln-train-step: the loss reads output 'probs', which the model does not have
 // TRAINABLE: error: kiln-train-step: no float initializer matches trainable='conv.*'; nothing to train
 // REGEX: error: kiln-train-step: trainable: invalid regular expression '['
-// LABELS: error: kiln-train-step: the model already has an input named 'x'; name the labels input otherwise (labels=...)
+// LABELS: error: kiln-train-step: the model already has an input named 'x'; name the labels input otherwise (labels=NAME)
 // SCALAR: error: kiln-train-step: --loss=output needs output 'logits' to be a scalar loss, got 'tensor<8x3xf32>'
 // RANK: error: kiln-train-step: softmax-cross-entropy reads logits of shape [batch, classes]; output 'hidden' is 'tensor<8x3x1xf32>'
 // EMA: error: kiln-train-step: ema-decay must be in [0, 1), got 1

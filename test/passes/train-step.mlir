@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{trainable=fc\..*},canonicalize)' | FileCheck %s --check-prefix=SGD
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{optimizer=adam ema-decay=0.99},canonicalize)' | FileCheck %s --check-prefix=ADAM
-// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{optimizer=nesterov momentum=0.5 schedule=exponential decay-steps=10 decay-rate=0.5 staircase=true clip-norm=1.0},canonicalize)' | FileCheck %s --check-prefix=NESTEROV
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{optimizer=nesterov momentum=0.5 lr-schedule=exponential decay-steps=10 decay-rate=0.5 staircase=true clip-norm=1.0},canonicalize)' | FileCheck %s --check-prefix=NESTEROV
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{loss=mse},canonicalize)' | FileCheck %s --check-prefix=MSE
 
 // Trainable initializers become state arguments; the step gains labels and a

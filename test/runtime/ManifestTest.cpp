@@ -56,6 +56,23 @@ TEST(Manifest, EmptyFeaturesZeroDimsCrlfAndNoTrailingNewline) {
   EXPECT_TRUE(m.outputs[0].dims.empty());
 }
 
+TEST(Manifest, TrainStepState) {
+  Manifest m = parseManifest("kiln-artifact 1\n"
+                             "input x f32 8x4\n"
+                             "input w f32 4x3 state=parameter\n"
+                             "input step i64 scalar state=step future=field\n"
+                             "output loss f32 scalar\n"
+                             "output w f32 4x3 state=parameter\n",
+                             "model.kiln");
+  EXPECT_EQ(m.inputs[0].state, "");
+  EXPECT_EQ(m.inputs[1].state, "parameter");
+  EXPECT_EQ(m.inputs[2].state, "step");
+  EXPECT_EQ(m.outputs[0].state, "");
+  EXPECT_EQ(m.outputs[1].state, "parameter");
+  EXPECT_EQ(errorOf("kiln-artifact 1\ninput w f32 4x3 state=\n"),
+            "model.kiln: manifest line 2: empty state kind for input 'w'");
+}
+
 TEST(Manifest, RefusesOtherVersions) {
   EXPECT_THROW(parseManifest("kiln-artifact 2\nsomething new\n", "model.kiln"), ManifestVersionError);
   EXPECT_EQ(errorOf("kiln-artifact 2\n"),

@@ -1,5 +1,5 @@
 // Checks every gradient rule against central differences: each case of
-// gradcheck.mlir is differentiated by kiln-autodiff, compiled by kilnc and run.
+// Inputs/gradcheck.mlir is differentiated by kiln-autodiff, compiled by kilnc and run.
 #include "kiln/artifact.h"
 #include "test/runtime/TestUtil.h"
 

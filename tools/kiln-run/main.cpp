@@ -362,9 +362,11 @@ void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) 
                 static_cast<unsigned long long>(program->constantBytes));
   }
   for (const TensorSpec &spec : manifest.inputs)
-    std::printf("input    %s %s\n", spec.name.c_str(), spec.typeString().c_str());
+    std::printf("input    %s %s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
+                spec.state.empty() ? "" : " state=", spec.state.c_str());
   for (const TensorSpec &spec : manifest.outputs)
-    std::printf("output   %s %s\n", spec.name.c_str(), spec.typeString().c_str());
+    std::printf("output   %s %s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
+                spec.state.empty() ? "" : " state=", spec.state.c_str());
 }
 
 void printDevice(const Artifact &artifact) {

@@ -7,8 +7,79 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <memory>
 
 namespace cl = llvm::cl;
+
+namespace {
+
+/// kilnc's training flags. Each is also a key of --train-config files and an
+/// option of the kiln-train-step pass, under the same name.
+struct TrainFlag {
+  const char *name, *value, *help;
+};
+const TrainFlag kTrainFlags[] = {
+    {"trainable", "regex",
+     "Initializers to train: an extended regular expression matched against the whole name "
+     "(default: every float initializer)"},
+    {"loss", "kind",
+     "softmax-cross-entropy (default: logits [N, C] against i64 class indices [N]), mse "
+     "(against labels shaped like the output), or output (the output is already the loss)"},
+    {"loss-output", "name", "The model output the loss reads (default: the first)"},
+    {"labels", "name", "Name of the labels input the train step gains (default: labels)"},
+    {"optimizer", "name", "sgd (default), momentum, nesterov, adam or adamw"},
+    {"learning-rate", "x", "Base learning rate (default 0.01)"},
+    {"momentum", "x", "Momentum coefficient of momentum and nesterov (default 0.9)"},
+    {"beta1", "x", "Adam's first-moment decay (default 0.9)"},
+    {"beta2", "x", "Adam's second-moment decay (default 0.999)"},
+    {"epsilon", "x", "Adam's epsilon (default 1e-8)"},
+    {"weight-decay", "x", "AdamW's decoupled weight decay (default 0.01)"},
+    {"lr-schedule", "name",
+     "constant (default), exponential (lr * decay-rate^(step / decay-steps)), step (the same, "
+     "in whole periods) or cosine (to min-learning-rate over total-steps)"},
+    {"decay-rate", "x", "Factor per decay-steps updates of exponential and step (default 0.95)"},
+    {"decay-steps", "n", "Updates per factor of decay-rate (default 1000)"},
+    {"staircase", "bool", "exponential: decay in whole periods, as TensorFlow's staircase"},
+    {"total-steps", "n", "cosine: updates over which the rate falls"},
+    {"min-learning-rate", "x", "cosine: the final learning rate (default 0)"},
+    {"warmup-steps", "n", "Linear warm-up over the first n updates (default 0: none)"},
+    {"l2", "x", "L2 regularization: adds l2 / 2 * sum(w^2) of each chosen weight to the loss"},
+    {"l2-weights", "regex", "Weights the l2 term applies to (default: every trained weight)"},
+    {"clip-norm", "x", "Clip the gradients to this global norm (default 0: no clipping)"},
+    {"ema-decay", "x",
+     "Keep an exponential moving average of the weights with this decay (TensorFlow's "
+     "ExponentialMovingAverage with the step as num_updates; default 0: none)"},
+};
+
+/// Reads `key = value` lines ('#' comments) of a training config file into
+/// `values`; returns an error message or "".
+std::string readTrainConfig(const std::string &path, std::map<std::string, std::string> &values) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!file)
+    return "--train-config: cannot read '" + path + "': " + file.getError().message();
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (auto [number, raw] : llvm::enumerate(lines)) {
+    llvm::StringRef line = raw.split('#').first.trim();
+    if (line.empty())
+      continue;
+    auto [key, value] = line.split('=');
+    key = key.trim();
+    value = value.trim();
+    std::string where = path + ":" + std::to_string(number + 1) + ": ";
+    if (!line.contains('=') || value.empty())
+      return where + "expected 'key = value', got '" + line.str() + "'";
+    if (llvm::none_of(kTrainFlags, [&](const TrainFlag &flag) { return key == flag.name; }))
+      return where + "unknown key '" + key.str() + "' (the keys are kilnc's training flags)";
+    values[key.str()] = value.str();
+  }
+  return "";
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -143,6 +214,23 @@ int main(int argc, char **argv) {
                                "tensors (one arena, reused by liveness) and buffer counts; "
                                "for GPU targets also the program's launches and constants"),
                       cl::cat(category));
+  cl::OptionCategory trainCategory("kilnc training options",
+                                   "With --train, kilnc compiles one train step instead of the "
+                                   "forward graph: trainable weights become state inputs and "
+                                   "outputs, and the step computes the loss, the gradients and "
+                                   "the optimizer update (see docs/training.md)");
+  cl::opt<bool> train("train", cl::desc("Compile a train step (with the flags below)"),
+                      cl::cat(trainCategory));
+  cl::opt<std::string> trainConfig(
+      "train-config",
+      cl::desc("Read training options from a file of 'key = value' lines whose keys are the "
+               "flags below ('#' starts a comment); flags given on the command line win"),
+      cl::value_desc("file"), cl::cat(trainCategory));
+  std::vector<std::unique_ptr<cl::opt<std::string>>> trainFlags;
+  for (const TrainFlag &flag : kTrainFlags)
+    trainFlags.push_back(std::make_unique<cl::opt<std::string>>(
+        llvm::StringRef(flag.name), cl::desc(flag.help), cl::value_desc(flag.value),
+        cl::cat(trainCategory)));
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
 
@@ -154,7 +242,7 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   // libLLVM registers hundreds of back-end options in the general category;
   // --help shows only kilnc's own. MLIR's debugging flags still work.
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles an ONNX model to a native Kiln artifact\n\n"
@@ -162,7 +250,8 @@ int main(int argc, char **argv) {
       "  kilnc model.onnx --target=cuda:sm_90 -o model.kiln\n"
       "  kilnc model.onnx --emit=header -o model.h\n"
       "  kilnc model.onnx --input-shape x=1x3x224x224 --emit=mlir\n"
-      "  kilnc model.onnx --place 'head/.*=/cpu:1' --log-device-placement -o model.kiln\n\n"
+      "  kilnc model.onnx --place 'head/.*=/cpu:1' --log-device-placement -o model.kiln\n"
+      "  kilnc model.onnx --train --optimizer=adam --learning-rate=0.001 -o step.kiln\n\n"
       "Exit codes: 0 success, 1 error, 2 bad usage, 3 the model uses something Kiln\n"
       "does not support, 4 an operand that must be known at compile time is a graph\n"
       "input (see --freeze-input).\n\n"
@@ -209,5 +298,25 @@ int main(int argc, char **argv) {
   options.reportPath = report;
   options.stats = stats;
   options.verbose = verbose;
+
+  std::map<std::string, std::string> trainValues;
+  if (!trainConfig.empty())
+    if (std::string error = readTrainConfig(trainConfig, trainValues); !error.empty()) {
+      llvm::errs() << "kilnc: error: " << error << "\n";
+      return kiln::kExitUsage;
+    }
+  for (auto [flag, value] : llvm::zip_equal(kTrainFlags, trainFlags))
+    if (value->getNumOccurrences())
+      trainValues[flag.name] = *value;
+  if (!train && (!trainValues.empty() || !trainConfig.empty())) {
+    llvm::errs() << "kilnc: error: training options need --train\n";
+    return kiln::kExitUsage;
+  }
+  if (train) {
+    std::string passOptions;
+    for (const auto &[key, value] : trainValues)
+      passOptions += key + "=" + (value.find(' ') == std::string::npos ? value : "\"" + value + "\"") + " ";
+    options.train = passOptions;
+  }
   return kiln::runCompiler(options, context);
 }

@@ -15,6 +15,9 @@ struct TensorSpec {
   std::string name; // decoded
   DType dtype = KILN_DTYPE_INVALID;
   std::vector<int64_t> dims;
+  // Train steps: the state kind ("parameter", "momentum", "step", ...) of a tensor that the
+  // step reads and writes back under the same name; empty otherwise.
+  std::string state;
 
   std::string typeString() const { return kiln::rt::typeString(dtype, dims); }
   // Bytes of a dense tensor of this type (Error when the element count overflows).

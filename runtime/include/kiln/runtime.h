@@ -135,6 +135,13 @@ kiln_status kiln_artifact_output(const kiln_artifact *artifact, int index, kiln_
 /* Index of the input/output with this (decoded) name, or -1. */
 int kiln_artifact_find_input(const kiln_artifact *artifact, const char *name);
 int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name);
+/* Train steps (kilnc --train): the state kind of an input or output ("parameter", "momentum",
+ * "adam_m", "adam_v", "ema", "step"), or "" for data, labels, the loss and model outputs, and for
+ * an index out of range. A state input and the output of the same name are one tensor before and
+ * after the step: the caller passes each output back as the next step's input (swapping two
+ * buffers needs no copy). */
+const char *kiln_artifact_input_state(const kiln_artifact *artifact, int index);
+const char *kiln_artifact_output_state(const kiln_artifact *artifact, int index);
 
 /* Runs the model once on its device. inputs/outputs hold one dense row-major host buffer per
  * tensor, in manifest order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes
