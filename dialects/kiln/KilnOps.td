@@ -278,7 +278,7 @@ def Kiln_GemmOp : Kiln_Op<"gemm", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let hasVerifier = 1;
 }
 
-def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor]> {
+def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "2-D convolution, NCHW, with groups (ONNX Conv)";
   let description = [{
     `input` is `N x C x H x W`, `filter` is `M x C/group x KH x KW`, the
@@ -306,7 +306,7 @@ def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Kiln_PoolOp<string mnemonic, string onnx, string what, dag extra>
-    : Kiln_Op<mnemonic, [InferTypeOpAdaptor]> {
+    : Kiln_Op<mnemonic, [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "2-D " # what # " pooling over NCHW windows (ONNX " # onnx # ")";
   let description = "Takes the " # what # " over each `kernel_shape` window. "
     # "`pads` is `[top, left, bottom, right]`; with `ceil_mode` the output "

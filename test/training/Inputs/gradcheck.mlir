@@ -602,3 +602,103 @@ func.func @main(%x: tensor<4x3xf64> {kiln.name = "x"}, %xw1: tensor<3x5xf64> {ki
   %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x2xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// case: conv
+func.func @main(%x: tensor<2x2x5x5xf64> {kiln.name = "x"}, %x2: tensor<3x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<3xf64> {kiln.name = "x3"}, %c: tensor<2x3x5x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x2x5x5xf64>, tensor<3x2x3x3xf64>, tensor<3xf64>) -> tensor<2x3x5x5xf64>
+  %p = kiln.mul %y, %c : (tensor<2x3x5x5xf64>, tensor<2x3x5x5xf64>) -> tensor<2x3x5x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<2x3x5x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_stride2_asymmetric_pads
+func.func @main(%x: tensor<1x2x5x5xf64> {kiln.name = "x"}, %x2: tensor<2x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x3x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x5x5xf64>, tensor<2x2x3x3xf64>, tensor<2xf64>) -> tensor<1x2x3x2xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x3x2xf64>, tensor<1x2x3x2xf64>) -> tensor<1x2x3x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x3x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_stride2_uncovered_rows
+func.func @main(%x: tensor<1x1x6x6xf64> {kiln.name = "x"}, %x2: tensor<1x1x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x1x2x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x6x6xf64>, tensor<1x1x3x3xf64>) -> tensor<1x1x2x2xf64>
+  %p = kiln.mul %y, %c : (tensor<1x1x2x2xf64>, tensor<1x1x2x2xf64>) -> tensor<1x1x2x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x2x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_dilation2
+func.func @main(%x: tensor<1x2x6x6xf64> {kiln.name = "x"}, %x2: tensor<2x2x2x2xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, group = 1 : i64} : (tensor<1x2x6x6xf64>, tensor<2x2x2x2xf64>, tensor<2xf64>) -> tensor<1x2x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x4x4xf64>, tensor<1x2x4x4xf64>) -> tensor<1x2x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_groups2
+func.func @main(%x: tensor<1x4x4x4xf64> {kiln.name = "x"}, %x2: tensor<4x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<4xf64> {kiln.name = "x3"}, %c: tensor<1x4x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x4x4xf64>, tensor<4x2x3x3xf64>, tensor<4xf64>) -> tensor<1x4x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x4x4x4xf64>, tensor<1x4x4x4xf64>) -> tensor<1x4x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x4x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_depthwise
+func.func @main(%x: tensor<1x3x4x4xf64> {kiln.name = "x"}, %x2: tensor<3x1x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x3x2x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 3 : i64} : (tensor<1x3x4x4xf64>, tensor<3x1x3x3xf64>) -> tensor<1x3x2x2xf64>
+  %p = kiln.mul %y, %c : (tensor<1x3x2x2xf64>, tensor<1x3x2x2xf64>) -> tensor<1x3x2x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x3x2x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_5x5_lenet
+func.func @main(%x: tensor<2x1x8x8xf64> {kiln.name = "x"}, %x2: tensor<2x1x5x5xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<2x2x8x8xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x1x8x8xf64>, tensor<2x1x5x5xf64>, tensor<2xf64>) -> tensor<2x2x8x8xf64>
+  %p = kiln.mul %y, %c : (tensor<2x2x8x8xf64>, tensor<2x2x8x8xf64>) -> tensor<2x2x8x8xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<2x2x8x8xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_2x2
+func.func @main(%x: tensor<2x2x4x5xf64> {kiln.name = "x"}, %c: tensor<2x2x2x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<2x2x4x5xf64>) -> tensor<2x2x2x2xf64>
+  %p = kiln.mul %y, %c : (tensor<2x2x2x2xf64>, tensor<2x2x2x2xf64>) -> tensor<2x2x2x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<2x2x2x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_global
+func.func @main(%x: tensor<1x2x3x3xf64> {kiln.name = "x"}, %c: tensor<1x2x1x1xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x3x3xf64>) -> tensor<1x2x1x1xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x1x1xf64>, tensor<1x2x1x1xf64>) -> tensor<1x2x1x1xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x1x1xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: average_pool_2x2
+func.func @main(%x: tensor<1x2x4x4xf64> {kiln.name = "x"}, %c: tensor<1x2x2x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.average_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x4x4xf64>) -> tensor<1x2x2x2xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x2x2xf64>, tensor<1x2x2x2xf64>) -> tensor<1x2x2x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x2x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
