@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Train-step benchmark: Kiln against PyTorch (eager and torch.compile) and JAX (jit), on the CPU.
+
+Each framework runs the same step on the same model, weights and batch: forward, loss, backward
+and a plain SGD update of every weight. The models are bench/graphs.py's MLP, LeNet-5 and
+transformer layer (their ONNX files give Kiln its model and the peers their weights). Each
+framework runs in its own process, pinned to the same CPUs with the same thread count, one
+after the other.
+
+    python3 bench/train.py                        # every graph, 2 threads
+    python3 bench/train.py --graphs lenet --frameworks kiln,torch
+
+Needs numpy and onnx, plus torch and jax[cpu] for the peers (a missing peer is reported and
+skipped). Kiln's kilnc and kiln-run come from build/bin (--kiln-bin). Writes
+bench/out/train/results.md and .json.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import graphs  # noqa: E402
+
+LEARNING_RATE = 0.01
+FRAMEWORKS = ["kiln", "torch", "torch-compile", "jax"]
+
+# How each graph trains: the loss on its output, and which initializers are weights.
+TRAINING = {
+    "mlp_b64": dict(loss="softmax-cross-entropy", classes=10, trainable=".*"),
+    "mlp_b256": dict(loss="softmax-cross-entropy", classes=10, trainable=".*"),
+    "lenet": dict(loss="softmax-cross-entropy", classes=10, trainable=".*"),
+    # Its constants (reshape shapes, sqrt(d)) are not weights.
+    "transformer_layer": dict(loss="mse", trainable=".*_[wbg]"),
+}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graphs", default=",".join(TRAINING), help="comma-separated graph names")
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=50, help="timed steps per framework")
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--kiln-bin", default=str(HERE.parent / "build" / "bin"))
+    p.add_argument("--out", default=str(HERE / "out" / "train"))
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--graph", help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+def pin(threads):
+    cpus = sorted(os.sched_getaffinity(0))[:threads]
+    os.sched_setaffinity(0, set(cpus))
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def prepare(graph_name, out):
+    """Writes the model, a batch and its labels; returns (dir, weights, inputs, labels)."""
+    graph = graphs.GRAPHS[graph_name]
+    directory = out / graph_name
+    paths = graphs.generate(graph, directory)
+    inputs = {name: np.load(path) for name, path in paths.items()}
+    weights = graphs.load_weights(directory / "model.onnx")
+    spec = TRAINING[graph_name]
+    import re
+    trainable = {k: v for k, v in weights.items()
+                 if v.dtype == np.float32 and v.ndim > 0 and re.fullmatch(spec["trainable"], k)}
+    rng = np.random.default_rng(7)
+    import onnx
+    model = onnx.load(str(directory / "model.onnx"))
+    out_dims = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    if spec["loss"] == "mse":
+        labels = rng.standard_normal(out_dims, dtype=np.float32)
+    else:
+        labels = rng.integers(0, spec["classes"], out_dims[0]).astype(np.int64)
+    np.save(directory / "labels.npy", labels)
+    return directory, weights, trainable, inputs, labels
+
+
+def timed(step, steps, warmup):
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+# ---- workers ----------------------------------------------------------------------------------
+
+def worker_kiln(args, directory, weights, trainable, inputs, labels):
+    spec = TRAINING[args.graph]
+    step = directory / "step.kiln"
+    kilnc = Path(args.kiln_bin) / "kilnc"
+    start = time.perf_counter()
+    subprocess.run([str(kilnc), str(directory / "model.onnx"), "--train", f"--loss={spec['loss']}",
+                    f"--trainable={spec['trainable']}", f"--learning-rate={LEARNING_RATE}",
+                    "-o", str(step)], check=True, capture_output=True, text=True)
+    compile_s = time.perf_counter() - start
+    info = subprocess.run([str(Path(args.kiln_bin) / "kiln-run"), str(step), "--info"],
+                          check=True, capture_output=True, text=True).stdout
+    state_dir = directory / "state"
+    state_dir.mkdir(exist_ok=True)
+    cmd = [str(Path(args.kiln_bin) / "kiln-run"), str(step)]
+    for line in info.splitlines():
+        fields = line.split()
+        if not fields or fields[0] != "input":
+            continue
+        name = fields[1]
+        if name in inputs:
+            path = directory / "inputs" / f"{name}.npy"
+        elif name == "labels":
+            path = directory / "labels.npy"
+        else:
+            value = weights.get(name)
+            if value is None:  # optimizer slots and the step counter start at zero
+                dtype = np.int64 if "i64" in fields[2] else np.float32
+                dims = fields[2][fields[2].index("[") + 1:-1]
+                shape = () if dims == "scalar" else tuple(int(d) for d in dims.split("x"))
+                value = np.zeros(shape, dtype)
+            path = state_dir / f"{len(cmd)}.npy"
+            np.save(path, value)
+        cmd += ["--input", f"{name}={path}"]
+    timing = directory / "kiln-timing.json"
+    cmd += ["--repeat", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
+            "--timing-json", str(timing)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(timing.read_text())["run_ms"], compile_s
+
+
+def worker_torch(args, directory, weights, trainable, inputs, labels, compiled):
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(args.threads)
+    graph = graphs.GRAPHS[args.graph]
+    w = {k: torch.tensor(v, requires_grad=k in trainable) for k, v in weights.items()}
+    params = [w[k] for k in trainable]
+    forward = graph.torch_fn(w)
+    x = [torch.tensor(inputs[name]) for name in inputs]
+    y = torch.tensor(labels)
+    mse = TRAINING[args.graph]["loss"] == "mse"
+
+    def loss_fn(*x):
+        out = forward(*x)[0]
+        return F.mse_loss(out, y) if mse else F.cross_entropy(out, y)
+    if compiled:
+        loss_fn = torch.compile(loss_fn)
+
+    def step():
+        loss = loss_fn(*x)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(LEARNING_RATE * g)
+    start = time.perf_counter()
+    step()  # torch.compile compiles here
+    return timed(step, args.steps, args.warmup), time.perf_counter() - start
+
+
+def worker_jax(args, directory, weights, trainable, inputs, labels):
+    import jax
+    import jax.numpy as jnp
+    graph = graphs.GRAPHS[args.graph]
+    frozen = {k: jnp.asarray(v) for k, v in weights.items() if k not in trainable}
+    params = {k: jnp.asarray(v) for k, v in trainable.items()}
+    x = [jnp.asarray(inputs[name]) for name in inputs]
+    y = jnp.asarray(labels)
+    mse = TRAINING[args.graph]["loss"] == "mse"
+
+    def loss_fn(p, *x):
+        out = graph.jax_fn({**frozen, **p})(*x)[0]
+        if mse:
+            return jnp.mean((out - y) ** 2)
+        logp = jax.nn.log_softmax(out, axis=1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    @jax.jit
+    def update(p, *x):
+        loss, grads = jax.value_and_grad(loss_fn)(p, *x)
+        return loss, jax.tree_util.tree_map(lambda a, g: a - LEARNING_RATE * g, p, grads)
+
+    state = [params]
+
+    def step():
+        loss, state[0] = update(state[0], *x)
+        loss.block_until_ready()
+    start = time.perf_counter()
+    step()
+    return timed(step, args.steps, args.warmup), time.perf_counter() - start
+
+
+def run_worker(args):
+    pin(args.threads)
+    out = Path(args.out)
+    prepared = prepare(args.graph, out)
+    if args.worker == "kiln":
+        times, compile_s = worker_kiln(args, *prepared)
+    elif args.worker in ("torch", "torch-compile"):
+        times, compile_s = worker_torch(args, *prepared, compiled=args.worker == "torch-compile")
+    else:
+        times, compile_s = worker_jax(args, *prepared)
+    print(json.dumps({"times_ms": times, "compile_s": compile_s}))
+
+
+# ---- driver -----------------------------------------------------------------------------------
+
+def versions():
+    found = {}
+    for module in ("torch", "jax", "numpy", "onnx"):
+        try:
+            found[module] = __import__(module).__version__
+        except Exception:
+            found[module] = "not installed"
+    return found
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        return run_worker(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    selected = args.frameworks.split(",")
+    rows, everything = [], {}
+    for graph_name in args.graphs.split(","):
+        results = {}
+        for framework in selected:
+            cmd = [sys.executable, __file__, "--worker", framework, "--graph", graph_name,
+                   "--threads", str(args.threads), "--steps", str(args.steps), "--warmup",
+                   str(args.warmup), "--kiln-bin", args.kiln_bin, "--out", args.out]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
+                results[framework] = {"error": reason[:200]}
+                print(f"{graph_name}: {framework} failed: {reason[:200]}", file=sys.stderr)
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result["median_ms"] = statistics.median(result["times_ms"])
+            results[framework] = result
+            print(f"{graph_name}: {framework} {result['median_ms']:.3f} ms/step", file=sys.stderr)
+        everything[graph_name] = results
+        rows.append((graph_name, results))
+
+    peers = [f for f in selected if f != "kiln"]
+    header = ["graph"] + [f"{f} ms" for f in selected] + ([f"kiln vs {p}" for p in peers] if "kiln" in selected else [])
+    header += ["kiln vs best peer"] if "kiln" in selected and peers else []
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for graph_name, results in rows:
+        cells = [graph_name]
+        for f in selected:
+            r = results.get(f, {})
+            cells.append(f"{r['median_ms']:.3f}" if "median_ms" in r else f"error: {r.get('error', '?')}")
+        kiln = results.get("kiln", {}).get("median_ms")
+        best = None
+        for p in peers:
+            m = results.get(p, {}).get("median_ms")
+            cells.append(f"{m / kiln:.2f}x" if kiln and m else "-")
+            if m:
+                best = m if best is None else min(best, m)
+        if "kiln" in selected and peers:
+            cells.append(f"{best / kiln:.2f}x" if kiln and best else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    command = "python3 bench/train.py " + " ".join(sys.argv[1:])
+    meta = (f"Command: `{command}`  \n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
+            f"{args.threads} threads, {args.steps} timed steps after {args.warmup} warm-ups, load "
+            f"{os.getloadavg()[0]:.2f}; versions {versions()}.  \n"
+            f"A ratio above 1 means Kiln's step is faster. Each step: forward, loss, backward, SGD update.")
+    text = meta + "\n\n" + "\n".join(lines) + "\n"
+    (out / "results.md").write_text(text)
+    (out / "results.json").write_text(json.dumps(everything, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
