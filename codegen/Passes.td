@@ -37,7 +37,17 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     } -> tensor<4xf32>
     ```
     An op with no lowering is reported at its location (the ONNX node).
+
+    With `fold-transposes`, a matmul operand computed by a transpose of its
+    last two dimensions is read in place through a transposed indexing map,
+    so `X^T W` (the weight gradient of a dense layer) copies nothing; the CPU
+    pipeline sets it, as its BLAS calls take transposed operands.
   }];
+  let options = [
+    Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"false",
+           "Read matmul operands that transpose their last two dimensions through "
+           "transposed indexing maps instead of copying them">
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::tensor::TensorDialect"

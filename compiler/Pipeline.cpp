@@ -61,7 +61,9 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
                            const CPUPipelineOptions &cpu) {
   if (phase == Phase::Kiln)
     return;
-  pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass());
+  KilnLowerToLinalgPassOptions lower;
+  lower.foldTransposes = true;
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass(lower));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   pm.addNestedPass<mlir::func::FuncOp>(createKilnFormKernelsPass());

@@ -48,6 +48,21 @@ OpClass classify(Operation *op) {
   return OpClass::Opaque;
 }
 
+/// Whether `op` transposes only the last two dimensions of its input.
+bool isTransposeOfLastTwo(Operation *op) {
+  auto transpose = dyn_cast<TransposeOp>(op);
+  if (!transpose)
+    return false;
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
 /// Elementwise ops cheap enough to compute twice rather than store: no
 /// transcendental function, division, power or remainder.
 bool isCheap(Operation *op) {
@@ -294,6 +309,25 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
     group->hasContraction = true;
     group->members.insert(op);
     groupOf[op] = group.get();
+    // A transpose of the last two dimensions of a matrix product's operand
+    // joins its output fusion (copied if it has other users): the CPU
+    // lowering reads it in place through a transposed map and the GPU's
+    // library calls take it as a strided view, so the backward pass's
+    // X^T dY and dY W^T copy nothing.
+    if (isa<MatMulOp>(op))
+      for (OpOperand &operand : op->getOpOperands()) {
+        Operation *producer = operand.get().getDefiningOp();
+        if (!producer || !isFusible(producer) || groupOf.count(producer) ||
+            !isTransposeOfLastTwo(producer))
+          continue;
+        if (!producer->getResult(0).hasOneUse()) {
+          OpBuilder builder(producer);
+          producer = builder.clone(*producer);
+          operand.set(producer->getResult(0));
+        }
+        group->members.insert(producer);
+        groupOf[producer] = group.get();
+      }
     ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
     Operation *tail = op;
     while (static_cast<int64_t>(group->members.size()) < maxOps &&

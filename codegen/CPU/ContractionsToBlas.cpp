@@ -28,6 +28,7 @@ namespace {
 // CBLAS enumerators (cblas.h).
 constexpr int32_t kCblasRowMajor = 101;
 constexpr int32_t kCblasNoTrans = 111;
+constexpr int32_t kCblasTrans = 112;
 constexpr StringLiteral kSgemm = "cblas_sgemm";
 constexpr StringLiteral kDnnlSgemm = "dnnl_sgemm";
 constexpr StringLiteral kSetThreads = "openblas_set_num_threads";
@@ -87,6 +88,8 @@ struct GemmMatch {
   /// For A, B and C: the loop each leading (batch) dimension follows, or -1
   /// for a broadcast dimension of size one.
   SmallVector<int64_t> batchOf[3];
+  /// A is stored k x m (read as its transpose), B is stored n x k.
+  bool transA = false, transB = false;
 };
 
 /// Whether `expr` is the loop dimension `dim`.
@@ -134,12 +137,18 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
   GemmMatch match;
   match.batchLoops = m;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  // The trailing two results of each map: A (m, k), B (k, n), C (m, n).
+  // The trailing two results of each map: A (m, k), B (k, n), C (m, n); A
+  // and B may also be stored transposed, (k, m) and (n, k).
   int64_t inner[3][2] = {{m, k}, {k, n}, {m, n}};
+  bool *transposed[3] = {&match.transA, &match.transB, nullptr};
   for (int operand = 0; operand < 3; ++operand) {
     ArrayRef<AffineExpr> results = maps[operand].getResults();
-    if (results.size() < 2 || !isDim(results[results.size() - 2], inner[operand][0]) ||
-        !isDim(results.back(), inner[operand][1]))
+    if (results.size() < 2)
+      return std::nullopt;
+    AffineExpr rows = results[results.size() - 2], cols = results.back();
+    if (transposed[operand] && isDim(rows, inner[operand][1]) && isDim(cols, inner[operand][0]))
+      *transposed[operand] = true;
+    else if (!isDim(rows, inner[operand][0]) || !isDim(cols, inner[operand][1]))
       return std::nullopt;
     for (AffineExpr expr : results.drop_back(2)) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr); dim && dim.getPosition() < m) {
@@ -323,10 +332,10 @@ struct KilnContractionsToBlasPass
     return ivs;
   }
 
-  /// C += A * B for row-major matrices.
+  /// C += op(A) * op(B) for row-major matrices, op transposing where asked.
   static void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, int64_t m, int64_t n,
-                        int64_t k, Value a, Value lda, Value bMatrix, Value ldb, Value c,
-                        Value ldc) {
+                        int64_t k, bool transA, Value a, Value lda, bool transB, Value bMatrix,
+                        Value ldb, Value c, Value ldc) {
     auto i32 = [&](int64_t value) -> Value {
       return arith::ConstantIntOp::create(b, loc, value, 32);
     };
@@ -338,16 +347,18 @@ struct KilnContractionsToBlasPass
       auto wide = [&](Value v) -> Value {
         return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
       };
-      Value noTrans = arith::ConstantIntOp::create(b, loc, 'N', 8);
+      auto flag = [&](bool trans) -> Value {
+        return arith::ConstantIntOp::create(b, loc, trans ? 'T' : 'N', 8);
+      };
       func::CallOp::create(b, loc, sgemm,
-                           ValueRange{noTrans, noTrans, i64(m), i64(n), i64(k), one, a, wide(lda),
-                                      bMatrix, wide(ldb), one, c, wide(ldc)});
+                           ValueRange{flag(transA), flag(transB), i64(m), i64(n), i64(k), one, a,
+                                      wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
       return;
     }
+    auto flag = [&](bool trans) { return i32(trans ? kCblasTrans : kCblasNoTrans); };
     func::CallOp::create(b, loc, sgemm,
-                         ValueRange{i32(kCblasRowMajor), i32(kCblasNoTrans), i32(kCblasNoTrans),
-                                    i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
-                                    ldc});
+                         ValueRange{i32(kCblasRowMajor), flag(transA), flag(transB), i32(m), i32(n),
+                                    i32(k), one, a, lda, bMatrix, ldb, one, c, ldc});
   }
 
   void rewrite(linalg::GenericOp op, const GemmMatch &match, func::FuncOp sgemm) {
@@ -358,7 +369,8 @@ struct KilnContractionsToBlasPass
     Value a = op.getDpsInputs()[0], bMatrix = op.getDpsInputs()[1], c = op.getDpsInits()[0];
 
     int64_t mSize = ranges[m], nSize = ranges[m + 1], kSize = ranges[m + 2];
-    if (m == 0 && constantB && library == "onednn" && mSize > 1 && kSize > 1 && isConstantBuffer(bMatrix)) {
+    if (m == 0 && constantB && library == "onednn" && mSize > 1 && kSize > 1 && !match.transA &&
+        !match.transB && isConstantBuffer(bMatrix)) {
       callWithConstantB(b, loc, op, mSize, nSize, kSize);
       return;
     }
@@ -372,14 +384,16 @@ struct KilnContractionsToBlasPass
     auto i32 = [&](int64_t value) -> Value {
       return arith::ConstantIntOp::create(b, loc, value, 32);
     };
-    // A single row or column may have any stride; BLAS wants ld >= width.
-    if (mSize == 1)
-      lda = i32(std::max<int64_t>(kSize, 1));
-    if (kSize == 1)
-      ldb = i32(std::max<int64_t>(nSize, 1));
+    // A single row or column may have any stride; BLAS wants ld >= width
+    // (the stored width: k for A, m for A^T, n for B, k for B^T).
+    if (match.transA ? kSize == 1 : mSize == 1)
+      lda = i32(std::max<int64_t>(match.transA ? mSize : kSize, 1));
+    if (match.transB ? nSize == 1 : kSize == 1)
+      ldb = i32(std::max<int64_t>(match.transB ? kSize : nSize, 1));
     if (mSize == 1)
       ldc = i32(std::max<int64_t>(nSize, 1));
-    callSgemm(b, loc, sgemm, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
+    callSgemm(b, loc, sgemm, mSize, nSize, kSize, match.transA, pa, lda, match.transB, pb, ldb,
+              pc, ldc);
     op->erase();
   }
 
@@ -494,7 +508,7 @@ struct KilnContractionsToBlasPass
       };
       Value lda = leadingDim(maps[1], filterStrides, k);
       Value ldc = leadingDim(maps[2], outputStrides, n);
-      callSgemm(b, loc, sgemm, m, n, k, pa, lda, pb, i32(n), pc, ldc);
+      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, false, pb, i32(n), pc, ldc);
     }
     memref::DeallocOp::create(b, loc, col);
     op->erase();

@@ -21,15 +21,40 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
   return arith::AddIOp::create(b, loc, acc, arith::MulIOp::create(b, loc, x, y));
 }
 
+/// The input of `value`'s producer when that is a transpose of only the last
+/// two dimensions; null otherwise.
+Value lastTwoTransposed(Value value) {
+  auto transpose = value.getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return nullptr;
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return nullptr;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != i)
+      return nullptr;
+  return transpose.getInput();
+}
+
 // numpy.matmul as one generic over (batch..., m, n, k); 1-D operands simply
-// have no m (or n) loop.
+// have no m (or n) loop. With `foldTransposes`, an operand that is a
+// transpose of its last two dimensions is read through a transposed map
+// instead (the CPU's BLAS calls take transposed operands, so the backward
+// pass's dW = X^T dY copies nothing).
 struct MatMulLowering : OpRewritePattern<MatMulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  MatMulLowering(MLIRContext *context, bool foldTransposes)
+      : OpRewritePattern(context), foldTransposes(foldTransposes) {}
+  bool foldTransposes;
+
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    Value lhsValue = op.getLhs(), rhsValue = op.getRhs();
+    Value lhsSource = foldTransposes ? lastTwoTransposed(lhsValue) : nullptr;
+    Value rhsSource = foldTransposes ? lastTwoTransposed(rhsValue) : nullptr;
     RankedTensorType result = op.getType();
     bool hasM = lhs.getRank() > 1, hasN = rhs.getRank() > 1;
     int64_t batchRank = result.getRank() - hasM - hasN;
@@ -51,14 +76,24 @@ struct MatMulLowering : OpRewritePattern<MatMulOp> {
     };
     SmallVector<AffineExpr> lhsExprs =
         batchExprs(lhs.getShape().drop_back(hasM ? 2 : 1));
-    if (hasM)
-      lhsExprs.push_back(dim(m));
-    lhsExprs.push_back(dim(k));
+    if (hasM && lhsSource) { // lhs[..., m, k] = source[..., k, m]
+      lhsExprs.append({dim(k), dim(m)});
+      lhsValue = lhsSource;
+    } else {
+      if (hasM)
+        lhsExprs.push_back(dim(m));
+      lhsExprs.push_back(dim(k));
+    }
     SmallVector<AffineExpr> rhsExprs =
         batchExprs(rhs.getShape().drop_back(hasN ? 2 : 1));
-    rhsExprs.push_back(dim(k));
-    if (hasN)
-      rhsExprs.push_back(dim(n));
+    if (hasN && rhsSource) { // rhs[..., k, n] = source[..., n, k]
+      rhsExprs.append({dim(n), dim(k)});
+      rhsValue = rhsSource;
+    } else {
+      rhsExprs.push_back(dim(k));
+      if (hasN)
+        rhsExprs.push_back(dim(n));
+    }
     SmallVector<AffineExpr> outExprs;
     for (int64_t d = 0; d < k; ++d)
       outExprs.push_back(dim(d));
@@ -72,7 +107,7 @@ struct MatMulLowering : OpRewritePattern<MatMulOp> {
     Value zero = scalarConstant(rewriter, loc, result.getElementType(), 0);
     Value init = filledTensor(rewriter, loc, result, zero);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, result, ValueRange{op.getLhs(), op.getRhs()}, init, maps,
+        rewriter, loc, result, ValueRange{lhsValue, rhsValue}, init, maps,
         iterators, [](OpBuilder &b, Location loc, ValueRange args) {
           linalg::YieldOp::create(b, loc,
                                   multiplyAdd(b, loc, args[0], args[1], args[2]));
@@ -317,9 +352,9 @@ struct AveragePoolLowering : OpRewritePattern<AveragePoolOp> {
 
 } // namespace
 
-void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering, ConvLowering, MaxPoolLowering,
-               AveragePoolLowering>(patterns.getContext());
+void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns, bool foldTransposes) {
+  patterns.add<MatMulLowering>(patterns.getContext(), foldTransposes);
+  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -17,12 +17,13 @@ namespace kiln {
 namespace {
 struct KilnLowerToLinalgPass
     : impl::KilnLowerToLinalgPassBase<KilnLowerToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
     populateDecompositionPatterns(patterns);
     populateElementwiseLoweringPatterns(patterns);
-    populateLinalgOpLoweringPatterns(patterns);
+    populateLinalgOpLoweringPatterns(patterns, foldTransposes);
     populateReductionLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
 

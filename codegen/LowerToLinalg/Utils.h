@@ -44,7 +44,8 @@ mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Patterns that lower kiln ops to linalg, tensor, arith and math, by family.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
-void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns,
+                                      bool foldTransposes = false);
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 

@@ -158,3 +158,26 @@ func.func @mean(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x8xf32>) {
   }
   return
 }
+
+// -----
+
+// Operands stored transposed (the weight gradient X^T dY, the input
+// gradient dY W^T): one call with the transpose flags, leading dimensions
+// those of the stored matrices.
+// CHECK-LABEL: func.func @gemm_transposed
+// CHECK: call @cblas_sgemm(%c101_i32, %c112_i32, %c112_i32, %c784_i32, %c512_i32, %c64_i32, %cst, %{{.*}}, %c784_i32, %{{.*}}, %c64_i32, %cst, %{{.*}}, %c512_i32)
+// DNNL-LABEL: func.func @gemm_transposed
+// DNNL: call @dnnl_sgemm(%c84_i8, %c84_i8, %c784_i64, %c512_i64, %c64_i64
+#at = affine_map<(m, n, k) -> (k, m)>
+#bt = affine_map<(m, n, k) -> (n, k)>
+#ct = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm_transposed(%a: memref<64x784xf32>, %b: memref<512x64xf32>, %c: memref<784x512xf32>) {
+  linalg.generic {indexing_maps = [#at, #bt, #ct], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<64x784xf32>, memref<512x64xf32>) outs(%c : memref<784x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -182,3 +182,29 @@ func.func @single(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
   %p = kiln.max_pool %r {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
   return %p : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// A transpose of a matrix product's operand joins its output fusion (the
+// back ends read it in place); with another user it is copied in, and the
+// original stays for that user.
+// CHECK-LABEL: func.func @transposed_operands
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>, %[[G:.*]]: tensor<8x3xf32>, %[[W:.*]]: tensor<4x3xf32>)
+// CHECK: kiln.fusion output(%[[X]], %[[G]])
+// CHECK: kiln.transpose
+// CHECK: kiln.matmul
+// CHECK: kiln.fusion output(%[[W]], %[[G]])
+// CHECK: kiln.transpose
+// CHECK: kiln.matmul
+// CHECK: kiln.fusion loop(%[[W]])
+// CHECK: kiln.transpose
+// CHECK: kiln.exp
+func.func @transposed_operands(%x: tensor<8x4xf32>, %g: tensor<8x3xf32>, %w: tensor<4x3xf32>)
+    -> (tensor<4x3xf32>, tensor<8x4xf32>, tensor<3x4xf32>) {
+  %xt = kiln.transpose %x {perm = array<i64: 1, 0>} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %dw = kiln.matmul %xt, %g : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %wt = kiln.transpose %w {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %dx = kiln.matmul %g, %wt : (tensor<8x3xf32>, tensor<3x4xf32>) -> tensor<8x4xf32>
+  %e = kiln.exp %wt : tensor<3x4xf32>
+  return %dw, %dx, %e : tensor<4x3xf32>, tensor<8x4xf32>, tensor<3x4xf32>
+}
