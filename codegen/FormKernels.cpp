@@ -42,6 +42,9 @@ constexpr int64_t kTilesPerThread = 4;
 /// under this size, so that it is still in L2 when sgemm packs it (measured
 /// on the ResNet block of bench/: 512 KiB beat 256 KiB and 1 MiB).
 constexpr int64_t kIm2colBytes = 1 << 19;
+/// Multiply-adds (iterations of a kernel's whole loop nest) above which a
+/// kernel with a small result is still split over threads.
+constexpr int64_t kMinParallelWork = 1 << 22;
 
 /// Whether computing one element of `op` costs more than reading it back
 /// from a buffer: a transcendental function or a division.
@@ -204,11 +207,15 @@ private:
     SmallVector<int64_t> sizes(ranges.size(), 0);
     if (ShapedType::isDynamicShape(ranges))
       return sizes;
-    int64_t resultElements = 1;
-    for (auto [range, iterator] : llvm::zip(ranges, iterators))
+    int64_t resultElements = 1, work = 1;
+    for (auto [range, iterator] : llvm::zip(ranges, iterators)) {
       if (iterator == utils::IteratorType::parallel)
         resultElements *= range;
-    if (resultElements < minParallelElements)
+      work *= range;
+    }
+    // A small result can still be much work: the weight gradient of a
+    // convolution is a few thousand elements, each a sum over the batch.
+    if (resultElements < minParallelElements && work < kMinParallelWork)
       return sizes;
 
     if (std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root))

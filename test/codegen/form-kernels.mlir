@@ -186,3 +186,19 @@ func.func @result_is_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1
   }
   return %0#0, %0#1 : tensor<2x3xf32>, tensor<1x3xf32>
 }
+
+// -----
+
+// A small result that is much work (a convolution's weight gradient: 2400
+// elements, each a sum of 6400 products) is still split over the threads,
+// one image (here: input channel) per tile.
+// CHECK-LABEL: func.func @small_result_much_work
+// CHECK: scf.forall (%{{.*}}) in (6)
+func.func @small_result_much_work(%x: tensor<6x64x14x14xf32>, %g: tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
+  %0 = kiln.fusion output(%x, %g) : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
+  ^bb0(%a: tensor<6x64x14x14xf32>, %f: tensor<16x64x10x10xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32>
+    kiln.yield %y : tensor<6x16x5x5xf32>
+  }
+  return %0 : tensor<6x16x5x5xf32>
+}

@@ -5,8 +5,7 @@
 // input and output channels are swapped (a transposed convolution); the
 // filter's correlates the input with the cotangent, batch and channels
 // exchanged, the stride and dilation trading places. Pooling windows that
-// tile the input are undone by splitting it into one strided sub-grid per
-// window position.
+// tile the input are undone by viewing the input as one window per row.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/Gradients/GradientUtils.h"
@@ -160,77 +159,100 @@ static bool windowsTile(ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
   return true;
 }
 
-/// The input-shaped cotangent from one value per window position: `parts`
-/// holds, for each position (i, j) of a kh x kw window in row-major order,
-/// an output-shaped tensor; they are interleaved back onto the input's grid
-/// and rows or columns no window covered get zeros.
-static Value interleave(OpBuilder &b, Location loc, ArrayRef<Value> parts, int64_t kh, int64_t kw,
-                        RankedTensorType inputType) {
-  RankedTensorType part = typeOf(parts.front());
-  Type element = part.getElementType();
-  int64_t n = part.getDimSize(0), c = part.getDimSize(1), oh = part.getDimSize(2),
-          ow = part.getDimSize(3);
-  auto six = RankedTensorType::get({n, c, oh, 1, ow, 1}, element);
-  SmallVector<Value> rows;
-  for (int64_t i = 0; i < kh; ++i) {
-    SmallVector<Value> row;
-    for (int64_t j = 0; j < kw; ++j)
-      row.push_back(reshapeTo(b, loc, parts[i * kw + j], six));
-    rows.push_back(row.size() == 1 ? row.front()
-                                   : Value(ConcatOp::create(b, loc, row, static_cast<uint64_t>(5))));
-  }
-  Value grid = rows.size() == 1 ? rows.front()
-                                : Value(ConcatOp::create(b, loc, rows, static_cast<uint64_t>(3)));
-  Value dense = reshapeTo(b, loc, grid, RankedTensorType::get({n, c, oh * kh, ow * kw}, element));
-  // Windows that do not fit at the end were dropped: their elements get zeros.
-  for (int64_t axis : {2, 3}) {
-    int64_t missing = inputType.getDimSize(axis) - typeOf(dense).getDimSize(axis);
-    if (missing > 0) {
-      SmallVector<int64_t> zerosShape(typeOf(dense).getShape());
-      zerosShape[axis] = missing;
-      Value zeros = splat(b, loc, RankedTensorType::get(zerosShape, element), 0.0);
-      dense = ConcatOp::create(b, loc, ValueRange{dense, zeros}, static_cast<uint64_t>(axis));
-    }
-  }
-  return dense;
-}
+/// Pooling over windows that tile the input, as tensors with one window per
+/// row: [N, C, OH, OW, kh * kw] views of the input (the first OH * kh rows
+/// and OW * kw columns) and back.
+struct Windows {
+  int64_t n, c, oh, ow, kh, kw;
+  Type element;
 
-/// The elements at window position (i, j) of every window: a strided slice.
-static Value windowPosition(OpBuilder &b, Location loc, Value x, int64_t i, int64_t j,
-                            int64_t kh, int64_t kw, RankedTensorType outType) {
-  auto type = RankedTensorType::get(outType.getShape(), typeOf(x).getElementType());
-  return SliceOp::create(b, loc, type, x, ArrayRef<int64_t>{0, 0, i, j},
-                         ArrayRef<int64_t>{1, 1, kh, kw});
+  static Windows of(Value input, RankedTensorType output, int64_t kh, int64_t kw) {
+    RankedTensorType type = typeOf(input);
+    return {type.getDimSize(0), type.getDimSize(1), output.getDimSize(2), output.getDimSize(3),
+            kh, kw, type.getElementType()};
+  }
+  RankedTensorType typeWith(ArrayRef<int64_t> shape) const {
+    return RankedTensorType::get(shape, element);
+  }
+
+  /// x[N, C, H, W] -> [N, C, OH, OW, kh * kw].
+  Value split(OpBuilder &b, Location loc, Value x) const {
+    RankedTensorType type = typeOf(x);
+    if (type.getDimSize(2) != oh * kh || type.getDimSize(3) != ow * kw)
+      x = SliceOp::create(b, loc, typeWith({n, c, oh * kh, ow * kw}), x,
+                          ArrayRef<int64_t>{0, 0, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1});
+    Value six = reshapeTo(b, loc, x, typeWith({n, c, oh, kh, ow, kw}));
+    Value rows = TransposeOp::create(b, loc, six, ArrayRef<int64_t>{0, 1, 2, 4, 3, 5});
+    return reshapeTo(b, loc, rows, typeWith({n, c, oh, ow, kh * kw}));
+  }
+
+  /// The inverse of split, with zeros for the rows and columns no window
+  /// covered, shaped like `input`.
+  Value merge(OpBuilder &b, Location loc, Value rows, RankedTensorType input) const {
+    Value six = reshapeTo(b, loc, rows, typeWith({n, c, oh, ow, kh, kw}));
+    Value grid = TransposeOp::create(b, loc, six, ArrayRef<int64_t>{0, 1, 2, 4, 3, 5});
+    Value dense = reshapeTo(b, loc, grid, typeWith({n, c, oh * kh, ow * kw}));
+    for (int64_t axis : {2, 3}) {
+      int64_t missing = input.getDimSize(axis) - typeOf(dense).getDimSize(axis);
+      if (missing > 0) {
+        SmallVector<int64_t> zerosShape(typeOf(dense).getShape());
+        zerosShape[axis] = missing;
+        Value zeros = splat(b, loc, typeWith(zerosShape), 0.0);
+        dense = ConcatOp::create(b, loc, ValueRange{dense, zeros}, static_cast<uint64_t>(axis));
+      }
+    }
+    return dense;
+  }
+
+  /// An output-shaped tensor as one value per window: [N, C, OH, OW, 1].
+  Value perWindow(OpBuilder &b, Location loc, Value value) const {
+    return reshapeTo(b, loc, value, typeWith({n, c, oh, ow, 1}));
+  }
+};
+
+/// The window extent of a pooling op whose output has one window along a
+/// dimension: the whole input.
+static std::pair<int64_t, int64_t> windowExtent(ArrayRef<int64_t> kernel, RankedTensorType input,
+                                                RankedTensorType output) {
+  return {output.getDimSize(2) == 1 ? input.getDimSize(2) : kernel[0],
+          output.getDimSize(3) == 1 ? input.getDimSize(3) : kernel[1]};
 }
 
 // Each output is the maximum of its window; its cotangent goes to the first
-// element (in row-major order) equal to it, as PyTorch's does, which needs
-// windows that tile the input (2x2 stride 2, global pooling).
+// element (in row-major order) equal to it, as PyTorch's does. With windows
+// that tile the input (2x2 stride 2, global pooling), viewed one window per
+// row: first = min over the row of (x == y ? position : size), and
+// dx = position == first ? dy : 0. Everything is elementwise over the input
+// or a reduction over a row of kh * kw, so it fuses into two kernels.
 LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
-  RankedTensorType outType = typeOf(getOutput());
+  RankedTensorType outType = typeOf(getOutput()), inType = typeOf(getInput());
   ArrayRef<int64_t> kernel = getKernelShape();
   if (kernel.size() != 2 || getCeilMode() ||
       !windowsTile(kernel, getStrides(), getPads(), getDilations(), outType))
     return emitOpError("has no gradient rule for overlapping, padded, dilated or ceil-mode "
                        "windows yet; only windows that tile the input (stride = kernel)");
-  int64_t kh = outType.getDimSize(2) == 1 ? typeOf(getInput()).getDimSize(2) : kernel[0];
-  int64_t kw = outType.getDimSize(3) == 1 ? typeOf(getInput()).getDimSize(3) : kernel[1];
-  Value g = resultGrads[0];
-  Value zero = scalar(b, loc, elementOf(g), 0.0);
-  Value taken; // some earlier position of the window held the maximum
-  SmallVector<Value> parts;
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) {
-      Value at = windowPosition(b, loc, getInput(), i, j, kh, kw, outType);
-      Value isMax = EqualOp::create(b, loc, at, getOutput());
-      Value first = taken ? Value(AndOp::create(b, loc, isMax, NotOp::create(b, loc, taken)))
-                          : isMax;
-      taken = taken ? Value(OrOp::create(b, loc, taken, isMax)) : isMax;
-      parts.push_back(WhereOp::create(b, loc, first, g, zero));
-    }
-  operandGrads.push_back(interleave(b, loc, parts, kh, kw, typeOf(getInput())));
+  auto [kh, kw] = windowExtent(kernel, inType, outType);
+  Windows windows = Windows::of(getInput(), outType, kh, kw);
+  int64_t size = kh * kw;
+  SmallVector<double> positions;
+  for (int64_t i = 0; i < size; ++i)
+    positions.push_back(i);
+  auto positionsType = RankedTensorType::get({size}, windows.element);
+  Value position = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(positionsType, llvm::map_to_vector(positions, [&](double v) {
+                                       return cast<Attribute>(b.getFloatAttr(windows.element, v));
+                                     })));
+  Value isMax = EqualOp::create(b, loc, windows.split(b, loc, getInput()),
+                                windows.perWindow(b, loc, getOutput()));
+  Value candidate =
+      WhereOp::create(b, loc, isMax, position, scalar(b, loc, windows.element, double(size)));
+  Value first = ReduceMinOp::create(b, loc, candidate, ArrayRef<int64_t>{4}, /*keepdims=*/true);
+  Value chosen = EqualOp::create(b, loc, position, first);
+  Value rows = WhereOp::create(b, loc, chosen, windows.perWindow(b, loc, resultGrads[0]),
+                               scalar(b, loc, windows.element, 0.0));
+  operandGrads.push_back(windows.merge(b, loc, rows, inType));
   return success();
 }
 
@@ -239,18 +261,17 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 LogicalResult AveragePoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                             SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
-  RankedTensorType outType = typeOf(getOutput());
+  RankedTensorType outType = typeOf(getOutput()), inType = typeOf(getInput());
   ArrayRef<int64_t> kernel = getKernelShape();
   if (kernel.size() != 2 || getCeilMode() ||
       !windowsTile(kernel, getStrides(), getPads(), getDilations(), outType))
     return emitOpError("has no gradient rule for overlapping, padded, dilated or ceil-mode "
                        "windows yet; only windows that tile the input (stride = kernel)");
-  int64_t kh = outType.getDimSize(2) == 1 ? typeOf(getInput()).getDimSize(2) : kernel[0];
-  int64_t kw = outType.getDimSize(3) == 1 ? typeOf(getInput()).getDimSize(3) : kernel[1];
-  Value share = MulOp::create(b, loc, resultGrads[0],
-                              scalar(b, loc, elementOf(resultGrads[0]), 1.0 / (kh * kw)));
-  SmallVector<Value> parts(kh * kw, share);
-  operandGrads.push_back(interleave(b, loc, parts, kh, kw, typeOf(getInput())));
+  auto [kh, kw] = windowExtent(kernel, inType, outType);
+  Windows windows = Windows::of(getInput(), outType, kh, kw);
+  Value share = splat(b, loc, RankedTensorType::get({kh * kw}, windows.element), 1.0 / (kh * kw));
+  Value rows = MulOp::create(b, loc, windows.perWindow(b, loc, resultGrads[0]), share);
+  operandGrads.push_back(windows.merge(b, loc, rows, inType));
   return success();
 }
 
