@@ -31,6 +31,8 @@ sys.path.insert(0, str(HERE))
 import graphs  # noqa: E402
 
 LEARNING_RATE = 0.01
+# Peak resident memory of the process that ran the steps, KiB (kiln: kiln-run's).
+PEAK_KIB = [0]
 FRAMEWORKS = ["kiln", "torch", "torch-compile", "jax"]
 
 # How each graph trains: the loss on its output, and which initializers are weights.
@@ -135,7 +137,12 @@ def worker_kiln(args, directory, weights, trainable, inputs, labels):
     timing = directory / "kiln-timing.json"
     cmd += ["--repeat", str(args.steps), "--warmup", str(args.warmup), "--threads", str(args.threads),
             "--timing-json", str(timing)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # wait4 gives this child's own peak RSS (not kilnc's).
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit("kiln-run failed: " + process.stderr.read().decode()[-500:])
+    PEAK_KIB[0] = usage.ru_maxrss
     return json.loads(timing.read_text())["run_ms"], compile_s
 
 
@@ -210,7 +217,9 @@ def run_worker(args):
         times, compile_s = worker_torch(args, *prepared, compiled=args.worker == "torch-compile")
     else:
         times, compile_s = worker_jax(args, *prepared)
-    print(json.dumps({"times_ms": times, "compile_s": compile_s}))
+    import resource
+    peak = PEAK_KIB[0] or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"times_ms": times, "compile_s": compile_s, "peak_rss_kib": peak}))
 
 
 # ---- driver -----------------------------------------------------------------------------------
@@ -271,6 +280,16 @@ def main():
         if "kiln" in selected and peers:
             cells.append(f"{best / kiln:.2f}x" if kiln and best else "-")
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Peak resident memory of the process that ran the steps (MiB; Kiln: kiln-run, "
+              "the peers: the Python process with its framework loaded), and compile time (s):", "",
+              "| graph | " + " | ".join(f"{f} MiB" for f in selected) + " | "
+              + " | ".join(f"{f} compile s" for f in selected) + " |",
+              "|" + "---|" * (1 + 2 * len(selected))]
+    for graph_name, results in rows:
+        mem = [f"{results[f]['peak_rss_kib'] / 1024:.0f}" if "peak_rss_kib" in results.get(f, {}) else "-"
+               for f in selected]
+        comp = [f"{results[f]['compile_s']:.2f}" if "compile_s" in results.get(f, {}) else "-" for f in selected]
+        lines.append("| " + " | ".join([graph_name] + mem + comp) + " |")
     command = "python3 bench/train.py " + " ".join(sys.argv[1:])
     meta = (f"Command: `{command}`  \n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
             f"{args.threads} threads, {args.steps} timed steps after {args.warmup} warm-ups, load "

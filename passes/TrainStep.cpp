@@ -390,11 +390,21 @@ void KilnTrainStepPass::runOnOperation() {
   states.push_back({"step", "step", step, e.add(step, e.scalar(b.getI64Type(), 1))});
 
   // Results: the loss (the objective, regularization included), the model's
-  // outputs, then each state's next value under the state's name.
+  // outputs, then each state's next value under the state's name. With
+  // --loss=output the output that is the loss is not repeated.
   SmallVector<Value> results{e.castLike(objective, e.f32(0))};
   SmallVector<Attribute> resultAttrs{
       b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr("loss")))};
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    if (lossKind == "output" && static_cast<int64_t>(i) == outputIndex)
+      continue;
+    auto name = main.getResultAttrOfType<StringAttr>(i, "kiln.name");
+    if (name && name.getValue() == "loss") {
+      main.emitError() << "kiln-train-step: the model has an output named 'loss', which the "
+                          "step's loss output would shadow; train with --loss=output if it is "
+                          "the loss";
+      return signalPassFailure();
+    }
     results.push_back(ret.getOperand(i));
     resultAttrs.push_back(main.getResultAttrDict(i) ? Attribute(main.getResultAttrDict(i))
                                                     : Attribute(b.getDictionaryAttr({})));

@@ -1,0 +1,145 @@
+//===- Importer.h - The ONNX importer's state and node view ---*- C++ -*-===//
+//
+// Shared by OnnxImporter.cpp and the op families imported in files of their
+// own (OnnxLosses.cpp). Not part of the compiler's interface.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_IMPORTER_H
+#define KILN_COMPILER_IMPORTER_H
+
+#include "compiler/OnnxImporter.h"
+#include "dialects/kiln/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <optional>
+
+namespace kiln::onnx_import {
+
+using namespace mlir;
+
+/// An ONNX node being imported: its operands (null where an optional input
+/// is absent), attributes and location.
+struct Node {
+  const onnx::NodeProto &proto;
+  Location loc;
+  SmallVector<Value> inputs;
+  int64_t opset;
+
+  Value input(size_t i) const { return i < inputs.size() ? inputs[i] : Value(); }
+  const onnx::AttributeProto *attr(StringRef name) const {
+    for (const auto &a : proto.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  int64_t getInt(StringRef name, int64_t dflt) const {
+    const auto *a = attr(name);
+    return a ? a->i() : dflt;
+  }
+  float getFloat(StringRef name, float dflt) const {
+    const auto *a = attr(name);
+    return a ? a->f() : dflt;
+  }
+  std::string getString(StringRef name, StringRef dflt) const {
+    const auto *a = attr(name);
+    return a ? a->s() : dflt.str();
+  }
+  std::optional<SmallVector<int64_t>> getInts(StringRef name) const {
+    const auto *a = attr(name);
+    if (!a)
+      return std::nullopt;
+    return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+};
+
+inline RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+inline std::string describeShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The state of one import. Op handlers below use its builder and helpers.
+struct Importer {
+  Importer(MLIRContext &context, StringRef path, const ImportOptions &options)
+      : context(context), builder(&context), path(path.str()), options(options) {}
+
+  ImportResult run(llvm::StringRef bytes);
+
+  using Results = FailureOr<SmallVector<Value>>;
+  using Handler = std::function<Results(Importer &, Node &)>;
+
+  // Diagnostics.
+  LogicalResult fail(Location loc, ImportFailure kind, const Twine &message) {
+    if (failure == ImportFailure::None)
+      failure = kind;
+    emitError(loc) << message;
+    return mlir::failure();
+  }
+  Results failNode(Node &node, ImportFailure kind, const Twine &message) {
+    (void)fail(node.loc, kind, node.proto.op_type() + ": " + message);
+    return mlir::failure();
+  }
+  Location fileLoc() { return FileLineColLoc::get(&context, path, 0, 0); }
+  Location nodeLoc(const onnx::NodeProto &node, int index);
+
+  // Types and constants.
+  FailureOr<Type> elementType(int32_t onnxType, Location loc, const Twine &what);
+  FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor, Location loc);
+  Value constant(Location loc, DenseElementsAttr value) {
+    return ConstantOp::create(builder, loc, value);
+  }
+  Value splat(Location loc, Type element, double value) {
+    auto type = RankedTensorType::get({}, element);
+    if (llvm::isa<FloatType>(element))
+      return constant(loc, DenseElementsAttr::get(type, builder.getFloatAttr(element, value)));
+    return constant(loc, DenseElementsAttr::get(
+                             type, builder.getIntegerAttr(element, static_cast<int64_t>(value))));
+  }
+  Value i64Constant(Location loc, ArrayRef<int64_t> values, bool scalar = false) {
+    auto type = RankedTensorType::get(
+        scalar ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{static_cast<int64_t>(values.size())},
+        builder.getI64Type());
+    return constant(loc, DenseElementsAttr::get(type, values));
+  }
+
+  /// The integer values of operand `index`, which must be a constant.
+  FailureOr<SmallVector<int64_t>> constantInts(Node &node, size_t index, StringRef what);
+  /// The float value of scalar operand `index`, which must be a constant.
+  FailureOr<double> constantScalar(Node &node, size_t index, StringRef what);
+
+  // Graph structure.
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+  void foldNewOps(Operation *previous, SmallVectorImpl<Value> &results);
+
+  MLIRContext &context;
+  OpBuilder builder;
+  std::string path;
+  const ImportOptions &options;
+  ImportFailure failure = ImportFailure::None;
+  int64_t opset = 1;
+  llvm::StringMap<Value> values;
+  llvm::DenseMap<Value, std::string> graphInputNames;
+};
+
+using Results = Importer::Results;
+using Handler = Importer::Handler;
+
+inline Results one(Value v) { return SmallVector<Value>{v}; }
+
+/// Adds the handlers of ONNX's loss functions (SoftmaxCrossEntropyLoss,
+/// NegativeLogLikelihoodLoss) to `table`.
+void addLossHandlers(llvm::StringMap<Handler> &table);
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_COMPILER_IMPORTER_H
