@@ -424,7 +424,8 @@ Results importBatchNorm(Importer &im, Node &n) {
                        "training mode (running statistics outputs) is not supported");
   return one(BatchNormOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2),
                                  n.input(3), n.input(4),
-                                 llvm::APFloat(n.getFloat("epsilon", 1e-5f))));
+                                 llvm::APFloat(n.getFloat("epsilon", 1e-5f)),
+                                 llvm::APFloat(n.getFloat("momentum", 0.9f))));
 }
 
 Results importLayerNorm(Importer &im, Node &n) {

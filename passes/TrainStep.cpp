@@ -79,6 +79,66 @@ struct State {
   Value arg, next;
 };
 
+/// Replaces `norm` by normalization with the batch's statistics and adds its
+/// running mean and variance (initializers) as state updated with them:
+///   y = (x - m) / sqrt(v + eps) * scale + bias, m and v over all but the
+///   channels (v biased); running = momentum * running + (1 - momentum) * stat,
+///   with the unbiased variance, as PyTorch's BatchNorm in training mode does.
+void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> &states) {
+  OpBuilder b(norm);
+  Location loc = norm.getLoc();
+  Emitter e{b, loc};
+  Value x = norm.getInput();
+  RankedTensorType type = typeOf(x);
+  Type element = type.getElementType();
+  int64_t rank = type.getRank(), channels = type.getDimSize(1);
+  SmallVector<int64_t> axes{0}, perChannel(rank, 1);
+  int64_t count = type.getDimSize(0);
+  for (int64_t i = 2; i < rank; ++i) {
+    axes.push_back(i);
+    count *= type.getDimSize(i);
+  }
+  perChannel[1] = channels;
+  auto channelType = RankedTensorType::get(perChannel, element);
+  auto flatType = RankedTensorType::get({channels}, element);
+  Value mean = ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
+  Value centered = e.sub(x, mean);
+  Value variance = ReduceMeanOp::create(b, loc, e.mul(centered, centered), axes, /*keepdims=*/true);
+  double epsilon = norm.getEpsilon().convertToDouble();
+  Value inverse = ReciprocalOp::create(b, loc, e.sqrt(e.add(variance, e.scalar(element, epsilon))));
+  Value scale = ReshapeOp::create(b, loc, channelType, norm.getScale());
+  Value bias = ReshapeOp::create(b, loc, channelType, norm.getBias());
+  Value y = e.add(e.mul(e.mul(centered, inverse), scale), bias);
+  norm.getOutput().replaceAllUsesWith(y);
+
+  double momentum = norm.getMomentum().convertToDouble();
+  double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
+  auto update = [&](Value stat, Value batch, double factor, const char *kind) {
+    auto constant = stat.getDefiningOp<ConstantOp>();
+    std::string name = initializerName(constant.getLoc());
+    // Exporters merge equal initializers (fresh running statistics are all
+    // zeros or ones): each normalization keeps its own, named after its node.
+    if (!constant->hasOneUse())
+      name += "@" + nodeName(loc);
+    unsigned index = main.getNumArguments();
+    (void)main.insertArgument(
+        index, stat.getType(),
+        b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name))), stat.getLoc());
+    Value arg = main.getArgument(index);
+    Value flat = ReshapeOp::create(b, loc, flatType, batch);
+    Value next = e.add(e.mul(arg, e.scalar(element, momentum)),
+                       e.mul(flat, e.scalar(element, (1 - momentum) * factor)));
+    states.push_back({name, kind, arg, next});
+  };
+  update(norm.getMean(), mean, 1.0, "running_mean");
+  update(norm.getVariance(), variance, unbias, "running_var");
+  Operation *meanInit = norm.getMean().getDefiningOp(), *varInit = norm.getVariance().getDefiningOp();
+  norm.erase();
+  for (Operation *init : {meanInit, varInit})
+    if (init->use_empty())
+      init->erase();
+}
+
 struct KilnTrainStepPass : impl::KilnTrainStepPassBase<KilnTrainStepPass> {
   using Base::Base;
 
@@ -251,11 +311,25 @@ void KilnTrainStepPass::runOnOperation() {
   // argument each, in program order. Each use keeps its own constant until
   // here (CSE has not run), so a weight is one initializer.
   SmallVector<State> states;
+  // Batch normalization's running statistics are state the step updates,
+  // not weights it differentiates.
+  SmallVector<BatchNormOp> batchNorms(body.getOps<BatchNormOp>());
+  llvm::DenseSet<Operation *> statistics;
+  for (BatchNormOp norm : batchNorms)
+    for (Value stat : {norm.getMean(), norm.getVariance()}) {
+      auto constant = stat.getDefiningOp<ConstantOp>();
+      if (!constant || initializerName(constant.getLoc()).empty()) {
+        norm.emitError() << "kiln-train-step: batch normalization in a train step needs its "
+                            "running mean and variance as initializers";
+        return signalPassFailure();
+      }
+      statistics.insert(constant);
+    }
   SmallVector<std::pair<ConstantOp, std::string>> weights;
   for (auto constant : body.getOps<ConstantOp>()) {
     std::string name = initializerName(constant.getLoc());
     if (!name.empty() && llvm::isa<FloatType>(typeOf(constant).getElementType()) &&
-        trainableRegex->match(name))
+        !statistics.contains(constant) && trainableRegex->match(name))
       weights.push_back({constant, name});
   }
   if (weights.empty()) {
@@ -276,6 +350,8 @@ void KilnTrainStepPass::runOnOperation() {
     states.push_back({name, "parameter", arg, Value()});
   }
   unsigned numParams = states.size();
+  for (BatchNormOp norm : batchNorms)
+    trainBatchNorm(norm, main, states);
 
   // Labels, unless the model computes its own loss.
   b.setInsertionPoint(ret);

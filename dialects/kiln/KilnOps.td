@@ -413,7 +413,10 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
   let summary = "Batch normalization for inference (ONNX BatchNormalization)";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, where the per-channel
-    operands broadcast along dimension 1 of `input`.
+    operands broadcast along dimension 1 of `input`. `momentum` (ONNX's:
+    the running statistics keep that share of their value at each update)
+    matters only in a train step, where `kiln-train-step` normalizes with the
+    batch's statistics and updates `mean` and `variance` as state.
 
     ```mlir
     %y = kiln.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32}
@@ -423,7 +426,8 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
                    Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
                    Kiln_FloatTensor:$variance,
-                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.9">:$momentum);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat =
     "operands attr-dict `:` functional-type(operands, results)";

@@ -1,4 +1,5 @@
-// 100 train steps of an MLP, a LeNet-style CNN and a transformer layer, exported from
+// 100 train steps of an MLP, a LeNet-style CNN, a convolution with batch normalization (batch
+// statistics, running statistics updated as state) and a transformer layer, exported from
 // PyTorch to ONNX, compiled with kilnc --train and run through the C API, against the losses
 // and weights PyTorch computed with the same recipe (reference/generate.py).
 #include "kiln/runtime.h"
@@ -50,7 +51,7 @@ TEST_P(PyTorchReference, HundredStepsMatch) {
     kiln_artifact_input(artifact, i, &info);
     inputs[i].assign(kiln_tensor_info_byte_size(&info), 0);
     std::string kind = kiln_artifact_input_state(artifact, i), name = info.name;
-    if (kind == "parameter" || kind == "ema") {
+    if (kind == "parameter" || kind == "ema" || kind == "running_mean" || kind == "running_var") {
       Tensor initial = load(dir + "/init/" + name.substr(kind == "ema" ? 4 : 0) + ".npy");
       ASSERT_EQ(initial.byteSize(), inputs[i].size()) << name;
       std::memcpy(inputs[i].data(), initial.data(), initial.byteSize());
@@ -97,7 +98,7 @@ TEST_P(PyTorchReference, HundredStepsMatch) {
   double worstWeight = 0;
   for (int i = 0; i < numInputs; ++i) {
     std::string kind = kiln_artifact_input_state(artifact, i);
-    if (kind != "parameter" && kind != "ema")
+    if (kind != "parameter" && kind != "ema" && kind != "running_mean" && kind != "running_var")
       continue;
     kiln_tensor_info info;
     kiln_artifact_input(artifact, i, &info);
@@ -126,11 +127,13 @@ TEST_P(PyTorchReference, HundredStepsMatch) {
 
 // Tolerances: relative on the loss, |kiln - torch| / (1 + |torch|) on the weights. Measured
 // worst errors at the time of writing: MLP 9e-7 and 2e-7, LeNet 2e-7 and 8e-8 (float32 sums in
-// a different order), transformer 3e-5 and 1e-6 (Adam divides by small second moments).
+// a different order), batch normalization 5e-5 (on a loss that falls to 5e-4) and 2e-6,
+// transformer 3e-5 and 1e-6 (Adam divides by small second moments).
 INSTANTIATE_TEST_SUITE_P(
     Models, PyTorchReference,
     testing::Values(std::make_pair(std::string("mlp"), Tolerance{1e-5, 1e-5}),
                     std::make_pair(std::string("lenet"), Tolerance{1e-5, 1e-5}),
+                    std::make_pair(std::string("batchnorm"), Tolerance{3e-4, 1e-4}),
                     std::make_pair(std::string("transformer"), Tolerance{3e-4, 1e-4})),
     [](const auto &info) { return info.param.first; });
 

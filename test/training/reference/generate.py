@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the PyTorch references that kiln-training-tests compares Kiln's train steps against.
 
-For each model (an MLP, a LeNet-5-style CNN and a transformer encoder layer with a classifier
-head, all small), it builds the model in PyTorch with fixed random weights, exports it to ONNX
+For each model (an MLP, a LeNet-5-style CNN, a convolution with batch normalization and a
+transformer encoder layer with a classifier head, all small), it builds the model in PyTorch with fixed random weights, exports it to ONNX
 (weights as initializers), trains it for 100 steps on a few fixed batches with the optimizer,
 schedule and regularization that <model>/train.cfg gives kilnc, and saves:
 
@@ -14,7 +14,7 @@ schedule and regularization that <model>/train.cfg gives kilnc, and saves:
   <model>/x.npy             inputs, [batches, batch, ...]; step i uses batch i % batches
   <model>/labels.npy        class indices, [batches, batch], int64
   <model>/losses.npy        the loss PyTorch computed at each step, [100], float64
-  <model>/final/<name>.npy  the weights after 100 steps
+  <model>/final/<name>.npy  the weights (and running statistics) after 100 steps
 
 Needs torch and onnx (PyPI); run once, from anywhere:
     python3 test/training/reference/generate.py
@@ -61,6 +61,24 @@ class LeNet(nn.Module):
         x = F.max_pool2d(torch.relu(self.conv2(x)), 2)
         x = torch.flatten(x, 1)
         return self.fc2(torch.relu(self.fc1(x)))
+
+
+class ConvBatchNorm(nn.Module):
+    """Convolution, ReLU and batch normalization (in that order: the exporter would fold a
+    normalization right after a convolution into it), trained with batch statistics."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 4 * 4, 5)
+        with torch.no_grad():
+            self.bn.weight.add_(0.1 * torch.randn(4))
+            self.bn.bias.add_(0.1 * torch.randn(4))
+
+    def forward(self, x):
+        x = F.max_pool2d(self.bn(torch.relu(self.conv(x))), 2)
+        return self.fc(torch.flatten(x, 1))
 
 
 class TransformerLayer(nn.Module):
@@ -118,7 +136,7 @@ def onnx_layout(path, params):
                 break
         else:
             raise SystemExit(f"{path}: initializer {init.name} is no parameter of the model")
-    if len(set(m[0] for m in mapping.values())) != len(params):
+    if len(set(m[0] for m in mapping.values())) != len(params):  # params: every state tensor
         raise SystemExit(f"{path}: the initializers do not cover every parameter once")
     return mapping
 
@@ -139,6 +157,9 @@ MODELS = {
         config={"optimizer": "sgd", "learning-rate": "0.1", "lr-schedule": "exponential",
                 "decay-rate": "0.5", "decay-steps": "30", "staircase": "true",
                 "l2": "0.001", "l2-weights": "fc.*weight", "ema-decay": "0.99"}),
+    "batchnorm": dict(
+        make=ConvBatchNorm, input=(8, 1, 8, 8), classes=5, batches=4,
+        config={"optimizer": "momentum", "learning-rate": "0.05", "momentum": "0.9"}),
     "transformer": dict(
         make=TransformerLayer, input=(4, 6, 16), classes=4, batches=3,
         config={"optimizer": "adam", "learning-rate": "0.003"}),
@@ -155,16 +176,20 @@ def train(name, spec):
     gen = torch.Generator().manual_seed(sum(map(ord, name)))
     x = torch.randn((spec["batches"],) + spec["input"], generator=gen)
     labels = torch.randint(0, spec["classes"], (spec["batches"], spec["input"][0]), generator=gen)
+    model.eval()  # exported for inference: normalization with the running statistics
     torch.onnx.export(model, (x[0],), os.path.join(out, "model.onnx"), dynamo=False,
                       opset_version=17, input_names=["x"], output_names=["logits"])
+    model.train()
     with open(os.path.join(out, "train.cfg"), "w") as f:
         f.write(f"# The recipe generate.py trained {name} with in PyTorch.\n")
         for key, value in cfg.items():
             f.write(f"{key} = {value}\n")
     params = dict(model.named_parameters())
-    onnx_names = onnx_layout(os.path.join(out, "model.onnx"), params)
+    # Batch normalization's running statistics are state too.
+    tensors = {**params, **{n: b for n, b in model.named_buffers() if "running" in n}}
+    onnx_names = onnx_layout(os.path.join(out, "model.onnx"), tensors)
     for oname, (pname, transposed) in onnx_names.items():
-        value = params[pname].detach().numpy()
+        value = tensors[pname].detach().numpy()
         np.save(os.path.join(out, "init", oname + ".npy"), np.ascontiguousarray(value.T if transposed else value))
     np.save(os.path.join(out, "x.npy"), x.numpy())
     np.save(os.path.join(out, "labels.npy"), labels.numpy().astype(np.int64))
@@ -201,8 +226,8 @@ def train(name, spec):
     np.save(os.path.join(out, "losses.npy"), np.array(losses, dtype=np.float64))
     for oname, (pname, transposed) in onnx_names.items():
         layout = (lambda a: np.ascontiguousarray(a.T)) if transposed else (lambda a: a)
-        np.save(os.path.join(out, "final", oname + ".npy"), layout(params[pname].detach().numpy()))
-        if ema_decay:
+        np.save(os.path.join(out, "final", oname + ".npy"), layout(tensors[pname].detach().numpy()))
+        if ema_decay and pname in ema:
             np.save(os.path.join(out, "final", "ema." + oname + ".npy"), layout(ema[pname].numpy()))
     print(f"{name}: loss {losses[0]:.4f} -> {losses[-1]:.4f}")
 
