@@ -3,7 +3,8 @@
 
 Each framework runs the same step on the same model, weights and batch: forward, loss, backward
 and a plain SGD update of every weight. The models are bench/graphs.py's MLP, LeNet-5 and
-transformer layer (their ONNX files give Kiln its model and the peers their weights). Each
+transformer layer (their ONNX files give Kiln its model and the peers their weights), and
+torchvision's ResNet-18 (exported to ONNX for Kiln; the peers train the torchvision module). Each
 framework runs in its own process, pinned to the same CPUs with the same thread count, one
 after the other.
 
@@ -42,7 +43,18 @@ TRAINING = {
     "lenet": dict(loss="softmax-cross-entropy", classes=10, trainable=".*"),
     # Its constants (reshape shapes, sqrt(d)) are not weights.
     "transformer_layer": dict(loss="mse", trainable=".*_[wbg]"),
+    # torchvision's ResNet-18 (10 classes) on a batch of 8 images of 112x112, exported with its
+    # batch normalizations (which train with batch statistics in every framework).
+    "resnet18": dict(loss="softmax-cross-entropy", classes=10, trainable=".*",
+                     torchvision="resnet18", input=(8, 3, 112, 112)),
 }
+
+
+def torchvision_model(spec):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    return getattr(torchvision.models, spec["torchvision"])(num_classes=spec["classes"])
 
 
 def parse_args():
@@ -67,15 +79,27 @@ def pin(threads):
 
 def prepare(graph_name, out):
     """Writes the model, a batch and its labels; returns (dir, weights, inputs, labels)."""
-    graph = graphs.GRAPHS[graph_name]
+    spec = TRAINING[graph_name]
     directory = out / graph_name
-    paths = graphs.generate(graph, directory)
+    if "torchvision" in spec:
+        import torch
+        model = torchvision_model(spec).eval()
+        (directory / "inputs").mkdir(parents=True, exist_ok=True)
+        x = np.random.default_rng(3).standard_normal(spec["input"], dtype=np.float32)
+        np.save(directory / "inputs" / "x.npy", x)
+        # No constant folding: it would fold each batch normalization into its convolution.
+        torch.onnx.export(model, (torch.tensor(x),), str(directory / "model.onnx"), dynamo=False,
+                          opset_version=17, input_names=["x"], output_names=["logits"],
+                          do_constant_folding=False)
+        paths = {"x": directory / "inputs" / "x.npy"}
+    else:
+        paths = graphs.generate(graphs.GRAPHS[graph_name], directory)
     inputs = {name: np.load(path) for name, path in paths.items()}
     weights = graphs.load_weights(directory / "model.onnx")
-    spec = TRAINING[graph_name]
     import re
     trainable = {k: v for k, v in weights.items()
-                 if v.dtype == np.float32 and v.ndim > 0 and re.fullmatch(spec["trainable"], k)}
+                 if v.dtype == np.float32 and v.ndim > 0 and re.fullmatch(spec["trainable"], k)
+                 and "running_" not in k}
     rng = np.random.default_rng(7)
     import onnx
     model = onnx.load(str(directory / "model.onnx"))
@@ -150,10 +174,17 @@ def worker_torch(args, directory, weights, trainable, inputs, labels, compiled):
     import torch
     import torch.nn.functional as F
     torch.set_num_threads(args.threads)
-    graph = graphs.GRAPHS[args.graph]
-    w = {k: torch.tensor(v, requires_grad=k in trainable) for k, v in weights.items()}
-    params = [w[k] for k in trainable]
-    forward = graph.torch_fn(w)
+    spec = TRAINING[args.graph]
+    if "torchvision" in spec:
+        module = torchvision_model(spec).train()
+        params = list(module.parameters())
+
+        def forward(x):
+            return (module(x),)
+    else:
+        w = {k: torch.tensor(v, requires_grad=k in trainable) for k, v in weights.items()}
+        params = [w[k] for k in trainable]
+        forward = graphs.GRAPHS[args.graph].torch_fn(w)
     x = [torch.tensor(inputs[name]) for name in inputs]
     y = torch.tensor(labels)
     mse = TRAINING[args.graph]["loss"] == "mse"
@@ -178,6 +209,8 @@ def worker_torch(args, directory, weights, trainable, inputs, labels, compiled):
 def worker_jax(args, directory, weights, trainable, inputs, labels):
     import jax
     import jax.numpy as jnp
+    if "torchvision" in TRAINING[args.graph]:
+        raise SystemExit(f"no JAX version of {args.graph} in bench/")
     graph = graphs.GRAPHS[args.graph]
     frozen = {k: jnp.asarray(v) for k, v in weights.items() if k not in trainable}
     params = {k: jnp.asarray(v) for k, v in trainable.items()}

@@ -200,12 +200,33 @@ private:
     return 0;
   }
 
+  /// Whether an op of the fusion indexes an operand with a negative
+  /// coefficient (a reversed slice, such as a convolution gradient's flipped
+  /// filter). Tiling computes such an operand's tile as if the index grew
+  /// with the loop and would read the wrong window, so those fusions stay
+  /// whole.
+  static bool readsBackwards(FusionOp fusion) {
+    bool backwards = false;
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      for (AffineMap map : op.getIndexingMapsArray())
+        for (AffineExpr expr : map.getResults())
+          expr.walk([&](AffineExpr sub) {
+            if (auto mul = dyn_cast<AffineBinaryOpExpr>(sub);
+                mul && mul.getKind() == AffineExprKind::Mul)
+              if (auto constant = dyn_cast<AffineConstantExpr>(mul.getRHS());
+                  constant && constant.getValue() < 0)
+                backwards = true;
+          });
+    });
+    return backwards;
+  }
+
   /// Tile sizes for the root, all zero when it should stay untiled.
   SmallVector<int64_t> tileSizes(FusionOp fusion, linalg::LinalgOp root) const {
     SmallVector<int64_t> ranges = root.getStaticLoopRanges();
     SmallVector<utils::IteratorType> iterators = root.getIteratorTypesArray();
     SmallVector<int64_t> sizes(ranges.size(), 0);
-    if (ShapedType::isDynamicShape(ranges))
+    if (ShapedType::isDynamicShape(ranges) || readsBackwards(fusion))
       return sizes;
     int64_t resultElements = 1, work = 1;
     for (auto [range, iterator] : llvm::zip(ranges, iterators)) {

@@ -202,3 +202,21 @@ func.func @small_result_much_work(%x: tensor<6x64x14x14xf32>, %g: tensor<16x64x1
   }
   return %0 : tensor<6x16x5x5xf32>
 }
+
+// -----
+
+// A fusion that reads its operand backwards (a convolution gradient's
+// flipped filter) stays whole: tiling would compute the operand's tile as if
+// its index grew with the loop.
+// CHECK-LABEL: func.func @reversed_slice
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.*}} : tensor<512x512x3x3xf32>)
+func.func @reversed_slice(%w: tensor<512x512x3x3xf32>) -> tensor<512x512x3x3xf32> {
+  %0 = kiln.fusion loop(%w) : (tensor<512x512x3x3xf32>) -> tensor<512x512x3x3xf32> {
+  ^bb0(%a: tensor<512x512x3x3xf32>):
+    %f = kiln.slice %a {start = array<i64: 0, 0, 2, 2>, step = array<i64: 1, 1, -1, -1>} : tensor<512x512x3x3xf32> -> tensor<512x512x3x3xf32>
+    kiln.yield %f : tensor<512x512x3x3xf32>
+  }
+  return %0 : tensor<512x512x3x3xf32>
+}

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/Gradients/GradientUtils.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kiln::grad;
 
@@ -38,6 +40,25 @@ static Value spreadAlong(OpBuilder &b, Location loc, Value value, int64_t axis, 
   SmallVector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
   return SliceOp::create(b, loc, RankedTensorType::get(kept, type.getElementType()), spread, start,
                          step);
+}
+
+/// `value` with `before` and `after` elements of `fill` added along `axis`.
+static Value padAlong(OpBuilder &b, Location loc, Value value, int64_t axis, int64_t before,
+                      int64_t after, double fill) {
+  SmallVector<Value> pieces;
+  auto block = [&](int64_t count) {
+    SmallVector<int64_t> shape(typeOf(value).getShape());
+    shape[axis] = count;
+    return splat(b, loc, RankedTensorType::get(shape, elementOf(value)), fill);
+  };
+  if (before > 0)
+    pieces.push_back(block(before));
+  pieces.push_back(value);
+  if (after > 0)
+    pieces.push_back(block(after));
+  if (pieces.size() == 1)
+    return value;
+  return ConcatOp::create(b, loc, pieces, static_cast<uint64_t>(axis));
 }
 
 /// `value[:, from:from+count]` along dimension 1.
@@ -218,6 +239,57 @@ static std::pair<int64_t, int64_t> windowExtent(ArrayRef<int64_t> kernel, Ranked
           output.getDimSize(3) == 1 ? input.getDimSize(3) : kernel[1]};
 }
 
+// Windows that overlap, pad or dilate: for each window position (i, j), the
+// strided view X_ij of the (-inf padded) input holds that position's element
+// of every window. The first position equal to the maximum wins
+// (first = min over (i, j) of X_ij == Y ? i * kw + j : size), and its
+// cotangent is spread back onto the input's grid at offset (i, j): the sum of
+// those kh * kw placed tensors, cropped to the input, is dX.
+static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, Value g) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), y = op.getOutput();
+  RankedTensorType inType = typeOf(x), outType = typeOf(y);
+  Type element = inType.getElementType();
+  ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                    pads = op.getPads(), dilations = op.getDilations();
+  int64_t kh = kernel[0], kw = kernel[1];
+  double inf = std::numeric_limits<double>::infinity();
+  Value padded = padAlong(b, loc, x, 2, pads[0], pads[2], -inf);
+  padded = padAlong(b, loc, padded, 3, pads[1], pads[3], -inf);
+  RankedTensorType paddedType = typeOf(padded);
+  auto outLike = RankedTensorType::get(outType.getShape(), element);
+  SmallVector<Value> atPosition;
+  Value first;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      Value view = SliceOp::create(b, loc, outLike, padded,
+                                   ArrayRef<int64_t>{0, 0, i * dilations[0], j * dilations[1]},
+                                   ArrayRef<int64_t>{1, 1, strides[0], strides[1]});
+      atPosition.push_back(view);
+      Value candidate = WhereOp::create(b, loc, EqualOp::create(b, loc, view, y),
+                                        scalar(b, loc, element, double(i * kw + j)),
+                                        scalar(b, loc, element, double(kh * kw)));
+      first = first ? Value(MinOp::create(b, loc, first, candidate)) : candidate;
+    }
+  Value sum;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      Value chosen = EqualOp::create(b, loc, first, scalar(b, loc, element, double(i * kw + j)));
+      Value share = WhereOp::create(b, loc, chosen, g, scalar(b, loc, element, 0.0));
+      Value placed = spreadAlong(b, loc, spreadAlong(b, loc, share, 2, strides[0]), 3, strides[1]);
+      int64_t top = i * dilations[0], left = j * dilations[1];
+      placed = padAlong(b, loc, placed, 2, top,
+                        paddedType.getDimSize(2) - top - typeOf(placed).getDimSize(2), 0.0);
+      placed = padAlong(b, loc, placed, 3, left,
+                        paddedType.getDimSize(3) - left - typeOf(placed).getDimSize(3), 0.0);
+      sum = sum ? Value(AddOp::create(b, loc, sum, placed)) : placed;
+    }
+  if (typeOf(sum).getShape() == inType.getShape())
+    return sum;
+  return SliceOp::create(b, loc, inType, sum, ArrayRef<int64_t>{0, 0, pads[0], pads[1]},
+                         ArrayRef<int64_t>{1, 1, 1, 1});
+}
+
 // Each output is the maximum of its window; its cotangent goes to the first
 // element (in row-major order) equal to it, as PyTorch's does. With windows
 // that tile the input (2x2 stride 2, global pooling), viewed one window per
@@ -229,10 +301,12 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Location loc = getLoc();
   RankedTensorType outType = typeOf(getOutput()), inType = typeOf(getInput());
   ArrayRef<int64_t> kernel = getKernelShape();
-  if (kernel.size() != 2 || getCeilMode() ||
-      !windowsTile(kernel, getStrides(), getPads(), getDilations(), outType))
-    return emitOpError("has no gradient rule for overlapping, padded, dilated or ceil-mode "
-                       "windows yet; only windows that tile the input (stride = kernel)");
+  if (kernel.size() != 2 || getCeilMode())
+    return emitOpError("has no gradient rule for ceil-mode or non-2-D windows yet");
+  if (!windowsTile(kernel, getStrides(), getPads(), getDilations(), outType)) {
+    operandGrads.push_back(overlappingMaxPoolGradient(b, *this, resultGrads[0]));
+    return success();
+  }
   auto [kh, kw] = windowExtent(kernel, inType, outType);
   Windows windows = Windows::of(getInput(), outType, kh, kw);
   int64_t size = kh * kw;

@@ -702,3 +702,43 @@ func.func @main(%x: tensor<1x2x4x4xf64> {kiln.name = "x"}, %c: tensor<1x2x2x2xf6
   %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x2x2xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// case: max_pool_3x3_stride2_pad1
+func.func @main(%x: tensor<1x2x7x7xf64> {kiln.name = "x"}, %c: tensor<1x2x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x7x7xf64>) -> tensor<1x2x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x4x4xf64>, tensor<1x2x4x4xf64>) -> tensor<1x2x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_3x3_overlapping
+func.func @main(%x: tensor<1x1x5x5xf64> {kiln.name = "x"}, %c: tensor<1x1x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x5x5xf64>) -> tensor<1x1x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x1x3x3xf64>, tensor<1x1x3x3xf64>) -> tensor<1x1x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_2x2_padded_end
+func.func @main(%x: tensor<1x1x5x5xf64> {kiln.name = "x"}, %c: tensor<1x1x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x1x5x5xf64>) -> tensor<1x1x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x1x3x3xf64>, tensor<1x1x3x3xf64>) -> tensor<1x1x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_dilated
+func.func @main(%x: tensor<1x1x6x6xf64> {kiln.name = "x"}, %c: tensor<1x1x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>} : (tensor<1x1x6x6xf64>) -> tensor<1x1x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x1x4x4xf64>, tensor<1x1x4x4xf64>) -> tensor<1x1x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
