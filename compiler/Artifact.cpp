@@ -67,6 +67,40 @@ static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// The signature of `func` from its types and `kiln.name`/`kiln.state`
+/// attributes.
+static LogicalResult describeFunction(func::FuncOp func, std::vector<TensorSignature> &inputs,
+                                      std::vector<TensorSignature> &outputs) {
+  auto describe = [&](Type type, DictionaryAttr attrs, const std::string &fallback,
+                      std::vector<TensorSignature> &into) -> LogicalResult {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape() || dtypeName(tensor.getElementType()).empty())
+      return func.emitError("@")
+             << func.getSymName()
+             << "'s signature must use statically shaped tensors of supported element types, got "
+             << type;
+    std::string name = fallback, state;
+    if (attrs) {
+      if (auto attr = attrs.getAs<StringAttr>("kiln.name"))
+        name = attr.str();
+      if (auto attr = attrs.getAs<StringAttr>("kiln.state"))
+        state = attr.str();
+    }
+    into.push_back({name, dtypeName(tensor.getElementType()),
+                    llvm::SmallVector<int64_t>(tensor.getShape()), state});
+    return success();
+  };
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (failed(describe(func.getArgumentTypes()[i], func.getArgAttrDict(i),
+                        "input_" + std::to_string(i), inputs)))
+      return failure();
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (failed(describe(func.getResultTypes()[i], func.getResultAttrDict(i),
+                        "output_" + std::to_string(i), outputs)))
+      return failure();
+  return success();
+}
+
 llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main) {
@@ -74,33 +108,15 @@ llvm::FailureOr<ModelSignature> readSignature(ModuleOp module) {
     return failure();
   }
   ModelSignature signature;
-  auto describe = [&](Type type, DictionaryAttr attrs, const std::string &fallback,
-                      std::vector<TensorSignature> &into) -> LogicalResult {
-    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape() || dtypeName(tensor.getElementType()).empty())
-      return main.emitError("@main's signature must use statically shaped tensors of "
-                            "supported element types, got ")
-             << type;
-    std::string name = fallback;
-    if (attrs)
-      if (auto attr = attrs.getAs<StringAttr>("kiln.name"))
-        name = attr.str();
-    std::string state;
-    if (attrs)
-      if (auto attr = attrs.getAs<StringAttr>("kiln.state"))
-        state = attr.str();
-    into.push_back({name, dtypeName(tensor.getElementType()),
-                    llvm::SmallVector<int64_t>(tensor.getShape()), state});
-    return success();
-  };
-  for (unsigned i = 0; i < main.getNumArguments(); ++i)
-    if (failed(describe(main.getArgumentTypes()[i], main.getArgAttrDict(i),
-                        "input_" + std::to_string(i), signature.inputs)))
-      return failure();
-  for (unsigned i = 0; i < main.getNumResults(); ++i)
-    if (failed(describe(main.getResultTypes()[i], main.getResultAttrDict(i),
-                        "output_" + std::to_string(i), signature.outputs)))
-      return failure();
+  if (failed(describeFunction(main, signature.inputs, signature.outputs)))
+    return failure();
+  for (const char *name : kExtraEntries)
+    if (auto func = module.lookupSymbol<func::FuncOp>(name)) {
+      EntrySignature &entry = signature.entries.emplace_back();
+      entry.name = name;
+      if (failed(describeFunction(func, entry.inputs, entry.outputs)))
+        return failure();
+    }
   return signature;
 }
 
@@ -161,14 +177,13 @@ llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module)
 }
 
 void stripSignatureNames(ModuleOp module) {
-  if (auto main = module.lookupSymbol<func::FuncOp>("main")) {
+  for (auto func : module.getOps<func::FuncOp>())
     for (llvm::StringRef attr : {"kiln.name", "kiln.state"}) {
-      for (unsigned i = 0; i < main.getNumArguments(); ++i)
-        main.removeArgAttr(i, attr);
-      for (unsigned i = 0; i < main.getNumResults(); ++i)
-        main.removeResultAttr(i, StringAttr::get(module.getContext(), attr));
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.removeArgAttr(i, attr);
+      for (unsigned i = 0; i < func.getNumResults(); ++i)
+        func.removeResultAttr(i, StringAttr::get(module.getContext(), attr));
     }
-  }
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
@@ -237,6 +252,14 @@ static std::string requiredFeatures(llvm::TargetMachine &machine) {
 EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options) {
   return {"main", options.functionName, "kiln_entry",
           signature.inputs.size() + signature.outputs.size()};
+}
+
+std::vector<EntryPoint> extraEntries(const ModelSignature &signature) {
+  std::vector<EntryPoint> entries;
+  for (const EntrySignature &entry : signature.entries)
+    entries.push_back({entry.name, "", "kiln_entry_" + entry.name,
+                       entry.inputs.size() + entry.outputs.size()});
+  return entries;
 }
 
 std::vector<EntryPoint> stageEntries(const PartitionPlan &plan) {
@@ -405,6 +428,14 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
     tensor("input", t);
   for (const TensorSignature &t : signature.outputs)
     tensor("output", t);
+  for (const EntrySignature &entry : signature.entries) {
+    os << "entry " << entry.name << "\n";
+    std::string input = "entry-input " + entry.name, output = "entry-output " + entry.name;
+    for (const TensorSignature &t : entry.inputs)
+      tensor(input.c_str(), t);
+    for (const TensorSignature &t : entry.outputs)
+      tensor(output.c_str(), t);
+  }
   return manifest;
 }
 

@@ -42,9 +42,21 @@ struct TensorSignature {
 
 /// The signature of @main (inputs, outputs), read from the kiln-level module
 /// before lowering, with names from the `kiln.name` attributes.
-struct ModelSignature {
+/// A further entry point of the artifact (a train step's `eval` and `init`):
+/// its function, exported as `kiln_entry_<name>`, and signature.
+struct EntrySignature {
+  std::string name;
   std::vector<TensorSignature> inputs, outputs;
 };
+
+struct ModelSignature {
+  std::vector<TensorSignature> inputs, outputs;
+  /// The functions @eval and @init when the module has them.
+  std::vector<EntrySignature> entries;
+};
+
+/// The functions besides @main that become entry points of their own.
+inline constexpr const char *kExtraEntries[] = {"eval", "init"};
 
 llvm::FailureOr<ModelSignature> readSignature(mlir::ModuleOp module);
 
@@ -106,6 +118,9 @@ struct EntryPoint {
 /// The entry of a single-device model: @main renamed to `functionName`,
 /// called by `kiln_entry`.
 EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options);
+
+/// The entries of a train step's @eval and @init: `kiln_entry_<name>`.
+std::vector<EntryPoint> extraEntries(const ModelSignature &signature);
 
 /// The entries of a partitioned model's CPU stages: `kiln_stage_<i>`.
 std::vector<EntryPoint> stageEntries(const PartitionPlan &plan);

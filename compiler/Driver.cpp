@@ -496,13 +496,19 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       return code;
     progress.done("wrote the placement report " + options.reportPath);
   }
-  FailureOr<ModelSignature> signature = readSignature(*module);
-  if (failed(signature))
-    return kExitError;
   FailureOr<std::optional<PartitionPlan>> partitions = readPartitionPlan(*module);
   if (failed(partitions))
     return kExitError;
   std::optional<PartitionPlan> &plan = *partitions;
+  // A train step's @eval and @init are CPU entries of their own; GPU and
+  // partitioned artifacts carry the step alone for now.
+  if (plan || !targets.cuda.empty() || !targets.cpu)
+    for (const char *name : kExtraEntries)
+      if (auto func = module->lookupSymbol<func::FuncOp>(name))
+        func.erase();
+  FailureOr<ModelSignature> signature = readSignature(*module);
+  if (failed(signature))
+    return kExitError;
   if (plan && options.verbose) {
     std::string devices;
     for (const auto &device : plan->devices)
@@ -606,6 +612,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     std::vector<EntryPoint> entries =
         plan ? stageEntries(*plan)
              : std::vector<EntryPoint>{modelEntry(*signature, options.target)};
+    if (!plan)
+      llvm::append_range(entries, extraEntries(*signature));
     auto llvmModule = translateToLLVMIR(*module, entries, **machine, options.target, llvmContext);
     if (!llvmModule)
       return reportError(llvmModule.takeError());

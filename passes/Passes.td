@@ -334,8 +334,14 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     The function becomes `(inputs, weights, labels, step, slots) -> (loss,
     outputs, weights', slots', step + 1)`; each state argument and its new
     value carry the same `kiln.name` and a `kiln.state` kind (`parameter`,
-    `momentum`, `adam_m`, `adam_v`, `ema`, `step`), which is how callers pair
-    them from one step to the next.
+    `momentum`, `adam_m`, `adam_v`, `ema`, `step`, `running_mean`,
+    `running_var`), which is how callers pair them from one step to the next.
+
+    With `entries` (the default) the module also gets `@eval`, the forward
+    function taking the trained weights (and batch normalizations' running
+    statistics) as arguments under their state names, and `@init`, which
+    returns the initial value of every state tensor: the initializers, zeros
+    for optimizer slots and the step, the weights again for moving averages.
 
     Before:
     ```mlir
@@ -401,7 +407,10 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Clip gradients to this global norm (0: no clipping)">,
     Option<"emaDecay", "ema-decay", "double", /*default=*/"0.0",
-           "Keep an exponential moving average of the weights (0: none)">
+           "Keep an exponential moving average of the weights (0: none)">,
+    Option<"entries", "entries", "bool", /*default=*/"true",
+           "Also build @eval (the forward function on the state) and @init (the "
+           "initial state)">
   ];
 }
 

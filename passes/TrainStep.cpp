@@ -79,12 +79,83 @@ struct State {
   Value arg, next;
 };
 
+/// The state name of a normalization's running statistic: its initializer's
+/// name; exporters merge equal initializers (fresh running statistics are
+/// all zeros or ones), so a statistic shared by several normalizations is
+/// named after each one's node too.
+std::string statisticName(ConstantOp constant, BatchNormOp norm) {
+  std::string name = initializerName(constant.getLoc());
+  if (!constant->hasOneUse())
+    name += "@" + nodeName(norm.getLoc());
+  return name;
+}
+
+/// Adds @eval beside the step: the forward function with the trained
+/// weights and the running statistics of batch normalizations (used as in
+/// inference) as arguments, named as the step's state, so that a caller
+/// evaluates with the state it holds.
+void buildEval(func::FuncOp main) {
+  OpBuilder b(main.getContext());
+  b.setInsertionPointAfter(main);
+  auto eval = llvm::cast<func::FuncOp>(b.clone(*main));
+  eval.setSymName("eval");
+  for (unsigned i = 0; i < eval.getNumArguments(); ++i)
+    if (initializerName(eval.getArgument(i).getLoc()) != "")
+      eval.setArgAttr(i, "kiln.state", b.getStringAttr("parameter"));
+  Block &body = eval.getBody().front();
+  for (BatchNormOp norm : llvm::to_vector(body.getOps<BatchNormOp>()))
+    for (auto [operand, kind] : {std::pair{3u, "running_mean"}, std::pair{4u, "running_var"}}) {
+      auto constant = norm->getOperand(operand).getDefiningOp<ConstantOp>();
+      std::string name = statisticName(constant, norm);
+      unsigned index = eval.getNumArguments();
+      (void)eval.insertArgument(index, constant.getType(),
+                                b.getDictionaryAttr({b.getNamedAttr("kiln.name", b.getStringAttr(name)),
+                                                     b.getNamedAttr("kiln.state", b.getStringAttr(kind))}),
+                                constant.getLoc());
+      norm->setOperand(operand, eval.getArgument(index));
+    }
+  for (ConstantOp constant : llvm::to_vector(body.getOps<ConstantOp>()))
+    if (constant->use_empty())
+      constant.erase();
+}
+
+/// Adds @init: no arguments, the initial value of every state tensor of the
+/// step as its results, named as the step's state arguments.
+void buildInit(func::FuncOp main, ArrayRef<State> states, const llvm::StringMap<ElementsAttr> &initial) {
+  OpBuilder b(main.getContext());
+  b.setInsertionPointAfter(main);
+  Location loc = main.getLoc();
+  auto init = func::FuncOp::create(b, loc, "init", b.getFunctionType({}, {}));
+  Block *body = init.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  SmallVector<Value> values;
+  SmallVector<Attribute> attrs;
+  for (const State &state : states) {
+    auto type = llvm::cast<RankedTensorType>(state.arg.getType());
+    // Slots, averages and the step start from zeros or from the weights.
+    StringRef source = state.name;
+    if (state.kind == "ema")
+      source = StringRef(state.name).drop_front(strlen("ema/"));
+    ElementsAttr value = initial.lookup(source);
+    if (!value || (state.kind != "parameter" && state.kind != "ema" &&
+                   state.kind != "running_mean" && state.kind != "running_var"))
+      value = DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType()));
+    values.push_back(ConstantOp::create(b, loc, value));
+    attrs.push_back(b.getDictionaryAttr({b.getNamedAttr("kiln.name", b.getStringAttr(state.name)),
+                                         b.getNamedAttr("kiln.state", b.getStringAttr(state.kind))}));
+  }
+  func::ReturnOp::create(b, loc, values);
+  init.setType(b.getFunctionType({}, ValueRange(values).getTypes()));
+  init.setAllResultAttrs(attrs);
+}
+
 /// Replaces `norm` by normalization with the batch's statistics and adds its
 /// running mean and variance (initializers) as state updated with them:
 ///   y = (x - m) / sqrt(v + eps) * scale + bias, m and v over all but the
 ///   channels (v biased); running = momentum * running + (1 - momentum) * stat,
 ///   with the unbiased variance, as PyTorch's BatchNorm in training mode does.
-void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> &states) {
+void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> &states,
+                    llvm::StringMap<ElementsAttr> &initial) {
   OpBuilder b(norm);
   Location loc = norm.getLoc();
   Emitter e{b, loc};
@@ -115,11 +186,8 @@ void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> 
   double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
   auto update = [&](Value stat, Value batch, double factor, const char *kind) {
     auto constant = stat.getDefiningOp<ConstantOp>();
-    std::string name = initializerName(constant.getLoc());
-    // Exporters merge equal initializers (fresh running statistics are all
-    // zeros or ones): each normalization keeps its own, named after its node.
-    if (!constant->hasOneUse())
-      name += "@" + nodeName(loc);
+    std::string name = statisticName(constant, norm);
+    initial[name] = constant.getValue();
     unsigned index = main.getNumArguments();
     (void)main.insertArgument(
         index, stat.getType(),
@@ -343,15 +411,20 @@ void KilnTrainStepPass::runOnOperation() {
     (void)main.insertArgument(index, type, b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name))), loc);
     return main.getArgument(index);
   };
+  // Initial values of the state, for @init.
+  llvm::StringMap<ElementsAttr> initial;
   for (auto &[constant, name] : weights) {
+    initial[name] = constant.getValue();
     Value arg = addArgument(constant.getType(), name, constant.getLoc());
     constant.replaceAllUsesWith(arg);
     constant.erase();
     states.push_back({name, "parameter", arg, Value()});
   }
   unsigned numParams = states.size();
+  if (entries)
+    buildEval(main);
   for (BatchNormOp norm : batchNorms)
-    trainBatchNorm(norm, main, states);
+    trainBatchNorm(norm, main, states, initial);
 
   // Labels, unless the model computes its own loss.
   b.setInsertionPoint(ret);
@@ -496,6 +569,8 @@ void KilnTrainStepPass::runOnOperation() {
   ret->setOperands(results);
   main.setType(b.getFunctionType(main.getArgumentTypes(), ValueRange(results).getTypes()));
   main.setAllResultAttrs(resultAttrs);
+  if (entries)
+    buildInit(main, states, initial);
 }
 
 } // namespace

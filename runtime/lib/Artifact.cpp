@@ -43,6 +43,8 @@ struct kiln_artifact {
   std::string device;  // "cpu" or "gpu:N"
   // CPU: the kiln_entry of the artifact, serialized per loaded library.
   EntryFn entry = nullptr;
+  // CPU: the further entries (a train step's eval and init), by name.
+  std::map<std::string, EntryFn, std::less<>> entries;
   std::shared_ptr<std::mutex> runMutex;
   // GPU: declared after the manifest it refers to, so it is destroyed first.
   std::unique_ptr<kiln::rt::cuda::Executor> gpu;
@@ -414,6 +416,16 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
     artifact.features += (artifact.features.empty() ? "" : ",") + feature;
   bool hasCpu = manifest.hasDevice("cpu"), hasCuda = manifest.hasDevice("cuda");
   artifact.entry = findEntry(artifact.library, manifest, name);
+  for (const kiln::rt::EntrySpec &entry : manifest.entries) {
+    std::string symbol = "kiln_entry_" + entry.name;
+    dlerror();
+    void *address = manifest.hasDevice("cpu") ? dlsym(artifact.library, symbol.c_str()) : nullptr;
+    if (!address)
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        name + ": the manifest lists entry '" + entry.name + "' but the artifact has no " +
+                            symbol + " symbol");
+    artifact.entries[entry.name] = reinterpret_cast<EntryFn>(address);
+  }
   if (manifest.hasDevice("partitioned")) {
     std::string devices;
     for (const kiln::rt::PartitionDevice &device : manifest.partitions)
@@ -480,6 +492,99 @@ ArtifactInfo inspectArtifact(const std::string &path) {
 }
 
 } // namespace kiln::rt
+
+static const kiln::rt::EntrySpec *findEntrySpec(const kiln_artifact &artifact, const char *name) {
+  if (!name)
+    return nullptr;
+  for (const kiln::rt::EntrySpec &entry : artifact.manifest.entries)
+    if (entry.name == name)
+      return &entry;
+  return nullptr;
+}
+
+static void fillInfo(const TensorSpec &spec, kiln_tensor_info *out) {
+  out->name = spec.name.c_str();
+  out->dtype = spec.dtype;
+  out->rank = static_cast<int>(spec.dims.size());
+  out->dims = spec.dims.data();
+}
+
+static kiln_status describeEntry(const kiln_artifact *artifact, const char *entry, int index,
+                                 kiln_tensor_info *out, bool input) {
+  const char *kind = input ? "input" : "output";
+  if (!artifact || !out)
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                std::string("kiln_artifact_entry_") + kind + ": artifact and out must not be NULL");
+  const kiln::rt::EntrySpec *spec = findEntrySpec(*artifact, entry);
+  if (!spec)
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": no entry '" + (entry ? entry : "(null)") + "'");
+  const std::vector<TensorSpec> &specs = input ? spec->inputs : spec->outputs;
+  if (index < 0 || static_cast<std::size_t>(index) >= specs.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": entry '" + spec->name + "' " + kind + " index " +
+                    std::to_string(index) + " out of range (it has " + std::to_string(specs.size()) +
+                    " " + kind + "s)");
+  fillInfo(specs[static_cast<std::size_t>(index)], out);
+  return KILN_OK;
+}
+
+/// The arrays and every non-empty tensor's buffer must be given.
+static kiln_status checkBuffers(const kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
+                                const std::vector<TensorSpec> &outs, void *const *inputs,
+                                void *const *outputs, const char *what) {
+  std::size_t numInputs = ins.size(), total = numInputs + outs.size();
+  if ((numInputs && !inputs) || (total > numInputs && !outputs))
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": " + what + ": inputs/outputs array is NULL");
+  for (std::size_t i = 0; i < total; ++i) {
+    bool isInput = i < numInputs;
+    const TensorSpec &spec = isInput ? ins[i] : outs[i - numInputs];
+    void *user = isInput ? inputs[i] : outputs[i - numInputs];
+    if (!user && spec.byteSize() > 0)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " + (isInput ? "input '" : "output '") +
+                                                   spec.name + "' buffer is NULL");
+  }
+  return KILN_OK;
+}
+
+/// Calls `call` with one aligned buffer per tensor (the caller's where it is
+/// aligned, else a staged copy), serialized per loaded library.
+template <typename Call>
+static void runOnCpu(kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
+                     const std::vector<TensorSpec> &outs, void *const *inputs, void *const *outputs,
+                     Call call) {
+  std::size_t numInputs = ins.size(), total = numInputs + outs.size();
+  // Zero-byte tensors still get a valid, aligned address.
+  alignas(KILN_BUFFER_ALIGNMENT) static char emptyBuffer[KILN_BUFFER_ALIGNMENT];
+  std::vector<void *> buffers(total);
+  std::vector<kiln::rt::detail::AlignedBuffer> staged(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    bool isInput = i < numInputs;
+    const TensorSpec &spec = isInput ? ins[i] : outs[i - numInputs];
+    void *user = isInput ? inputs[i] : outputs[i - numInputs];
+    std::size_t bytes = spec.byteSize();
+    if (bytes == 0) {
+      buffers[i] = emptyBuffer;
+      continue;
+    }
+    if (reinterpret_cast<uintptr_t>(user) % KILN_BUFFER_ALIGNMENT == 0) {
+      buffers[i] = user;
+      continue;
+    }
+    staged[i] = kiln::rt::detail::allocateAligned(bytes);
+    if (isInput)
+      std::memcpy(staged[i].get(), user, bytes);
+    buffers[i] = staged[i].get();
+  }
+  {
+    std::lock_guard<std::mutex> lock(*artifact->runMutex);
+    call(buffers.data());
+  }
+  for (std::size_t i = numInputs; i < total; ++i)
+    if (staged[i])
+      std::memcpy(outputs[i - numInputs], staged[i].get(), outs[i - numInputs].byteSize());
+}
 
 extern "C" {
 
@@ -611,11 +716,7 @@ static kiln_status describe(const kiln_artifact *artifact, int index, kiln_tenso
     return fail(KILN_ERROR_INVALID_ARGUMENT,
                 artifact->path + ": " + kind + " index " + std::to_string(index) +
                     " out of range (artifact has " + std::to_string(specs.size()) + " " + kind + "s)");
-  const TensorSpec &spec = specs[static_cast<std::size_t>(index)];
-  out->name = spec.name.c_str();
-  out->dtype = spec.dtype;
-  out->rank = static_cast<int>(spec.dims.size());
-  out->dims = spec.dims.data();
+  fillInfo(specs[static_cast<std::size_t>(index)], out);
   return KILN_OK;
 }
 
@@ -649,63 +750,72 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
     return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_run: artifact is NULL");
   return guarded([&]() -> kiln_status {
     const Manifest &manifest = artifact->manifest;
-    std::size_t numInputs = manifest.inputs.size();
-    std::size_t total = numInputs + manifest.outputs.size();
-    if ((numInputs && !inputs) || (total > numInputs && !outputs))
-      return fail(KILN_ERROR_INVALID_ARGUMENT,
-                  artifact->path + ": kiln_artifact_run: inputs/outputs array is NULL");
-
-    for (std::size_t i = 0; i < total; ++i) {
-      bool isInput = i < numInputs;
-      const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
-      void *user = isInput ? inputs[i] : outputs[i - numInputs];
-      if (!user && spec.byteSize() > 0)
-        return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": " + (isInput ? "input '" : "output '") +
-                                                     spec.name + "' buffer is NULL");
-    }
+    if (kiln_status status = checkBuffers(artifact, manifest.inputs, manifest.outputs, inputs,
+                                          outputs, "kiln_artifact_run");
+        status != KILN_OK)
+      return status;
     if (artifact->gpu) {
       artifact->gpu->run(inputs, outputs);
       return KILN_OK;
     }
-
-    // Zero-byte tensors still get a valid, aligned address.
-    alignas(KILN_BUFFER_ALIGNMENT) static char emptyBuffer[KILN_BUFFER_ALIGNMENT];
-    std::vector<void *> buffers(total);
-    std::vector<kiln::rt::detail::AlignedBuffer> staged(total);
-    for (std::size_t i = 0; i < total; ++i) {
-      bool isInput = i < numInputs;
-      const TensorSpec &spec = isInput ? manifest.inputs[i] : manifest.outputs[i - numInputs];
-      void *user = isInput ? inputs[i] : outputs[i - numInputs];
-      std::size_t bytes = spec.byteSize();
-      if (bytes == 0) {
-        buffers[i] = emptyBuffer;
-        continue;
-      }
-      if (reinterpret_cast<uintptr_t>(user) % KILN_BUFFER_ALIGNMENT == 0) {
-        buffers[i] = user;
-        continue;
-      }
-      staged[i] = kiln::rt::detail::allocateAligned(bytes);
-      if (isInput)
-        std::memcpy(staged[i].get(), user, bytes);
-      buffers[i] = staged[i].get();
-    }
-
-    {
-      std::lock_guard<std::mutex> lock(*artifact->runMutex);
+    runOnCpu(artifact, manifest.inputs, manifest.outputs, inputs, outputs, [&](void **buffers) {
       if (artifact->partitioned)
-        artifact->partitioned->run(buffers.data());
+        artifact->partitioned->run(buffers);
       else
-        artifact->entry(buffers.data());
-    }
+        artifact->entry(buffers);
+    });
+    return KILN_OK;
+  });
+}
 
-    for (std::size_t i = numInputs; i < total; ++i) {
-      if (!staged[i])
-        continue;
-      const TensorSpec &spec = manifest.outputs[i - numInputs];
-      std::size_t bytes = spec.byteSize();
-      std::memcpy(outputs[i - numInputs], staged[i].get(), bytes);
-    }
+int kiln_artifact_num_entries(const kiln_artifact *artifact) {
+  return artifact ? static_cast<int>(artifact->manifest.entries.size()) : 0;
+}
+
+const char *kiln_artifact_entry_name(const kiln_artifact *artifact, int index) {
+  if (!artifact || index < 0 || static_cast<std::size_t>(index) >= artifact->manifest.entries.size())
+    return nullptr;
+  return artifact->manifest.entries[static_cast<std::size_t>(index)].name.c_str();
+}
+
+int kiln_artifact_entry_num_inputs(const kiln_artifact *artifact, const char *entry) {
+  const kiln::rt::EntrySpec *spec = artifact ? findEntrySpec(*artifact, entry) : nullptr;
+  return spec ? static_cast<int>(spec->inputs.size()) : -1;
+}
+
+int kiln_artifact_entry_num_outputs(const kiln_artifact *artifact, const char *entry) {
+  const kiln::rt::EntrySpec *spec = artifact ? findEntrySpec(*artifact, entry) : nullptr;
+  return spec ? static_cast<int>(spec->outputs.size()) : -1;
+}
+
+kiln_status kiln_artifact_entry_input(const kiln_artifact *artifact, const char *entry, int index,
+                                      kiln_tensor_info *out) {
+  return describeEntry(artifact, entry, index, out, true);
+}
+
+kiln_status kiln_artifact_entry_output(const kiln_artifact *artifact, const char *entry, int index,
+                                       kiln_tensor_info *out) {
+  return describeEntry(artifact, entry, index, out, false);
+}
+
+kiln_status kiln_artifact_run_entry(kiln_artifact *artifact, const char *entry, void *const *inputs,
+                                    void *const *outputs) {
+  if (!artifact || !entry)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_run_entry: artifact and entry must not be NULL");
+  return guarded([&]() -> kiln_status {
+    const kiln::rt::EntrySpec *spec = findEntrySpec(*artifact, entry);
+    auto fn = artifact->entries.find(entry);
+    if (!spec || fn == artifact->entries.end())
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  artifact->path + ": no entry '" + entry + "'" +
+                      (artifact->manifest.entries.empty() ? " (the artifact has none besides the main one)"
+                                                          : ""));
+    if (kiln_status status = checkBuffers(artifact, spec->inputs, spec->outputs, inputs, outputs,
+                                          "kiln_artifact_run_entry");
+        status != KILN_OK)
+      return status;
+    runOnCpu(artifact, spec->inputs, spec->outputs, inputs, outputs,
+             [&](void **buffers) { fn->second(buffers); });
     return KILN_OK;
   });
 }

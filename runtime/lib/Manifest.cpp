@@ -241,6 +241,38 @@ Manifest stageManifest(const Manifest &manifest, int index) {
   return out;
 }
 
+/// A tensor record's fields from `first` on: NAME DTYPE DIMS, then optional
+/// annotations (`state=KIND`; others are skipped so that later format
+/// revisions can add their own).
+static TensorSpec parseTensorRecord(const std::vector<std::string_view> &fields, std::size_t first,
+                                    std::string_view keyword, const std::string &where) {
+  if (fields.size() < first + 3)
+    throw Error(where + ": expected '" + std::string(keyword) + " NAME DTYPE DIMS'");
+  TensorSpec spec;
+  spec.name = percentDecode(fields[first], where);
+  std::optional<DType> dtype = parseDType(fields[first + 1]);
+  if (!dtype)
+    throw Error(where + ": unknown dtype '" + printable(fields[first + 1]) + "' for " +
+                std::string(keyword) + " '" + spec.name + "'");
+  spec.dtype = *dtype;
+  if (!parseDims(fields[first + 2], spec.dims))
+    throw Error(where + ": bad dims '" + printable(fields[first + 2]) + "' for " +
+                std::string(keyword) + " '" + spec.name + "' (expected AxBxC or scalar)");
+  int64_t count = checkedNumElements(spec.dims, where);
+  // Callers size buffers as count * element size; make sure that product is representable.
+  if (count > INT64_MAX / static_cast<int64_t>(dtypeSize(spec.dtype)))
+    throw Error(where + ": " + std::string(keyword) + " '" + spec.name + "' of type " +
+                spec.typeString() + " is too large");
+  for (std::size_t i = first + 3; i < fields.size(); ++i)
+    if (fields[i].substr(0, 6) == "state=") {
+      spec.state = std::string(fields[i].substr(6));
+      if (spec.state.empty())
+        throw Error(where + ": empty state kind for " + std::string(keyword) + " '" + spec.name +
+                    "'");
+    }
+  return spec;
+}
+
 Manifest parseManifest(std::string_view text, const std::string &source) {
   Manifest manifest;
   std::set<std::string> inputNames, outputNames;
@@ -298,35 +330,34 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
         }
       }
     } else if (keyword == "input" || keyword == "output") {
-      // Extra trailing fields are allowed so later format revisions can annotate tensors.
-      if (fields.size() < 4)
-        throw Error(where + ": expected '" + std::string(keyword) + " NAME DTYPE DIMS'");
-      TensorSpec spec;
-      spec.name = percentDecode(fields[1], where);
-      std::optional<DType> dtype = parseDType(fields[2]);
-      if (!dtype)
-        throw Error(where + ": unknown dtype '" + printable(fields[2]) + "' for " +
-                    std::string(keyword) + " '" + spec.name + "'");
-      spec.dtype = *dtype;
-      if (!parseDims(fields[3], spec.dims))
-        throw Error(where + ": bad dims '" + printable(fields[3]) + "' for " +
-                    std::string(keyword) + " '" + spec.name + "' (expected AxBxC or scalar)");
-      int64_t count = checkedNumElements(spec.dims, where);
-      // Callers size buffers as count * element size; make sure that product is representable.
-      if (count > INT64_MAX / static_cast<int64_t>(dtypeSize(spec.dtype)))
-        throw Error(where + ": " + std::string(keyword) + " '" + spec.name + "' of type " +
-                    spec.typeString() + " is too large");
-      for (std::size_t i = 4; i < fields.size(); ++i)
-        if (fields[i].substr(0, 6) == "state=") {
-          spec.state = std::string(fields[i].substr(6));
-          if (spec.state.empty())
-            throw Error(where + ": empty state kind for " + std::string(keyword) + " '" +
-                        spec.name + "'");
-        }
       bool isInput = keyword == "input";
+      TensorSpec spec = parseTensorRecord(fields, 1, keyword, where);
       if (!(isInput ? inputNames : outputNames).insert(spec.name).second)
         throw Error(where + ": duplicate " + std::string(keyword) + " name '" + spec.name + "'");
       (isInput ? manifest.inputs : manifest.outputs).push_back(std::move(spec));
+    } else if (keyword == "entry") {
+      if (fields.size() != 2)
+        throw Error(where + ": expected 'entry NAME'");
+      for (const EntrySpec &entry : manifest.entries)
+        if (entry.name == fields[1])
+          throw Error(where + ": entry '" + std::string(fields[1]) + "' is listed twice");
+      manifest.entries.push_back({std::string(fields[1]), {}, {}});
+    } else if (keyword == "entry-input" || keyword == "entry-output") {
+      if (fields.size() < 2)
+        throw Error(where + ": expected '" + std::string(keyword) + " ENTRY NAME DTYPE DIMS'");
+      auto entry = std::find_if(manifest.entries.begin(), manifest.entries.end(),
+                                [&](const EntrySpec &e) { return e.name == fields[1]; });
+      if (entry == manifest.entries.end())
+        throw Error(where + ": " + std::string(keyword) + " of entry '" + printable(fields[1]) +
+                    "', which no earlier 'entry' record declares");
+      bool isInput = keyword == "entry-input";
+      std::vector<TensorSpec> &specs = isInput ? entry->inputs : entry->outputs;
+      TensorSpec spec = parseTensorRecord(fields, 2, keyword, where);
+      for (const TensorSpec &other : specs)
+        if (other.name == spec.name)
+          throw Error(where + ": duplicate " + std::string(keyword) + " name '" + spec.name +
+                      "' of entry '" + entry->name + "'");
+      specs.push_back(std::move(spec));
     } else if (keyword == "devices") {
       if (fields.size() < 2)
         throw Error(where + ": expected 'devices KIND...' (e.g. 'devices cpu cuda')");

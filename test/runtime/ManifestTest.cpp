@@ -73,6 +73,35 @@ TEST(Manifest, TrainStepState) {
             "model.kiln: manifest line 2: empty state kind for input 'w'");
 }
 
+TEST(Manifest, Entries) {
+  Manifest m = parseManifest("kiln-artifact 1\n"
+                             "input x f32 8x4\n"
+                             "output loss f32 scalar\n"
+                             "entry eval\n"
+                             "entry-input eval x f32 8x4\n"
+                             "entry-input eval w f32 4x3 state=parameter\n"
+                             "entry-output eval y f32 8x3\n"
+                             "entry init\n"
+                             "entry-output init w f32 4x3 state=parameter\n",
+                             "model.kiln");
+  ASSERT_EQ(m.entries.size(), 2u);
+  EXPECT_EQ(m.entries[0].name, "eval");
+  ASSERT_EQ(m.entries[0].inputs.size(), 2u);
+  EXPECT_EQ(m.entries[0].inputs[1].state, "parameter");
+  EXPECT_EQ(m.entries[0].outputs[0].typeString(), "f32[8x3]");
+  EXPECT_TRUE(m.entries[1].inputs.empty());
+  EXPECT_EQ(m.entries[1].outputs[0].name, "w");
+  EXPECT_EQ(errorOf("kiln-artifact 1\nentry-input eval x f32 8x4\n"),
+            "model.kiln: manifest line 2: entry-input of entry 'eval', which no earlier 'entry' "
+            "record declares");
+  EXPECT_EQ(errorOf("kiln-artifact 1\nentry eval\nentry eval\n"),
+            "model.kiln: manifest line 3: entry 'eval' is listed twice");
+  EXPECT_EQ(errorOf("kiln-artifact 1\nentry eval\nentry-output eval y f32 2\nentry-output eval y f32 2\n"),
+            "model.kiln: manifest line 4: duplicate entry-output name 'y' of entry 'eval'");
+  EXPECT_EQ(errorOf("kiln-artifact 1\nentry eval\nentry-input eval x f99 2\n"),
+            "model.kiln: manifest line 3: unknown dtype 'f99' for entry-input 'x'");
+}
+
 TEST(Manifest, RefusesOtherVersions) {
   EXPECT_THROW(parseManifest("kiln-artifact 2\nsomething new\n", "model.kiln"), ManifestVersionError);
   EXPECT_EQ(errorOf("kiln-artifact 2\n"),

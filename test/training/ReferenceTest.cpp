@@ -65,6 +65,29 @@ TEST_P(PyTorchReference, HundredStepsMatch) {
       state.push_back({kiln_artifact_find_input(artifact, info.name), i});
   }
 
+  // The artifact's init entry gives the same initial state: the initializers, zeros for the
+  // optimizer slots and the step.
+  int initOutputs = kiln_artifact_entry_num_outputs(artifact, "init");
+  ASSERT_EQ(initOutputs, static_cast<int>(state.size()));
+  {
+    std::vector<std::vector<unsigned char>> initial(initOutputs);
+    std::vector<void *> out;
+    for (int i = 0; i < initOutputs; ++i) {
+      kiln_tensor_info info;
+      kiln_artifact_entry_output(artifact, "init", i, &info);
+      initial[i].assign(kiln_tensor_info_byte_size(&info), 0xff);
+      out.push_back(initial[i].data());
+    }
+    ASSERT_EQ(kiln_artifact_run_entry(artifact, "init", nullptr, out.data()), KILN_OK) << kiln_last_error();
+    for (int i = 0; i < initOutputs; ++i) {
+      kiln_tensor_info info;
+      kiln_artifact_entry_output(artifact, "init", i, &info);
+      int input = kiln_artifact_find_input(artifact, info.name);
+      ASSERT_GE(input, 0) << info.name;
+      EXPECT_EQ(initial[i], inputs[input]) << "init's " << info.name;
+    }
+  }
+
   Tensor x = load(dir + "/x.npy"), labels = load(dir + "/labels.npy");
   Tensor losses = load(dir + "/losses.npy");
   int64_t batches = x.shape()[0];

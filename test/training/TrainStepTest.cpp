@@ -68,6 +68,28 @@ public:
     return loss;
   }
 
+  /// Runs an entry (eval, init) with named buffers: inputs from this loop's
+  /// inputs of the same name, outputs into `outputs` by name.
+  void runEntry(const char *entry, std::map<std::string, std::vector<unsigned char>> &outputs) {
+    std::vector<void *> in, out;
+    for (int i = 0; i < kiln_artifact_entry_num_inputs(artifact_, entry); ++i) {
+      kiln_tensor_info info;
+      kiln_artifact_entry_input(artifact_, entry, i, &info);
+      in.push_back(inputs_.at(inputNames_.at(info.name)).data());
+    }
+    for (int i = 0; i < kiln_artifact_entry_num_outputs(artifact_, entry); ++i) {
+      kiln_tensor_info info;
+      kiln_artifact_entry_output(artifact_, entry, i, &info);
+      outputs[info.name].assign(kiln_tensor_info_byte_size(&info), 0);
+      out.push_back(outputs[info.name].data());
+    }
+    ASSERT_EQ(kiln_artifact_run_entry(artifact_, entry, in.data(), out.data()), KILN_OK)
+        << kiln_last_error();
+  }
+  std::vector<unsigned char> &inputBuffer(const std::string &name) {
+    return inputs_.at(inputNames_.at(name));
+  }
+
   /// After step(): the state values it wrote are now inputs.
   template <typename T> const T *state(const std::string &name) { return input<T>(name); }
 
@@ -289,6 +311,36 @@ TEST(TrainStep, ClassifierLossFalls) {
     const float *logits = loop.output<float>("logits") + i * 3;
     EXPECT_EQ(std::max_element(logits, logits + 3) - logits, i % 3) << "point " << i;
   }
+}
+
+// The init entry gives the model's initializers and zeros; after training,
+// eval on the state gives the logits the next step computes before its update.
+TEST(TrainStep, InitAndEvalEntries) {
+  kiln::test::TempDir dir;
+  TrainLoop loop(compile(dir, "mlp.mlir", {"--optimizer=momentum", "--learning-rate=0.1"}));
+  std::map<std::string, std::vector<unsigned char>> initial;
+  loop.runEntry("init", initial);
+  ASSERT_EQ(initial.size(), loop.stateCount());
+  // fc1.weight's first element in Inputs/mlp.mlir, biases zero, slots zero, step zero.
+  EXPECT_FLOAT_EQ(reinterpret_cast<const float *>(initial["fc1.weight"].data())[0], -0.1762f);
+  for (const char *zero : {"fc1.bias", "momentum/fc2.weight", "step"})
+    for (unsigned char byte : initial[zero])
+      EXPECT_EQ(byte, 0) << zero;
+  for (auto &[name, value] : initial)
+    loop.inputBuffer(name) = value;
+  for (int i = 0; i < 16; ++i) {
+    loop.input<int64_t>("labels")[i] = i % 3;
+    for (int j = 0; j < 4; ++j)
+      loop.input<float>("x")[i * 4 + j] = 0.1f * float((i * 7 + j * 3) % 11) - 0.5f;
+  }
+  for (int step = 0; step < 20; ++step)
+    loop.step();
+  std::map<std::string, std::vector<unsigned char>> evaluated;
+  loop.runEntry("eval", evaluated);
+  loop.step();
+  const float *fromEval = reinterpret_cast<const float *>(evaluated["logits"].data());
+  for (int i = 0; i < 16 * 3; ++i)
+    EXPECT_NEAR(fromEval[i], loop.output<float>("logits")[i], 1e-5) << "logit " << i;
 }
 
 } // namespace

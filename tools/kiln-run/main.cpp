@@ -367,6 +367,9 @@ void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) 
   for (const TensorSpec &spec : manifest.outputs)
     std::printf("output   %s %s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
                 spec.state.empty() ? "" : " state=", spec.state.c_str());
+  for (const kiln::rt::EntrySpec &entry : manifest.entries)
+    std::printf("entry    %s (%zu inputs, %zu outputs; kiln_artifact_run_entry)\n",
+                entry.name.c_str(), entry.inputs.size(), entry.outputs.size());
 }
 
 void printDevice(const Artifact &artifact) {

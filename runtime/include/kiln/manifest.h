@@ -46,6 +46,13 @@ struct PartitionDevice {
   int index = 0;
 };
 
+// A further entry point of an artifact (a train step's `eval` and `init`), exported as
+// kiln_entry_<name>, with its own signature.
+struct EntrySpec {
+  std::string name;
+  std::vector<TensorSpec> inputs, outputs;
+};
+
 struct Manifest {
   int version = 0;
   std::string name;
@@ -54,6 +61,8 @@ struct Manifest {
   std::vector<std::string> features; // as written, e.g. "avx2"
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // Entries besides the main one, in manifest order.
+  std::vector<EntrySpec> entries;
 
   // GPU records (docs/cuda-artifact.md). `devices` holds the kinds with code as written ("cpu",
   // "cuda"); a manifest without a devices record is a CPU artifact, {"cpu"}.

@@ -143,6 +143,25 @@ int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name);
 const char *kiln_artifact_input_state(const kiln_artifact *artifact, int index);
 const char *kiln_artifact_output_state(const kiln_artifact *artifact, int index);
 
+/* Entries besides the main one: a train step (kilnc --train, CPU targets) has "eval", the forward
+ * pass on given weights (its inputs: the model's inputs and the step's state tensors of kinds
+ * parameter, running_mean, running_var, under their names), and "init", which takes no inputs
+ * and returns the initial value of every state tensor of the step, in the step's order. */
+int kiln_artifact_num_entries(const kiln_artifact *artifact);
+/* The name of entry `index`, or NULL when out of range. */
+const char *kiln_artifact_entry_name(const kiln_artifact *artifact, int index);
+/* -1 for an unknown entry. */
+int kiln_artifact_entry_num_inputs(const kiln_artifact *artifact, const char *entry);
+int kiln_artifact_entry_num_outputs(const kiln_artifact *artifact, const char *entry);
+kiln_status kiln_artifact_entry_input(const kiln_artifact *artifact, const char *entry, int index,
+                                      kiln_tensor_info *out);
+kiln_status kiln_artifact_entry_output(const kiln_artifact *artifact, const char *entry, int index,
+                                       kiln_tensor_info *out);
+/* Runs entry `entry` on the CPU, with buffers as for kiln_artifact_run in its own signature's
+ * order. */
+kiln_status kiln_artifact_run_entry(kiln_artifact *artifact, const char *entry, void *const *inputs,
+                                    void *const *outputs);
+
 /* Runs the model once on its device. inputs/outputs hold one dense row-major host buffer per
  * tensor, in manifest order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes
  * may be NULL. On a GPU the inputs are copied to the device, the program runs on one stream and
