@@ -582,7 +582,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [Kiln_Differentiable]> {
   let hasFolder = 1;
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather", [InferTypeOpAdaptor]> {
+def Kiln_GatherOp : Kiln_Op<"gather", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Picks slices along `axis` by index (ONNX Gather)";
   let description = [{
     The result shape is `data.shape[:axis] + indices.shape +

@@ -117,4 +117,56 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// y = gather(data, indices) along axis a: each data slice's cotangent is the
+// sum of the cotangents of the positions that picked it (a scatter-add),
+// computed as a product with the one-hot matrix of the indices:
+//   d data[v, rest] = sum_p [indices[p] = v] dy[p, rest] = onehot^T dy,
+// after moving the axis to the front. It costs positions x rows x row
+// length multiply-adds (an embedding table's gradient: tokens x vocabulary x
+// width, a few percent of a transformer's step), runs on the BLAS, and the
+// indices have no gradient.
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  RankedTensorType dataType = typeOf(getData()), indexType = typeOf(getIndices());
+  Type element = dataType.getElementType(), indexElement = indexType.getElementType();
+  int64_t axis = getAxis(), rows = dataType.getDimSize(axis);
+  int64_t positions = indexType.getNumElements();
+  int64_t before = 1, after = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    before *= dataType.getDimSize(i);
+  for (int64_t i = axis + 1; i < dataType.getRank(); ++i)
+    after *= dataType.getDimSize(i);
+
+  // One-hot [positions, rows] of the indices, negative ones counted from the end.
+  Value flatIndices = reshapeTo(b, loc, getIndices(), RankedTensorType::get({positions, 1}, indexElement));
+  Value negative = LessOp::create(b, loc, flatIndices, scalar(b, loc, indexElement, 0));
+  flatIndices = WhereOp::create(b, loc, negative,
+                                AddOp::create(b, loc, flatIndices, scalar(b, loc, indexElement, rows)),
+                                flatIndices);
+  SmallVector<APInt> ids;
+  for (int64_t r = 0; r < rows; ++r)
+    ids.push_back(APInt(indexElement.getIntOrFloatBitWidth(), r));
+  Value rowIds = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(RankedTensorType::get({rows}, indexElement), ids));
+  Value oneHot = CastOp::create(b, loc, RankedTensorType::get({positions, rows}, element),
+                                EqualOp::create(b, loc, flatIndices, rowIds));
+
+  // dy as [positions, before * after]: dy is [before, positions, after].
+  Value g = reshapeTo(b, loc, resultGrads[0],
+                      RankedTensorType::get({before, positions, after}, element));
+  if (before > 1)
+    g = TransposeOp::create(b, loc, g, ArrayRef<int64_t>{1, 0, 2});
+  g = reshapeTo(b, loc, g, RankedTensorType::get({positions, before * after}, element));
+  Value summed = MatMulOp::create(b, loc,
+                                  TransposeOp::create(b, loc, oneHot, ArrayRef<int64_t>{1, 0}), g);
+  // [rows, before * after] back to data's layout [before, rows, after].
+  Value grad = reshapeTo(b, loc, summed, RankedTensorType::get({rows, before, after}, element));
+  if (before > 1)
+    grad = TransposeOp::create(b, loc, grad, ArrayRef<int64_t>{1, 0, 2});
+  operandGrads.push_back(reshapeTo(b, loc, grad, dataType));
+  operandGrads.push_back(Value());
+  return success();
+}
+
 } // namespace kiln

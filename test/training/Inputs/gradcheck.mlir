@@ -742,3 +742,26 @@ func.func @main(%x: tensor<1x1x6x6xf64> {kiln.name = "x"}, %c: tensor<1x1x4x4xf6
   %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x4x4xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// case: gather_embedding
+// Repeated and negative indices: each row's gradient sums its picks.
+func.func @main(%x: tensor<5x3xf64> {kiln.name = "x"}, %c: tensor<2x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %ids = kiln.constant dense<[[0, 4, 0], [-1, 2, 2]]> : tensor<2x3xi64>
+  %y = kiln.gather %x, %ids {axis = 0 : i64} : (tensor<5x3xf64>, tensor<2x3xi64>) -> tensor<2x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<2x3x3xf64>, tensor<2x3x3xf64>) -> tensor<2x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: gather_middle_axis
+func.func @main(%x: tensor<2x4x3xf64> {kiln.name = "x"}, %c: tensor<2x2x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %ids = kiln.constant dense<[3, 1]> : tensor<2xi32>
+  %y = kiln.gather %x, %ids {axis = 1 : i64} : (tensor<2x4x3xf64>, tensor<2xi32>) -> tensor<2x2x3xf64>
+  %p = kiln.mul %y, %c : (tensor<2x2x3xf64>, tensor<2x2x3xf64>) -> tensor<2x2x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x2x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
