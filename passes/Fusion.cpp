@@ -51,16 +51,7 @@ OpClass classify(Operation *op) {
 /// Whether `op` transposes only the last two dimensions of its input.
 bool isTransposeOfLastTwo(Operation *op) {
   auto transpose = dyn_cast<TransposeOp>(op);
-  if (!transpose)
-    return false;
-  ArrayRef<int64_t> perm = transpose.getPerm();
-  int64_t rank = perm.size();
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return false;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    if (perm[i] != i)
-      return false;
-  return true;
+  return transpose && swapsLastTwo(transpose.getPerm());
 }
 
 /// Elementwise ops cheap enough to compute twice rather than store: no

@@ -25,16 +25,7 @@ Value multiplyAdd(OpBuilder &b, Location loc, Value x, Value y, Value acc) {
 /// two dimensions; null otherwise.
 Value lastTwoTransposed(Value value) {
   auto transpose = value.getDefiningOp<TransposeOp>();
-  if (!transpose)
-    return nullptr;
-  ArrayRef<int64_t> perm = transpose.getPerm();
-  int64_t rank = perm.size();
-  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
-    return nullptr;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    if (perm[i] != i)
-      return nullptr;
-  return transpose.getInput();
+  return transpose && swapsLastTwo(transpose.getPerm()) ? transpose.getInput() : nullptr;
 }
 
 // numpy.matmul as one generic over (batch..., m, n, k); 1-D operands simply

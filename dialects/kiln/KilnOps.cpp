@@ -29,6 +29,16 @@ LogicalResult kiln::broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes,
   return success();
 }
 
+bool kiln::swapsLastTwo(ArrayRef<int64_t> perm) {
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return false;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != i)
+      return false;
+  return true;
+}
+
 int64_t kiln::windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                                int64_t kernel, int64_t stride,
                                int64_t dilation, bool ceilMode) {

@@ -26,6 +26,10 @@ namespace kiln {
 llvm::LogicalResult broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                                     llvm::SmallVectorImpl<int64_t> &result);
 
+/// Whether the permutation `perm` swaps the last two dimensions and keeps the
+/// others: a transpose of matrices, which matrix products read in place.
+bool swapsLastTwo(llvm::ArrayRef<int64_t> perm);
+
 /// Output extent of a window op along one dimension, ONNX's formula.
 int64_t windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                          int64_t kernel, int64_t stride, int64_t dilation,
