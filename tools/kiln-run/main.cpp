@@ -67,6 +67,11 @@ Other:
                            of back-to-back steps), device, cuda_graph
   --threads N              threads the artifact's kernels may use (default: every core the
                            process may run on; sets OMP_NUM_THREADS before loading)
+  --entry NAME             run the artifact's entry NAME instead of its main one: a train step's
+                           init (no inputs; writes the initial state, e.g. --entry init
+                           --output-dir state/) or eval (the model's inputs and the weights, by
+                           name); inputs and outputs follow that entry's signature (--info
+                           lists the entries; CPU only)
   --info                   print the artifact's name, target, devices, GPU code and program and
                            signature, then open it on its device (the default, or --device) and
                            print that device and the code chosen for it; then exit
@@ -100,6 +105,7 @@ struct Options {
   long threads = 0; // 0: not given
   std::string device; // "": the artifact's default
   bool noCudaGraph = false;
+  std::string entry; // "": the main entry
 };
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -182,6 +188,8 @@ std::optional<Options> parseArgs(int argc, char **argv) {
     } else if (flag == "--no-cuda-graph") {
       noValue();
       options.noCudaGraph = true;
+    } else if (flag == "--entry") {
+      options.entry = takeValue();
     } else {
       usageError("unknown option '" + flag + "'");
     }
@@ -444,11 +452,31 @@ int run(int argc, char **argv) {
   // One GPU program (a partitioned artifact's GPU stages are timed as part of its run).
   bool onGpu = artifact.devices() != "partitioned" && artifact.device().rfind("gpu", 0) == 0;
 
-  std::vector<Binding> bindings = bindInputs(options, artifact.inputs());
+  // The signature to bind: the main entry's, or --entry's.
+  std::vector<TensorSpec> inputSpecs = artifact.inputs(), outputSpecs = artifact.outputs();
+  if (!options.entry.empty()) {
+    kiln::rt::Manifest manifest = kiln::rt::inspectArtifact(options.model).manifest;
+    auto entry = std::find_if(manifest.entries.begin(), manifest.entries.end(),
+                              [&](const kiln::rt::EntrySpec &e) { return e.name == options.entry; });
+    if (entry == manifest.entries.end()) {
+      std::string names;
+      for (const kiln::rt::EntrySpec &e : manifest.entries)
+        names += (names.empty() ? "" : ", ") + e.name;
+      usageError(options.model + " has no entry '" + options.entry + "'" +
+                 (names.empty() ? " (it has only its main one)" : " (it has " + names + ")"));
+    }
+    if (onGpu)
+      usageError("--entry runs on the CPU; open the artifact with --device cpu");
+    inputSpecs = entry->inputs;
+    outputSpecs = entry->outputs;
+  }
+  std::vector<Binding> bindings = bindInputs(options, inputSpecs);
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < bindings.size(); ++i)
-    inputs.push_back(loadInput(artifact.inputs()[i], bindings[i]));
-  std::vector<Tensor> outputs = artifact.allocateOutputs();
+    inputs.push_back(loadInput(inputSpecs[i], bindings[i]));
+  std::vector<Tensor> outputs;
+  for (const TensorSpec &spec : outputSpecs)
+    outputs.emplace_back(spec.dtype, spec.dims, spec.name);
 
   std::vector<const Tensor *> inputPtrs;
   for (const Tensor &tensor : inputs)
@@ -457,14 +485,26 @@ int run(int argc, char **argv) {
   for (Tensor &tensor : outputs)
     outputPtrs.push_back(&tensor);
 
+  auto runOnce = [&]() {
+    if (options.entry.empty())
+      return artifact.run(inputPtrs, outputPtrs);
+    std::vector<void *> in, out;
+    for (const Tensor *tensor : inputPtrs)
+      in.push_back(const_cast<void *>(tensor->data()));
+    for (Tensor *tensor : outputPtrs)
+      out.push_back(tensor->data());
+    if (kiln_artifact_run_entry(artifact.handle(), options.entry.c_str(), in.data(), out.data()) !=
+        KILN_OK)
+      throw Error(kiln_last_error());
+  };
   for (long i = 0; i < options.warmup; ++i)
-    artifact.run(inputPtrs, outputPtrs);
+    runOnce();
   long runs = std::max(options.repeat, 1L);
   std::vector<double> millis, deviceMillis;
   millis.reserve(static_cast<std::size_t>(runs));
   for (long i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
-    artifact.run(inputPtrs, outputPtrs);
+    runOnce();
     auto stop = std::chrono::steady_clock::now();
     millis.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
     if (onGpu)
