@@ -255,14 +255,42 @@ Handler variadicOp(bool mean = false) {
 
 Results importIdentity(Importer &, Node &n) { return one(n.input(0)); }
 
+// Dropout in training mode draws its mask with kiln.dropout (a train step
+// gives it the step counter); otherwise it is the identity.
 Results importDropout(Importer &im, Node &n) {
+  bool training = false;
   if (n.input(2)) {
-    FailureOr<double> training = im.constantScalar(n, 2, "training_mode");
-    if (failed(training))
+    FailureOr<double> mode = im.constantScalar(n, 2, "training_mode");
+    if (failed(mode))
       return failure();
-    if (*training != 0)
-      return im.failNode(n, ImportFailure::Unsupported,
-                         "training_mode = true is not supported (inference only)");
+    training = *mode != 0;
+  }
+  if (training) {
+    double ratio = 0.5;
+    if (n.input(1)) {
+      FailureOr<double> given = im.constantScalar(n, 1, "ratio");
+      if (failed(given))
+        return failure();
+      ratio = *given;
+    }
+    if (!(ratio >= 0 && ratio < 1))
+      return im.failNode(n, ImportFailure::Invalid,
+                         "ratio must be in [0, 1), got " + std::to_string(ratio));
+    // Each node draws its own mask: its seed, or the FNV-1a hash of its
+    // output's name (the same on every machine and every run).
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (char c : n.proto.output(0))
+      hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    int64_t seed = n.attr("seed") ? n.getInt("seed", 0) : static_cast<int64_t>(hash);
+    Value x = n.input(0);
+    auto op = DropoutOp::create(im.builder, n.loc, x.getType(), x, Value(),
+                                im.builder.getF32FloatAttr(ratio), im.builder.getI64IntegerAttr(seed));
+    SmallVector<Value> results = {op};
+    if (n.proto.output_size() > 1)
+      results.push_back(NotOp::create(
+          im.builder, n.loc,
+          EqualOp::create(im.builder, n.loc, op, im.splat(n.loc, typeOf(x).getElementType(), 0))));
+    return results;
   }
   SmallVector<Value> results = {n.input(0)};
   if (n.proto.output_size() > 1) {

@@ -36,7 +36,7 @@ enum class OpClass { Elementwise, Movement, Reduction, Contraction, Opaque };
 OpClass classify(Operation *op) {
   if (op->hasTrait<OpTrait::Elementwise>() ||
       isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, PReluOp, ModOp, AndOp, OrOp,
-          XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(op))
+          XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, DropoutOp>(op))
     return OpClass::Elementwise;
   if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op))
     return OpClass::Movement;

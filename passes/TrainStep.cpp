@@ -114,6 +114,11 @@ void buildEval(func::FuncOp main) {
                                 constant.getLoc());
       norm->setOperand(operand, eval.getArgument(index));
     }
+  // Evaluation drops nothing.
+  for (DropoutOp dropout : llvm::to_vector(body.getOps<DropoutOp>())) {
+    dropout.getOutput().replaceAllUsesWith(dropout.getInput());
+    dropout.erase();
+  }
   for (ConstantOp constant : llvm::to_vector(body.getOps<ConstantOp>()))
     if (constant->use_empty())
       constant.erase();
@@ -396,8 +401,10 @@ void KilnTrainStepPass::runOnOperation() {
   SmallVector<std::pair<ConstantOp, std::string>> weights;
   for (auto constant : body.getOps<ConstantOp>()) {
     std::string name = initializerName(constant.getLoc());
+    // Initializers nothing reads (a Dropout's ratio, consumed at import)
+    // are no weights.
     if (!name.empty() && llvm::isa<FloatType>(typeOf(constant).getElementType()) &&
-        !statistics.contains(constant) && trainableRegex->match(name))
+        !constant->use_empty() && !statistics.contains(constant) && trainableRegex->match(name))
       weights.push_back({constant, name});
   }
   if (weights.empty()) {
@@ -446,6 +453,12 @@ void KilnTrainStepPass::runOnOperation() {
                                                       b.getI64Type()));
     labels = addArgument(labelType, labelsName, main.getLoc());
   }
+  // The step counter: updates made so far. Dropouts draw their masks from it,
+  // so each step has new ones and a rerun of a step the same.
+  Value step = addArgument(RankedTensorType::get({}, b.getI64Type()), "step", main.getLoc());
+  for (DropoutOp dropout : body.getOps<DropoutOp>())
+    if (!dropout.getCounter())
+      dropout.getCounterMutable().assign(step);
   FailureOr<Value> loss = buildLoss(e, main, output, labels);
   if (failed(loss))
     return signalPassFailure();
@@ -466,8 +479,6 @@ void KilnTrainStepPass::runOnOperation() {
   if (failed(grads))
     return signalPassFailure();
 
-  // The step counter: updates made so far.
-  Value step = addArgument(RankedTensorType::get({}, b.getI64Type()), "step", main.getLoc());
   Value stepF32 = CastOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()), step);
   Value lr = scheduledRate(e, stepF32);
 

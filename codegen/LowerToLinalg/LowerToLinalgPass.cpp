@@ -25,6 +25,7 @@ struct KilnLowerToLinalgPass
     populateElementwiseLoweringPatterns(patterns);
     populateLinalgOpLoweringPatterns(patterns, foldTransposes);
     populateReductionLoweringPatterns(patterns);
+    populateRandomLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
 
     ConversionTarget target(*ctx);

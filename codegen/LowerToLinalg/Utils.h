@@ -47,6 +47,7 @@ void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns,
                                       bool foldTransposes = false);
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateRandomLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln

@@ -160,6 +160,15 @@ LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                         rankedType(adaptor.getLhs()).getElementType(), results);
 }
 LogicalResult PowOp::verify() { return success(); }
+
+LogicalResult DropoutOp::verify() {
+  double ratio = getRatio().convertToDouble();
+  if (!(ratio >= 0 && ratio < 1))
+    return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  if (Value counter = getCounter(); counter && llvm::cast<RankedTensorType>(counter.getType()).getRank() != 0)
+    return emitOpError("counter must be a scalar (tensor<i64>), got ") << counter.getType();
+  return success();
+}
 // Where's condition is i1 while both branches share a type.
 KILN_BROADCAST_OP(WhereOp, Type(), 1)
 

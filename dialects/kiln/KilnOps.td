@@ -205,6 +205,32 @@ def Kiln_GreaterOp : Kiln_CompareOp<"greater", "Greater", "lhs > rhs">;
 def Kiln_GreaterEqualOp
     : Kiln_CompareOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs">;
 
+def Kiln_DropoutOp : Kiln_Op<"dropout", [AllTypesMatch<["input", "output"]>,
+                                         Kiln_Differentiable]> {
+  let summary = "Zeroes elements at random and scales the rest by 1 / (1 - ratio) (ONNX Dropout, training)";
+  let description = [{
+    Element `i` (row-major) is kept when `u >= ratio`, with `u` the first
+    word of Philox4x32-10 (key: `seed`'s two 32-bit halves; counter: `i`'s
+    and `counter`'s, low words first) as a 24-bit fraction; kept elements
+    are multiplied by `1 / (1 - ratio)`, the others are 0. The mask is a
+    function of `seed`, `counter` and the index alone, so a step is
+    reproducible on any device and the gradient recomputes the mask instead
+    of storing it. A train step passes its step counter as `counter`;
+    without one the counter is 0.
+
+    ```mlir
+    %y = kiln.dropout %x, %step {ratio = 1.000000e-01 : f32, seed = 7 : i64}
+        : (tensor<8x64xf32>, tensor<i64>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Optional<Kiln_I64Tensor>:$counter,
+                   F32Attr:$ratio, DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_WhereOp : Kiln_BroadcastOp<"where", [Kiln_Differentiable]> {
   let summary = "Elementwise select with broadcasting (ONNX Where)";
   let description = [{

@@ -193,3 +193,20 @@ func.func @integer_division(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi3
   %0 = kiln.div %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// Dropout: each element draws Philox4x32-10 of its row-major index and the
+// counter (10 rounds of 32x32->64-bit products), keeps the element when the
+// draw's top 24 bits reach the ratio, and scales it by 1 / (1 - ratio).
+// CHECK-LABEL: func.func @dropout
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<i64>)
+// CHECK: linalg.index 1
+// CHECK: linalg.index 0
+// CHECK-COUNT-20: arith.muli %{{.*}} : i64
+// CHECK: arith.cmpf oge
+// CHECK: arith.select
+func.func @dropout(%x: tensor<4x8xf32>, %step: tensor<i64>) -> tensor<4x8xf32> {
+  %y = kiln.dropout %x, %step {ratio = 0.25 : f32, seed = 3 : i64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -228,6 +228,18 @@ LogicalResult MinOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return selectionRule<MinOp, LessEqualOp>(b, *this, resultGrads, operandGrads);
 }
 
+// Dropout multiplies by its mask / (1 - ratio), a function of its seed,
+// counter and each element's index: the gradient is the same dropout of the
+// cotangent, which recomputes the mask rather than storing it.
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(DropoutOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                                           getCounter(), getRatioAttr(), getSeedAttr()));
+  if (getCounter())
+    operandGrads.push_back(Value());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Selection and conversion
 //===----------------------------------------------------------------------===//

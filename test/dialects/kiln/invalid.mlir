@@ -269,3 +269,19 @@ func.func @unsupported_element_type(%x: tensor<3xcomplex<f32>>) -> tensor<3xcomp
   %0 = kiln.exp %x : tensor<3xcomplex<f32>>
   return %0 : tensor<3xcomplex<f32>>
 }
+
+// -----
+
+func.func @dropout_ratio(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.dropout' op ratio must be in [0, 1), got 1}}
+  %y = kiln.dropout %x {ratio = 1.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @dropout_counter(%x: tensor<4xf32>, %c: tensor<2xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.dropout' op counter must be a scalar (tensor<i64>), got 'tensor<2xi64>'}}
+  %y = kiln.dropout %x, %c {ratio = 0.5 : f32} : (tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

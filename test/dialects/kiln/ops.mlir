@@ -146,3 +146,14 @@ func.func @shape_sugar(%x: tensor<1x3x1xi8>) -> (tensor<3xi8>, tensor<1x1x3x1xi8
   %3 = kiln.trilu %x {k = 1 : i64} : tensor<1x3x1xi8>
   return %0, %1, %2, %3 : tensor<3xi8>, tensor<1x1x3x1xi8>, tensor<1x3xi8>, tensor<1x3x1xi8>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @dropout
+// CHECK: kiln.dropout %{{.*}}, %{{.*}} {ratio = 1.000000e-01 : f32, seed = 7 : i64} : (tensor<8x64xf32>, tensor<i64>) -> tensor<8x64xf32>
+// CHECK: kiln.dropout %{{.*}} {ratio = 5.000000e-01 : f32} : (tensor<8x64xf32>) -> tensor<8x64xf32>
+func.func @dropout(%x: tensor<8x64xf32>, %step: tensor<i64>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+  %a = kiln.dropout %x, %step {ratio = 0.1 : f32, seed = 7 : i64} : (tensor<8x64xf32>, tensor<i64>) -> tensor<8x64xf32>
+  %b = kiln.dropout %x {ratio = 0.5 : f32} : (tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %a, %b : tensor<8x64xf32>, tensor<8x64xf32>
+}

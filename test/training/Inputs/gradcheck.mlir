@@ -765,3 +765,15 @@ func.func @main(%x: tensor<2x4x3xf64> {kiln.name = "x"}, %c: tensor<2x2x3xf64> {
   %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x2x3xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// case: dropout
+// Linear in x once the mask is drawn: the gradient is the same dropout of c.
+func.func @main(%x: tensor<4x5xf64> {kiln.name = "x"}, %c: tensor<4x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %step = kiln.constant dense<3> : tensor<i64>
+  %y = kiln.dropout %x, %step {ratio = 0.4 : f32, seed = 5 : i64} : (tensor<4x5xf64>, tensor<i64>) -> tensor<4x5xf64>
+  %p = kiln.mul %y, %c : (tensor<4x5xf64>, tensor<4x5xf64>) -> tensor<4x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
