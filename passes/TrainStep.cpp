@@ -216,7 +216,8 @@ struct KilnTrainStepPass : impl::KilnTrainStepPassBase<KilnTrainStepPass> {
   using Base::Base;
 
   LogicalResult checkOptions(func::FuncOp main);
-  FailureOr<Value> buildLoss(Emitter &e, func::FuncOp main, Value output, Value labels);
+  FailureOr<Value> buildLoss(Emitter &e, func::FuncOp main, Value output, Value labels,
+                             StringRef lossOutput);
   Value scheduledRate(Emitter &e, Value stepF32);
   void runOnOperation() override;
 };
@@ -260,14 +261,14 @@ LogicalResult KilnTrainStepPass::checkOptions(func::FuncOp main) {
 }
 
 FailureOr<Value> KilnTrainStepPass::buildLoss(Emitter &e, func::FuncOp main, Value output,
-                                              Value labels) {
+                                              Value labels, StringRef lossOutput) {
   RankedTensorType outType = typeOf(output);
   if (!llvm::isa<FloatType>(outType.getElementType()))
-    return main.emitError() << "kiln-train-step: the loss reads output '" << outputName
+    return main.emitError() << "kiln-train-step: the loss reads output '" << lossOutput
                             << "', which is " << outType << ", not a float tensor";
   if (lossKind == "output") {
     if (outType.getNumElements() != 1)
-      return main.emitError() << "kiln-train-step: --loss=output needs output '" << outputName
+      return main.emitError() << "kiln-train-step: --loss=output needs output '" << lossOutput
                               << "' to be a scalar loss, got " << outType;
     return output;
   }
@@ -287,7 +288,7 @@ FailureOr<Value> KilnTrainStepPass::buildLoss(Emitter &e, func::FuncOp main, Val
   if (outType.getRank() != 2)
     return main.emitError() << "kiln-train-step: softmax-cross-entropy reads logits of shape "
                                "[batch, classes]; output '"
-                            << outputName << "' is " << outType;
+                            << lossOutput << "' is " << outType;
   int64_t batch = outType.getDimSize(0), classes = outType.getDimSize(1);
   if (labelType.getRank() != 1 || labelType.getDimSize(0) != batch ||
       !llvm::isa<IntegerType>(labelType.getElementType()) ||
@@ -365,24 +366,26 @@ void KilnTrainStepPass::runOnOperation() {
 
   // The output the loss reads.
   int64_t outputIndex = -1;
+  std::string lossOutput = outputName;
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     auto name = main.getResultAttrOfType<StringAttr>(i, "kiln.name");
     std::string resultName = name ? name.str() : "output_" + std::to_string(i);
-    if ((outputName.empty() && i == 0) || resultName == outputName) {
+    if ((lossOutput.empty() && i == 0) || resultName == lossOutput) {
       outputIndex = i;
-      outputName = resultName;
+      lossOutput = resultName;
       break;
     }
   }
   if (outputIndex < 0) {
-    main.emitError() << "kiln-train-step: the loss reads output '" << outputName
+    main.emitError() << "kiln-train-step: the loss reads output '" << lossOutput
                      << "', which the model does not have";
     return signalPassFailure();
   }
 
   // Trainable weights: float initializers matching `trainable`, one state
-  // argument each, in program order. Each use keeps its own constant until
-  // here (CSE has not run), so a weight is one initializer.
+  // argument each, in program order. The importer makes one constant per
+  // initializer, shared by its uses, and nothing has folded or merged them
+  // yet, so a weight is one initializer.
   SmallVector<State> states;
   // Batch normalization's running statistics are state the step updates,
   // not weights it differentiates.
@@ -459,7 +462,7 @@ void KilnTrainStepPass::runOnOperation() {
   for (DropoutOp dropout : body.getOps<DropoutOp>())
     if (!dropout.getCounter())
       dropout.getCounterMutable().assign(step);
-  FailureOr<Value> loss = buildLoss(e, main, output, labels);
+  FailureOr<Value> loss = buildLoss(e, main, output, labels, lossOutput);
   if (failed(loss))
     return signalPassFailure();
   Value objective = *loss;
