@@ -380,8 +380,8 @@ class Kiln_ReduceOp<string mnemonic, string onnx, string what,
 
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "ReduceSum", "sum", Kiln_NumericTensor, [Kiln_Differentiable]>;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "ReduceMean", "mean", Kiln_NumericTensor, [Kiln_Differentiable]>;
-def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "ReduceMax", "maximum">;
-def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "minimum">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "ReduceMax", "maximum", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "ReduceMin", "minimum", Kiln_NumericTensor, [Kiln_Differentiable]>;
 def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "ReduceProd", "product">;
 def Kiln_ReduceL1Op : Kiln_ReduceOp<"reduce_l1", "ReduceL1", "sum of |x|">;
 def Kiln_ReduceL2Op : Kiln_ReduceOp<"reduce_l2", "ReduceL2",

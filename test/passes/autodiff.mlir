@@ -66,3 +66,19 @@ func.func @main(%w: tensor<2xf32> {kiln.name = "w"}, %unused: tensor<2xf32> {kil
   %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A maximum's cotangent is split evenly among the elements equal to it.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[Y:.*]] = kiln.reduce_max %[[W:.*]] {axes = array<i64: 1>, keepdims = false}
+// CHECK: %[[EQ:.*]] = kiln.equal %[[W]], %{{.*}}
+// CHECK: %[[MASK:.*]] = kiln.cast %[[EQ]] : tensor<2x3xi1> -> tensor<2x3xf32>
+// CHECK: %[[COUNT:.*]] = kiln.reduce_sum %[[MASK]] {axes = array<i64: 1>}
+// CHECK: %[[SHARE:.*]] = kiln.div %{{.*}}, %[[COUNT]]
+// CHECK: kiln.mul %[[MASK]], %[[SHARE]]
+func.func @main(%w: tensor<2x3xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %m = kiln.reduce_max %w {axes = array<i64: 1>, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  %s = kiln.reduce_sum %m {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -66,4 +66,48 @@ SmallVector<Value> denseGrads(OpBuilder &b, Operation *op, ValueRange resultGrad
   return grads;
 }
 
+/// `value` with `count` zeros after each element along `axis`, the trailing
+/// ones dropped: the cotangent of a strided window op, on the input's grid.
+Value spreadAlong(OpBuilder &b, Location loc, Value value, int64_t axis, int64_t stride) {
+  if (stride == 1)
+    return value;
+  RankedTensorType type = typeOf(value);
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t length = shape[axis];
+  SmallVector<int64_t> column(shape);
+  column.insert(column.begin() + axis + 1, 1);
+  Value split = reshapeTo(b, loc, value, RankedTensorType::get(column, type.getElementType()));
+  SmallVector<int64_t> zerosShape(column);
+  zerosShape[axis + 1] = stride - 1;
+  Value zeros = splat(b, loc, RankedTensorType::get(zerosShape, type.getElementType()), 0.0);
+  Value widened = ConcatOp::create(b, loc, ValueRange{split, zeros}, static_cast<uint64_t>(axis + 1));
+  SmallVector<int64_t> flat(shape);
+  flat[axis] = length * stride;
+  Value spread = reshapeTo(b, loc, widened, RankedTensorType::get(flat, type.getElementType()));
+  SmallVector<int64_t> kept(shape);
+  kept[axis] = (length - 1) * stride + 1;
+  SmallVector<int64_t> start(shape.size(), 0), step(shape.size(), 1);
+  return SliceOp::create(b, loc, RankedTensorType::get(kept, type.getElementType()), spread, start,
+                         step);
+}
+
+/// `value` with `before` and `after` elements of `fill` added along `axis`.
+Value padAlong(OpBuilder &b, Location loc, Value value, int64_t axis, int64_t before,
+                      int64_t after, double fill) {
+  SmallVector<Value> pieces;
+  auto block = [&](int64_t count) {
+    SmallVector<int64_t> shape(typeOf(value).getShape());
+    shape[axis] = count;
+    return splat(b, loc, RankedTensorType::get(shape, elementOf(value)), fill);
+  };
+  if (before > 0)
+    pieces.push_back(block(before));
+  pieces.push_back(value);
+  if (after > 0)
+    pieces.push_back(block(after));
+  if (pieces.size() == 1)
+    return value;
+  return ConcatOp::create(b, loc, pieces, static_cast<uint64_t>(axis));
+}
+
 } // namespace kiln::grad

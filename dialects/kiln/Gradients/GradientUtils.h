@@ -36,6 +36,15 @@ mlir::Value transposeLastTwo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value
 mlir::Value selectOrZero(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
                          mlir::Value value);
 
+/// `value` with `stride - 1` zeros after each element along `axis`, the
+/// trailing ones dropped: a strided window's cotangent on the input's grid.
+mlir::Value spreadAlong(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, int64_t axis,
+                        int64_t stride);
+
+/// `value` with `before` and `after` elements of `fill` added along `axis`.
+mlir::Value padAlong(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, int64_t axis,
+                     int64_t before, int64_t after, double fill);
+
 /// The result gradients of an op whose rule needs every one of them: null
 /// entries become zeros of the result's type.
 llvm::SmallVector<mlir::Value> denseGrads(mlir::OpBuilder &b, mlir::Operation *op,

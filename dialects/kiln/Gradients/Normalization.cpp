@@ -52,6 +52,38 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+/// max and min reductions: the cotangent is split evenly among the elements
+/// equal to the extremum (torch.amax's rule): dx = [x = y] dy / count.
+template <typename OpTy>
+static LogicalResult extremumRule(OpBuilder &b, OpTy op, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  ArrayRef<int64_t> axes = op.getAxes();
+  Value y = spreadOverAxes(b, loc, op.getOutput(), x, axes);
+  Value g = spreadOverAxes(b, loc, resultGrads[0], x, axes);
+  Value mask = CastOp::create(b, loc, typeOf(x), EqualOp::create(b, loc, x, y));
+  SmallVector<int64_t> all;
+  if (axes.empty())
+    for (int64_t i = 0; i < typeOf(x).getRank(); ++i)
+      all.push_back(i);
+  Value count = ReduceSumOp::create(b, loc, mask, axes.empty() ? ArrayRef<int64_t>(all) : axes,
+                                    /*keepdims=*/true);
+  Value share = DivOp::create(b, loc, g, count);
+  operandGrads.push_back(MulOp::create(b, loc, mask, share));
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  return extremumRule(b, *this, resultGrads, operandGrads);
+}
+
+LogicalResult ReduceMinOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  return extremumRule(b, *this, resultGrads, operandGrads);
+}
+
 // y = softmax(x): dx = y (dy - sum(dy y)), sums along the axis.
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {

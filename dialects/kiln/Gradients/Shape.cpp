@@ -77,41 +77,31 @@ LogicalResult ConcatOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 }
 
 // dy goes back to the elements the slice read, zeros elsewhere: per sliced
-// dimension, dy is reversed where the step is -1 and placed between blocks
-// of zeros. Strides other than +-1 have no rule yet.
+// dimension, dy is reversed where the step is negative, spread to the
+// step's stride (|step| - 1 zeros between elements) and placed between
+// blocks of zeros.
 LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   RankedTensorType inputType = typeOf(getInput());
   Value g = resultGrads[0];
+  int64_t rank = inputType.getRank();
   for (auto [axis, start, step] : llvm::enumerate(getStart(), getStep())) {
     int64_t taken = typeOf(g).getDimSize(axis);
     int64_t size = inputType.getDimSize(axis);
     if (taken == size && step == 1)
       continue;
-    if (step != 1 && step != -1)
-      return emitOpError("has no gradient rule for step ") << step << " along dimension " << axis;
-    int64_t rank = inputType.getRank();
-    if (step == -1) {
+    int64_t stride = step < 0 ? -step : step;
+    if (step < 0) {
       SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
       starts[axis] = taken - 1;
       steps[axis] = -1;
       g = SliceOp::create(b, loc, g.getType(), g, starts, steps);
     }
-    int64_t first = step == 1 ? start : start - (taken - 1);
-    SmallVector<Value> pieces;
-    auto zeros = [&](int64_t count) {
-      SmallVector<int64_t> shape(typeOf(g).getShape());
-      shape[axis] = count;
-      return splat(b, loc, RankedTensorType::get(shape, elementOf(g)), 0.0);
-    };
-    if (first > 0)
-      pieces.push_back(zeros(first));
-    pieces.push_back(g);
-    if (int64_t after = size - first - taken; after > 0)
-      pieces.push_back(zeros(after));
-    if (pieces.size() > 1)
-      g = ConcatOp::create(b, loc, pieces, static_cast<uint64_t>(axis));
+    g = spreadAlong(b, loc, g, axis, stride);
+    int64_t extent = typeOf(g).getDimSize(axis);
+    int64_t first = step > 0 ? start : start - (extent - 1);
+    g = padAlong(b, loc, g, axis, first, size - first - extent, 0.0);
   }
   operandGrads.push_back(g);
   return success();

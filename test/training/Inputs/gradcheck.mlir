@@ -777,3 +777,34 @@ func.func @main(%x: tensor<4x5xf64> {kiln.name = "x"}, %c: tensor<4x5xf64> {kiln
   %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<4x5xf64>) -> tensor<f64>
   return %l : tensor<f64>
 }
+
+// -----
+
+// case: reduce_max
+func.func @main(%x: tensor<2x3x4xf64> {kiln.name = "x"}, %c: tensor<2x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.reduce_max %x {axes = array<i64: 1>, keepdims = false} : (tensor<2x3x4xf64>) -> tensor<2x4xf64>
+  %p = kiln.mul %y, %c : (tensor<2x4xf64>, tensor<2x4xf64>) -> tensor<2x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<2x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: reduce_min_keepdims
+func.func @main(%x: tensor<3x4xf64> {kiln.name = "x"}, %c: tensor<1x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.reduce_min %x {axes = array<i64: 0>, keepdims = true} : (tensor<3x4xf64>) -> tensor<1x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x4xf64>, tensor<1x4xf64>) -> tensor<1x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<1x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: slice_strided
+func.func @main(%x: tensor<7x5xf64> {kiln.name = "x"}, %c: tensor<3x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.slice %x {start = array<i64: 1, 4>, step = array<i64: 2, -3>} : tensor<7x5xf64> -> tensor<3x2xf64>
+  %z = kiln.exp %y : tensor<3x2xf64>
+  %p = kiln.mul %z, %c : (tensor<3x2xf64>, tensor<3x2xf64>) -> tensor<3x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1>, keepdims = false} : (tensor<3x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
