@@ -446,14 +446,40 @@ Results importGlobalPool(Importer &im, Node &n) {
   return one(Op::create(im.builder, n.loc, n.input(0), axes, true));
 }
 
+// In training mode the node normalizes with the batch's statistics and may
+// also yield the updated running statistics, ONNX's
+//   running = input_running * momentum + batch_stat * (1 - momentum)
+// with the batch's biased variance.
 Results importBatchNorm(Importer &im, Node &n) {
-  if (n.getInt("training_mode", 0) != 0 || n.proto.output_size() > 1)
-    return im.failNode(n, ImportFailure::Unsupported,
-                       "training mode (running statistics outputs) is not supported");
-  return one(BatchNormOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2),
-                                 n.input(3), n.input(4),
-                                 llvm::APFloat(n.getFloat("epsilon", 1e-5f)),
-                                 llvm::APFloat(n.getFloat("momentum", 0.9f))));
+  bool training = n.getInt("training_mode", 0) != 0;
+  float momentum = n.getFloat("momentum", 0.9f);
+  SmallVector<Value> results = {BatchNormOp::create(
+      im.builder, n.loc, n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
+      llvm::APFloat(n.getFloat("epsilon", 1e-5f)), llvm::APFloat(momentum), training)};
+  if (n.proto.output_size() > 1) {
+    if (!training)
+      return im.failNode(n, ImportFailure::Invalid,
+                         "running statistics outputs need training_mode = 1");
+    OpBuilder &b = im.builder;
+    Value x = n.input(0);
+    RankedTensorType type = typeOf(x);
+    Type element = type.getElementType();
+    SmallVector<int64_t> axes{0};
+    for (int64_t i = 2; i < type.getRank(); ++i)
+      axes.push_back(i);
+    auto flat = RankedTensorType::get({type.getDimSize(1)}, element);
+    Value mean = ReduceMeanOp::create(b, n.loc, x, axes, true);
+    Value centered = SubOp::create(b, n.loc, x, mean);
+    Value variance = ReduceMeanOp::create(b, n.loc, MulOp::create(b, n.loc, centered, centered), axes, true);
+    for (auto [stat, running] : {std::pair{mean, n.input(3)}, std::pair{variance, n.input(4)}}) {
+      Value kept = MulOp::create(b, n.loc, running, im.splat(n.loc, element, momentum));
+      Value fresh = MulOp::create(b, n.loc, ReshapeOp::create(b, n.loc, flat, stat),
+                                  im.splat(n.loc, element, 1.0 - momentum));
+      results.push_back(AddOp::create(b, n.loc, kept, fresh));
+    }
+    results.resize(n.proto.output_size());
+  }
+  return results;
 }
 
 Results importLayerNorm(Importer &im, Node &n) {

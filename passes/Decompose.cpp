@@ -129,14 +129,28 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
     auto param = [&](Value v) -> Value {
       return ReshapeOp::create(rewriter, loc, paramType, v);
     };
+    Value mean = op.getMean(), variance = op.getVariance();
+    if (op.getTraining()) {
+      // The batch's statistics over every dimension but the channels.
+      SmallVector<int64_t> axes{0};
+      for (int64_t i = 2; i < type.getRank(); ++i)
+        axes.push_back(i);
+      auto flat = RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
+      Value batchMean = ReduceMeanOp::create(rewriter, loc, op.getInput(), axes, true);
+      Value centered = SubOp::create(rewriter, loc, op.getInput(), batchMean);
+      Value batchVar = ReduceMeanOp::create(rewriter, loc,
+                                            MulOp::create(rewriter, loc, centered, centered), axes, true);
+      mean = ReshapeOp::create(rewriter, loc, flat, batchMean);
+      variance = ReshapeOp::create(rewriter, loc, flat, batchVar);
+    }
     Value factor = DivOp::create(
         rewriter, loc, op.getScale(),
         SqrtOp::create(rewriter, loc,
-                       AddOp::create(rewriter, loc, op.getVariance(),
+                       AddOp::create(rewriter, loc, variance,
                                      splat(rewriter, loc, type.getElementType(),
                                            op.getEpsilon().convertToDouble()))));
     Value y = MulOp::create(rewriter, loc,
-                            SubOp::create(rewriter, loc, op.getInput(), param(op.getMean())),
+                            SubOp::create(rewriter, loc, op.getInput(), param(mean)),
                             param(factor));
     rewriter.replaceOp(op, AddOp::create(rewriter, loc, y, param(op.getBias())));
     return success();

@@ -85,7 +85,7 @@ struct State {
 /// named after each one's node too.
 std::string statisticName(ConstantOp constant, BatchNormOp norm) {
   std::string name = initializerName(constant.getLoc());
-  if (!constant->hasOneUse())
+  if (llvm::count_if(constant->getUsers(), [](Operation *user) { return isa<BatchNormOp>(user); }) > 1)
     name += "@" + nodeName(norm.getLoc());
   return name;
 }

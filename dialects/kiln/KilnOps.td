@@ -442,7 +442,9 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
     operands broadcast along dimension 1 of `input`. `momentum` (ONNX's:
     the running statistics keep that share of their value at each update)
     matters only in a train step, where `kiln-train-step` normalizes with the
-    batch's statistics and updates `mean` and `variance` as state.
+    batch's statistics and updates `mean` and `variance` as state. With
+    `training` (ONNX's `training_mode`) the op normalizes with the batch's
+    mean and (biased) variance instead of `mean` and `variance` everywhere.
 
     ```mlir
     %y = kiln.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32}
@@ -453,7 +455,8 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
                    Kiln_FloatTensor:$bias, Kiln_FloatTensor:$mean,
                    Kiln_FloatTensor:$variance,
                    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
-                   DefaultValuedAttr<F32Attr, "0.9">:$momentum);
+                   DefaultValuedAttr<F32Attr, "0.9">:$momentum,
+                   DefaultValuedAttr<BoolAttr, "false">:$training);
   let results = (outs Kiln_FloatTensor:$output);
   let assemblyFormat =
     "operands attr-dict `:` functional-type(operands, results)";
