@@ -462,12 +462,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   if (failed(applyPassManagerCLOptions(graph)))
     return kExitUsage;
   GraphOptions graphOptions = options.graph;
-  if (options.train) {
-    PassManager check(&context);
-    if (failed(addTrainStepPass(check, *options.train)))
-      return kExitUsage;
-    graphOptions.trainStep = options.train;
-  }
+  graphOptions.trainStep = options.train;
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   PlacementOptions &placement = graphOptions.placement.emplace();
   placement.rules = placeRules;
@@ -481,7 +476,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     placement.deviceTypes.push_back("GPU");
   placement.allowSoftPlacement = options.allowSoftPlacement;
   placement.log = options.logDevicePlacement;
-  buildGraphPipeline(graph, graphOptions);
+  if (failed(buildGraphPipeline(graph, graphOptions)))
+    return kExitUsage; // a training option that does not parse, already reported
   std::shared_ptr<PlacementReport> report;
   if (!options.reportPath.empty()) {
     report = std::make_shared<PlacementReport>();

@@ -8,7 +8,9 @@
 
 namespace kiln {
 
-mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef passOptions) {
+/// Adds kiln-train-step with `passOptions`; fails, printing why, when they
+/// do not parse.
+static mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef passOptions) {
   std::unique_ptr<mlir::Pass> pass = createKilnTrainStepPass();
   if (mlir::failed(pass->initializeOptions(passOptions, [](const llvm::Twine &message) {
         // The option parser prints which value it rejected, then calls this.
@@ -22,10 +24,10 @@ mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef pa
   return mlir::success();
 }
 
-void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
+mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
   // Before anything merges or folds the weights: each is still one initializer.
-  if (options.trainStep)
-    (void)addTrainStepPass(pm, *options.trainStep);
+  if (options.trainStep && mlir::failed(addTrainStepPass(pm, *options.trainStep)))
+    return mlir::failure();
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addNestedPass<mlir::func::FuncOp>(createKilnFoldConstantsPass());
   pm.addPass(mlir::createCanonicalizerPass());
@@ -55,6 +57,7 @@ void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options) {
     // Copies of cheap producers that sibling fusion brought together.
     pm.addPass(mlir::createCSEPass());
   }
+  return mlir::success();
 }
 
 void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,

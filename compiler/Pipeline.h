@@ -50,14 +50,13 @@ struct GraphOptions {
   bool fuseOneOpEach = false;
 };
 
-/// Adds kiln-train-step with `passOptions`; fails, printing why, when they
-/// do not parse.
-mlir::LogicalResult addTrainStepPass(mlir::OpPassManager &pm, llvm::StringRef passOptions);
-
 /// Adds the graph-level passes on the kiln dialect: canonicalization
 /// (shape-op folding), constant folding, CSE, placement and partitioning
-/// (when asked), decomposition of composite ops and fusion.
-void buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptions &options = {});
+/// (when asked), decomposition of composite ops and fusion; first
+/// kiln-train-step for a train step. Fails, printing why, when the training
+/// options do not parse.
+mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm,
+                                       const GraphOptions &options = {});
 
 /// Adds the passes that take a kiln module to `phase` (from the kiln phase).
 void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,

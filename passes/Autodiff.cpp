@@ -9,8 +9,6 @@
 #include "dialects/kiln/KilnOps.h"
 #include "passes/Passes.h"
 
-#include "llvm/ADT/SetVector.h"
-
 using namespace mlir;
 
 namespace kiln {

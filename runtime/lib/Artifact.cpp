@@ -502,11 +502,22 @@ static const kiln::rt::EntrySpec *findEntrySpec(const kiln_artifact &artifact, c
   return nullptr;
 }
 
-static void fillInfo(const TensorSpec &spec, kiln_tensor_info *out) {
+/// Fills `out` with tensor `index` of `specs`, `kind`s of `owner` ("artifact",
+/// or "it" after an entry's name in `what`), or fails naming the range.
+static kiln_status describeSpec(const kiln_artifact &artifact, const std::vector<TensorSpec> &specs,
+                                int index, kiln_tensor_info *out, const std::string &what,
+                                const char *kind, const char *owner) {
+  if (index < 0 || static_cast<std::size_t>(index) >= specs.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact.path + ": " + what + kind + " index " + std::to_string(index) +
+                    " out of range (" + owner + " has " + std::to_string(specs.size()) + " " + kind +
+                    "s)");
+  const TensorSpec &spec = specs[static_cast<std::size_t>(index)];
   out->name = spec.name.c_str();
   out->dtype = spec.dtype;
   out->rank = static_cast<int>(spec.dims.size());
   out->dims = spec.dims.data();
+  return KILN_OK;
 }
 
 static kiln_status describeEntry(const kiln_artifact *artifact, const char *entry, int index,
@@ -519,14 +530,8 @@ static kiln_status describeEntry(const kiln_artifact *artifact, const char *entr
   if (!spec)
     return fail(KILN_ERROR_INVALID_ARGUMENT,
                 artifact->path + ": no entry '" + (entry ? entry : "(null)") + "'");
-  const std::vector<TensorSpec> &specs = input ? spec->inputs : spec->outputs;
-  if (index < 0 || static_cast<std::size_t>(index) >= specs.size())
-    return fail(KILN_ERROR_INVALID_ARGUMENT,
-                artifact->path + ": entry '" + spec->name + "' " + kind + " index " +
-                    std::to_string(index) + " out of range (it has " + std::to_string(specs.size()) +
-                    " " + kind + "s)");
-  fillInfo(specs[static_cast<std::size_t>(index)], out);
-  return KILN_OK;
+  return describeSpec(*artifact, input ? spec->inputs : spec->outputs, index, out,
+                      "entry '" + spec->name + "' ", kind, "it");
 }
 
 /// The arrays and every non-empty tensor's buffer must be given.
@@ -711,13 +716,8 @@ static kiln_status describe(const kiln_artifact *artifact, int index, kiln_tenso
   if (!artifact || !out)
     return fail(KILN_ERROR_INVALID_ARGUMENT,
                 std::string("kiln_artifact_") + kind + ": artifact and out must not be NULL");
-  const std::vector<TensorSpec> &specs = input ? artifact->manifest.inputs : artifact->manifest.outputs;
-  if (index < 0 || static_cast<std::size_t>(index) >= specs.size())
-    return fail(KILN_ERROR_INVALID_ARGUMENT,
-                artifact->path + ": " + kind + " index " + std::to_string(index) +
-                    " out of range (artifact has " + std::to_string(specs.size()) + " " + kind + "s)");
-  fillInfo(specs[static_cast<std::size_t>(index)], out);
-  return KILN_OK;
+  return describeSpec(*artifact, input ? artifact->manifest.inputs : artifact->manifest.outputs,
+                      index, out, "", kind, "artifact");
 }
 
 kiln_status kiln_artifact_input(const kiln_artifact *artifact, int index, kiln_tensor_info *out) {
