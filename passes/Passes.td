@@ -332,7 +332,9 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
        of every weight (`ema/<name>`).
 
     The function becomes `(inputs, weights, labels, step, slots) -> (loss,
-    outputs, weights', slots', step + 1)`; each state argument and its new
+    learning_rate, outputs, weights', slots', step + 1)`, with each weight's
+    gradient (`gradient/<name>`) after the outputs when `gradient-outputs` is
+    set (for gradient histograms); each state argument and its new
     value carry the same `kiln.name` and a `kiln.state` kind (`parameter`,
     `momentum`, `adam_m`, `adam_v`, `ema`, `step`, `running_mean`,
     `running_var`), which is how callers pair them from one step to the next.
@@ -357,7 +359,8 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
                     %w: tensor<4x3xf32> {kiln.name = "w", kiln.state = "parameter"},
                     %labels: tensor<8xi64> {kiln.name = "labels"},
                     %step: tensor<i64> {kiln.name = "step", kiln.state = "step"})
-        -> (tensor<f32> {kiln.name = "loss"}, tensor<8x3xf32> {kiln.name = "y"},
+        -> (tensor<f32> {kiln.name = "loss"}, tensor<f32> {kiln.name = "learning_rate"},
+            tensor<8x3xf32> {kiln.name = "y"},
             tensor<4x3xf32> {kiln.name = "w", kiln.state = "parameter"},
             tensor<i64> {kiln.name = "step", kiln.state = "step"})
     ```
@@ -408,6 +411,8 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
            "Clip gradients to this global norm (0: no clipping)">,
     Option<"emaDecay", "ema-decay", "double", /*default=*/"0.0",
            "Keep an exponential moving average of the weights (0: none)">,
+    Option<"gradientOutputs", "gradient-outputs", "bool", /*default=*/"false",
+           "Also return each weight's gradient (after clipping) as gradient/<name>">,
     Option<"entries", "entries", "bool", /*default=*/"true",
            "Also build @eval (the forward function on the state) and @init (the "
            "initial state)">

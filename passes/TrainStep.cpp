@@ -552,25 +552,36 @@ void KilnTrainStepPass::runOnOperation() {
   }
   states.push_back({"step", "step", step, e.add(step, e.scalar(b.getI64Type(), 1))});
 
-  // Results: the loss (the objective, regularization included), the model's
-  // outputs, then each state's next value under the state's name. With
-  // --loss=output the output that is the loss is not repeated.
-  SmallVector<Value> results{e.castLike(objective, e.f32(0))};
-  SmallVector<Attribute> resultAttrs{
-      b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr("loss")))};
+  // Results: the loss (the objective, regularization included), the learning
+  // rate of this update, the model's outputs, the gradients when asked for,
+  // then each state's next value under the state's name. With --loss=output
+  // the output that is the loss is not repeated.
+  auto named = [&](StringRef name) {
+    return b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name)));
+  };
+  SmallVector<Value> results{e.castLike(objective, e.f32(0)), lr};
+  SmallVector<Attribute> resultAttrs{named("loss"), named("learning_rate")};
   for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
     if (lossKind == "output" && static_cast<int64_t>(i) == outputIndex)
       continue;
     auto name = main.getResultAttrOfType<StringAttr>(i, "kiln.name");
-    if (name && name.getValue() == "loss") {
-      main.emitError() << "kiln-train-step: the model has an output named 'loss', which the "
-                          "step's loss output would shadow; train with --loss=output if it is "
-                          "the loss";
+    if (name && (name.getValue() == "loss" || name.getValue() == "learning_rate")) {
+      main.emitError() << "kiln-train-step: the model has an output named '" << name.getValue()
+                       << "', which the step's " << name.getValue() << " output would shadow"
+                       << (name.getValue() == "loss"
+                               ? "; train with --loss=output if it is the loss"
+                               : "; rename it in the model");
       return signalPassFailure();
     }
     results.push_back(ret.getOperand(i));
     resultAttrs.push_back(main.getResultAttrDict(i) ? Attribute(main.getResultAttrDict(i))
                                                     : Attribute(b.getDictionaryAttr({})));
+  }
+  if (gradientOutputs) {
+    for (unsigned i = 0; i < numParams; ++i) {
+      results.push_back((*grads)[i]);
+      resultAttrs.push_back(named("gradient/" + states[i].name));
+    }
   }
   for (State &state : states) {
     results.push_back(state.next);

@@ -15,7 +15,8 @@ std::vector<TensorSpec> readSpecs(const kiln_artifact *handle, bool inputs) {
                                 : kiln_artifact_output(handle, i, &info);
     if (status != KILN_OK)
       throw Error(kiln_last_error());
-    specs.push_back({info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank)});
+    specs.push_back({info.name, info.dtype, std::vector<int64_t>(info.dims, info.dims + info.rank),
+                     inputs ? kiln_artifact_input_state(handle, i) : kiln_artifact_output_state(handle, i)});
   }
   return specs;
 }

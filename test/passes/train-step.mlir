@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{optimizer=adam ema-decay=0.99},canonicalize)' | FileCheck %s --check-prefix=ADAM
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{optimizer=nesterov momentum=0.5 lr-schedule=exponential decay-steps=10 decay-rate=0.5 staircase=true clip-norm=1.0},canonicalize)' | FileCheck %s --check-prefix=NESTEROV
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{loss=mse},canonicalize)' | FileCheck %s --check-prefix=MSE
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-train-step{trainable=fc\..* gradient-outputs=true},canonicalize)' | FileCheck %s --check-prefix=GRAD
 
 // Trainable initializers become state arguments; the step gains labels and a
 // step counter, and returns the loss, the model's outputs and the new state
@@ -12,7 +13,7 @@
 // SGD-SAME: %[[B:[^:]*]]: tensor<3xf32> {kiln.name = "fc.bias", kiln.state = "parameter"}
 // SGD-SAME: %[[LABELS:[^:]*]]: tensor<8xi64> {kiln.name = "labels"}
 // SGD-SAME: %[[STEP:[^:]*]]: tensor<i64> {kiln.name = "step", kiln.state = "step"})
-// SGD-SAME: -> (tensor<f32> {kiln.name = "loss"}, tensor<8x3xf32> {kiln.name = "logits"},
+// SGD-SAME: -> (tensor<f32> {kiln.name = "loss"}, tensor<f32> {kiln.name = "learning_rate"}, tensor<8x3xf32> {kiln.name = "logits"},
 // SGD-SAME: tensor<4x3xf32> {kiln.name = "fc.weight", kiln.state = "parameter"}, tensor<3xf32> {kiln.name = "fc.bias", kiln.state = "parameter"},
 // SGD-SAME: tensor<i64> {kiln.name = "step", kiln.state = "step"})
 // SGD-DAG: kiln.constant dense<2.000000e+00> : tensor<8x3xf32>
@@ -24,7 +25,17 @@
 // SGD: %[[NEWW:.*]] = kiln.sub %[[W]], %[[STEPW]]
 // SGD: %[[NEWB:.*]] = kiln.sub %[[B]],
 // SGD: %[[NEXT:.*]] = kiln.add %[[STEP]],
-// SGD: return %{{.*}}, %{{.*}}, %[[NEWW]], %[[NEWB]], %[[NEXT]]
+// SGD: return %{{.*}}, %[[LR]], %{{.*}}, %[[NEWW]], %[[NEWB]], %[[NEXT]]
+
+// With gradient-outputs, each weight's gradient follows the model's outputs,
+// and is the value the update subtracts.
+// GRAD-LABEL: func.func @main
+// GRAD-SAME: tensor<8x3xf32> {kiln.name = "logits"}, tensor<4x3xf32> {kiln.name = "gradient/fc.weight"}, tensor<3xf32> {kiln.name = "gradient/fc.bias"},
+// GRAD-SAME: tensor<4x3xf32> {kiln.name = "fc.weight", kiln.state = "parameter"}
+// GRAD: kiln.matmul
+// GRAD: %[[DW:.*]] = kiln.matmul
+// GRAD: %[[STEPW:.*]] = kiln.mul %[[DW]],
+// GRAD: return %{{.*}}, %{{.*}}, %{{.*}}, %[[DW]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}
 
 // Adam keeps two moments per weight and corrects their bias with the
 // 1-based step; the moving average starts from the weights.

@@ -52,6 +52,9 @@ const TrainFlag kTrainFlags[] = {
     {"ema-decay", "x",
      "Keep an exponential moving average of the weights with this decay (TensorFlow's "
      "ExponentialMovingAverage with the step as num_updates; default 0: none)"},
+    {"gradient-outputs", "bool",
+     "Also return each weight's gradient as the output gradient/<name> (kiln-train writes "
+     "their histograms to TensorBoard; default false)"},
 };
 
 /// Reads `key = value` lines ('#' comments) of a training config file into
