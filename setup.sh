@@ -12,6 +12,9 @@ packages=(
   # CPU back end: OpenMP runtime for the generated kernels' threads, and the
   # GEMM libraries the back end and its benchmarks compare.
   libomp-22-dev libopenblas-dev libdnnl-dev
+  # kiln-train: gzip-compressed IDX data sets; the demo's data (Fashion-MNIST) and the
+  # script that writes its model.
+  zlib1g-dev dataset-fashion-mnist python3-numpy python3-onnx
   # Unit tests; headless Chromium renders kilnc's HTML placement report.
   libgtest-dev chromium
   # lit runs on Python.

@@ -257,7 +257,7 @@ Tensor parseNpy(std::string_view bytes, const std::string &source) {
   return tensor;
 }
 
-std::string serializeNpy(const Tensor &tensor) {
+std::string npyHeader(const Tensor &tensor) {
   std::string dict = "{'descr': '" + descrFor(tensor.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < tensor.rank(); ++i) {
     dict += std::to_string(tensor.shape()[i]);
@@ -285,6 +285,11 @@ std::string serializeNpy(const Tensor &tensor) {
   for (std::size_t i = 0; i < (version2 ? 4u : 2u); ++i)
     out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
   out += dict;
+  return out;
+}
+
+std::string serializeNpy(const Tensor &tensor) {
+  std::string out = npyHeader(tensor);
   out.append(static_cast<const char *>(tensor.data()), tensor.byteSize());
   return out;
 }

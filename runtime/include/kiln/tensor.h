@@ -97,6 +97,8 @@ void writeFileBytes(const std::string &path, std::string_view bytes);
 // written as <u2 raw bits and read back as u16 (see Tensor::reinterpret).
 Tensor parseNpy(std::string_view bytes, const std::string &source);
 std::string serializeNpy(const Tensor &tensor);
+// The .npy header alone (magic, version, dict, padding): serializeNpy minus the data.
+std::string npyHeader(const Tensor &tensor);
 Tensor readNpy(const std::string &path);
 void writeNpy(const Tensor &tensor, const std::string &path);
 
