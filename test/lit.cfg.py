@@ -17,7 +17,7 @@ config.substitutions.append(("%onnx_node_tests", config.onnx_node_tests))
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "FileCheck", "not", "count",
+    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "kiln-train", "FileCheck", "not", "count",
      "llvm-nm", "llvm-objcopy"],
     tool_dirs)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

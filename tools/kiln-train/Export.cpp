@@ -1,0 +1,98 @@
+//===- Export.cpp - Trained weights written back into an ONNX model -------===//
+#include "Export.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <sys/stat.h>
+
+namespace kiln::train {
+namespace {
+
+using rt::Error;
+
+bool isTextModel(const std::string &path) {
+  auto endsWith = [&](const char *suffix) {
+    size_t n = std::strlen(suffix);
+    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
+  };
+  return endsWith(".onnxtxt") || endsWith(".txt") || endsWith(".textproto");
+}
+
+onnx::ModelProto readModel(const std::string &path) {
+  std::string bytes = rt::readFileBytes(path);
+  onnx::ModelProto model;
+  if (isTextModel(path)) {
+    if (!google::protobuf::TextFormat::ParseFromString(bytes, &model) || !model.has_graph())
+      throw Error(path + ": not an ONNX model in protobuf text format");
+    return model;
+  }
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage() || !model.has_graph())
+    throw Error(path + ": not an ONNX model (truncated, or not a ModelProto)");
+  return model;
+}
+
+bool sameFile(const std::string &a, const std::string &b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+} // namespace
+
+int exportOnnx(const std::string &source, const std::string &destination,
+               const std::vector<std::pair<std::string, const rt::Tensor *>> &weights) {
+  if (sameFile(source, destination))
+    throw Error(destination + ": is the model being exported from; export to another file");
+  onnx::ModelProto model = readModel(source);
+  std::map<std::string, onnx::TensorProto *> initializers;
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
+    initializers[init.name()] = &init;
+  for (const auto &[name, tensor] : weights) {
+    auto found = initializers.find(name);
+    if (found == initializers.end())
+      throw Error(source + ": has no initializer '" + name + "' to export the trained weight to");
+    onnx::TensorProto &init = *found->second;
+    std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
+    if (init.data_type() != rt::onnxDataType(tensor->dtype()) || dims != tensor->shape())
+      throw Error(source + ": initializer '" + name + "' is of another type or shape than the "
+                  "trained " + tensor->typeString());
+    onnx::TensorProto replacement;
+    replacement.mutable_dims()->CopyFrom(init.dims());
+    replacement.set_data_type(init.data_type());
+    replacement.set_name(init.name());
+    if (init.has_doc_string())
+      replacement.set_doc_string(init.doc_string());
+    replacement.set_raw_data(tensor->data(), tensor->byteSize());
+    init = std::move(replacement); // drops float_data, external data and the like
+  }
+  std::string bytes;
+  if (isTextModel(destination)) {
+    if (!google::protobuf::TextFormat::PrintToString(model, &bytes))
+      throw Error(destination + ": cannot print the model as text");
+  } else if (!model.SerializeToString(&bytes)) {
+    throw Error(destination + ": the model does not serialize (over 2 GiB?)");
+  }
+  std::string temporary = destination + ".tmp";
+  try {
+    rt::writeFileBytes(temporary, bytes);
+    if (std::rename(temporary.c_str(), destination.c_str()) != 0)
+      throw Error(destination + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
+  }
+  return static_cast<int>(weights.size());
+}
+
+} // namespace kiln::train
