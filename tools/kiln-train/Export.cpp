@@ -48,6 +48,42 @@ bool sameFile(const std::string &a, const std::string &b) {
          sa.st_ino == sb.st_ino;
 }
 
+/// Switches training-mode nodes to inference: Dropout loses its training_mode
+/// input (false by default), BatchNormalization's training_mode becomes 0 and
+/// its running-statistics outputs go. Returns how many nodes changed.
+int toInferenceMode(onnx::GraphProto &graph, const std::string &source) {
+  int changed = 0;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    if (node.op_type() == "Dropout" && node.input_size() == 3) {
+      node.mutable_input()->RemoveLast();
+      ++changed;
+    } else if (node.op_type() == "BatchNormalization") {
+      for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+        if (attr.name() != "training_mode" || attr.i() == 0)
+          continue;
+        for (int i = 1; i < node.output_size(); ++i) {
+          const std::string &stat = node.output(i);
+          bool used = false;
+          for (const onnx::NodeProto &other : graph.node())
+            for (const std::string &input : other.input())
+              used |= !stat.empty() && input == stat;
+          for (const onnx::ValueInfoProto &output : graph.output())
+            used |= !stat.empty() && output.name() == stat;
+          if (used)
+            throw Error(source + ": node '" + node.name() + "' (BatchNormalization) in training "
+                        "mode has its running statistics '" + stat + "' read by the model; "
+                        "it cannot be exported in inference mode");
+        }
+        attr.set_i(0);
+        while (node.output_size() > 1)
+          node.mutable_output()->RemoveLast();
+        ++changed;
+      }
+    }
+  }
+  return changed;
+}
+
 } // namespace
 
 int exportOnnx(const std::string &source, const std::string &destination,
@@ -76,6 +112,7 @@ int exportOnnx(const std::string &source, const std::string &destination,
     replacement.set_raw_data(tensor->data(), tensor->byteSize());
     init = std::move(replacement); // drops float_data, external data and the like
   }
+  toInferenceMode(*model.mutable_graph(), source);
   std::string bytes;
   if (isTextModel(destination)) {
     if (!google::protobuf::TextFormat::PrintToString(model, &bytes))

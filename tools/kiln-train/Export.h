@@ -13,7 +13,9 @@ namespace kiln::train {
 // Reads the ONNX model `source` (binary, or text format for .onnxtxt/.txt),
 // replaces the data of each initializer named in `weights` with the tensor's
 // (raw_data, same dtype and dims) and writes the model to `destination`
-// through a temporary file and a rename. Throws rt::Error naming the file or
+// through a temporary file and a rename. Nodes in training mode are switched
+// to inference: Dropout loses its training_mode input, BatchNormalization
+// gets training_mode 0 and only its first output. Throws rt::Error naming the file or
 // the weight: an unreadable model, a weight with no initializer of its name
 // or of another shape, `destination` being `source`. Returns the number of
 // initializers replaced.

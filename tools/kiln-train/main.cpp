@@ -484,10 +484,14 @@ int run(const Options &o) {
                         static_cast<size_t>(tensor->numElements()), now());
   };
 
-  std::printf("kiln-train: %s: %lld examples, batch %lld, %lld steps per epoch; steps %lld to %lld\n",
+  std::printf("kiln-train: %s: %lld examples, batch %lld, %lld steps per epoch; ",
               o.artifact.c_str(), static_cast<long long>(trainSet.count()),
-              static_cast<long long>(batch), static_cast<long long>(perEpoch),
-              static_cast<long long>(startStep + 1), static_cast<long long>(total));
+              static_cast<long long>(batch), static_cast<long long>(perEpoch));
+  if (startStep < total)
+    std::printf("steps %lld to %lld\n", static_cast<long long>(startStep + 1),
+                static_cast<long long>(total));
+  else
+    std::printf("nothing to train (the step counter is %lld)\n", static_cast<long long>(startStep));
   std::fflush(stdout);
 
   std::vector<int64_t> order;
