@@ -23,6 +23,8 @@ static constexpr const char *kBeforeContractions =
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
     // Intermediates share one arena, placed by liveness.
     "func.func(kiln-plan-buffers),"
+    // ... which is static: mapped once, not faulted in again on every run.
+    "kiln-static-arena,"
     // What is left is per-tile scratch inside parallel loops (a row's max
     // or sum, a matmul tile before its epilogue); small ones go on the
     // stack, released per iteration by the OpenMP lowering's alloca scope.

@@ -49,6 +49,7 @@ constexpr unsigned kBitsPerByte = 8;
 constexpr llvm::StringLiteral kPeakBytesAttr = "kiln.peak_intermediate_bytes";
 constexpr llvm::StringLiteral kPlannedCountAttr = "kiln.intermediate_buffers";
 constexpr llvm::StringLiteral kUnplannedCountAttr = "kiln.unplanned_buffers";
+constexpr llvm::StringLiteral kArenaAttr = "kiln.arena";
 
 /// Bytes one element of `type` occupies once finalize-memref-to-llvm has
 /// lowered the buffer. The lowering sizes an allocation with LLVM's alloc
@@ -399,9 +400,12 @@ void BufferPlanner::rewrite(int64_t arenaBytes) {
   OpBuilder builder(func.getContext());
   builder.setInsertionPointToStart(&entry);
   auto arenaType = MemRefType::get({arenaBytes}, builder.getI8Type());
-  Value arena =
+  auto arenaAlloc =
       memref::AllocOp::create(builder, func.getLoc(), arenaType,
                               builder.getI64IntegerAttr(kArenaAlignment));
+  // kiln-static-arena finds the arena by this mark.
+  arenaAlloc->setAttr(kArenaAttr, builder.getUnitAttr());
+  Value arena = arenaAlloc;
   // One constant per distinct offset, next to the arena.
   llvm::DenseMap<int64_t, Value> byteShifts;
   for (int64_t offset : offsets)

@@ -4,7 +4,7 @@
 // is as large as the larger one.
 // CHECK-LABEL: func @disjoint_live_ranges
 // CHECK-SAME: attributes {kiln.intermediate_buffers = 2 : i64, kiln.peak_intermediate_bytes = 64 : i64, kiln.unplanned_buffers = 0 : i64}
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, kiln.arena} : memref<64xi8>
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-NOT: memref.alloc
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<16xf32>
@@ -30,7 +30,7 @@ func.func @disjoint_live_ranges(%in: memref<16xf32>, %out: memref<16xf32>, %out2
 // largest first: 40 bytes at 0, 24 bytes at 64.
 // CHECK-LABEL: func @overlapping_live_ranges
 // CHECK-SAME: attributes {kiln.intermediate_buffers = 2 : i64, kiln.peak_intermediate_bytes = 88 : i64, kiln.unplanned_buffers = 0 : i64}
-// CHECK-DAG: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<88xi8>
+// CHECK-DAG: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, kiln.arena} : memref<88xi8>
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK: memref.view %[[ARENA]][%[[C64]]][] : memref<88xi8> to memref<6xf32>
@@ -147,7 +147,7 @@ func.func @alloc_in_loop_untouched(%out: memref<16xf32>) {
 // buffer that does not escape is planned.
 // CHECK-LABEL: func @escaping_buffers_not_planned
 // CHECK-SAME: attributes {kiln.intermediate_buffers = 1 : i64, kiln.peak_intermediate_bytes = 64 : i64, kiln.unplanned_buffers = 5 : i64}
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, kiln.arena} : memref<64xi8>
 // CHECK: %[[RET:.*]] = memref.alloc() : memref<16xf32>
 // CHECK: %[[CALLED:.*]] = memref.alloc() : memref<16xf32>
 // CHECK: call @consume(%[[CALLED]])
@@ -236,7 +236,7 @@ func.func @element_sizes(%i: index) {
 #id = affine_map<(d0) -> (d0)>
 // CHECK-LABEL: func @in_place_chain
 // CHECK-SAME: attributes {kiln.intermediate_buffers = 3 : i64, kiln.peak_intermediate_bytes = 64 : i64, kiln.unplanned_buffers = 0 : i64}
-// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64, kiln.arena} : memref<64xi8>
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<16xf32>
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<64xi8> to memref<16xi32>
