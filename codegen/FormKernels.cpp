@@ -300,6 +300,34 @@ private:
     auto root = dyn_cast_or_null<linalg::LinalgOp>(rootOf(result));
     if (!root || root->getNumResults() != 1)
       return success();
+    return tileOp(fusion, root);
+  }
+
+  /// Ops a root's tiles could not take in, because a reshape stands between
+  /// them and the root (a pooling gradient's transposed window, read
+  /// through a collapse_shape): each still in use is tiled on its own, the
+  /// last first, instead of running whole on one thread before the root's
+  /// loop.
+  LogicalResult tileLeftovers(FusionOp fusion) {
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    for (;;) {
+      linalg::LinalgOp next;
+      for (Operation &op : llvm::reverse(fusion.getBody().front())) {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(&op);
+        if (linalgOp && linalgOp->getNumResults() == 1 && !op.use_empty() &&
+            seen.insert(&op).second) {
+          next = linalgOp;
+          break;
+        }
+      }
+      if (!next)
+        return success();
+      if (failed(tileOp(fusion, next)))
+        return failure();
+    }
+  }
+
+  LogicalResult tileOp(FusionOp fusion, linalg::LinalgOp root) {
     SmallVector<int64_t> sizes = tileSizes(fusion, root);
     if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
       return success();
@@ -331,6 +359,8 @@ private:
     for (unsigned i = fusion.getYield().getValues().size(); i-- > 0;)
       if (failed(tileRoot(fusion, fusion.getYield().getValues()[i])))
         return failure();
+    if (failed(tileLeftovers(fusion)))
+      return failure();
 
     // Dead ops left behind by fusion (producers now computed in tiles).
     IRRewriter rewriter(&getContext());

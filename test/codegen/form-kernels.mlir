@@ -220,3 +220,32 @@ func.func @reversed_slice(%w: tensor<512x512x3x3xf32>) -> tensor<512x512x3x3xf32
   }
   return %0 : tensor<512x512x3x3xf32>
 }
+
+// -----
+
+// A max pooling gradient's shape: the cotangent is spread over each 2x2
+// window (a transpose of [.., 7, 7, 2, 2]) and read back as [.., 14, 14]
+// through a reshape, which the root's tiles cannot take in. The spread is
+// tiled on its own instead of running whole on one thread before them.
+// CHECK-LABEL: func.func @spread_through_reshape
+// CHECK: %[[SPREAD:.*]] = scf.forall
+// CHECK: linalg.transpose
+// CHECK: scf.forall.in_parallel
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[SPREAD]]
+// CHECK: scf.forall
+// CHECK: tensor.extract_slice %[[FLAT]]
+// CHECK: arith.select
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.transpose
+func.func @spread_through_reshape(%g: tensor<64x64x7x7x2x2xf32>, %y: tensor<64x64x14x14xf32>) -> tensor<64x64x14x14xf32> {
+  %0 = kiln.fusion loop(%g, %y) : (tensor<64x64x7x7x2x2xf32>, tensor<64x64x14x14xf32>) -> tensor<64x64x14x14xf32> {
+  ^bb0(%a: tensor<64x64x7x7x2x2xf32>, %b: tensor<64x64x14x14xf32>):
+    %zero = kiln.constant dense<0.0> : tensor<f32>
+    %t = kiln.transpose %a {perm = array<i64: 0, 1, 2, 4, 3, 5>} : (tensor<64x64x7x7x2x2xf32>) -> tensor<64x64x7x2x7x2xf32>
+    %r = kiln.reshape %t : tensor<64x64x7x2x7x2xf32> -> tensor<64x64x14x14xf32>
+    %m = kiln.greater %b, %zero : (tensor<64x64x14x14xf32>, tensor<f32>) -> tensor<64x64x14x14xi1>
+    %s = kiln.where %m, %r, %zero : (tensor<64x64x14x14xi1>, tensor<64x64x14x14xf32>, tensor<f32>) -> tensor<64x64x14x14xf32>
+    kiln.yield %s : tensor<64x64x14x14xf32>
+  }
+  return %0 : tensor<64x64x14x14xf32>
+}
