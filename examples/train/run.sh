@@ -2,7 +2,8 @@
 # The training demo: builds Kiln, writes LeNet-5 (examples/train/lenet.py), compiles its
 # train step with the recipe in examples/train/lenet.cfg, trains it on Fashion-MNIST
 # (Debian's dataset-fashion-mnist) with kiln-train, then compiles the exported trained
-# model for inference and classifies test images with it. About four minutes on 2 cores.
+# model for inference and classifies test images with it. Training takes about a minute and a
+# half on 2 cores (90.3 % test accuracy), after the build.
 #
 #   ./examples/train/run.sh [kiln-train flags...]    e.g. --epochs 2, --threads 4
 #
