@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from run import cpu_model, git_state  # bench/run.py: the same report header
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FRAMEWORKS = ["kiln", "torch", "torch-compile", "jax"]
@@ -525,28 +527,6 @@ def versions():
         except Exception:
             found[module] = "not installed"
     return found
-
-
-def cpu_model():
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_state():
-    def git(*a):
-        proc = subprocess.run(["git", "--no-optional-locks", "-C", str(ROOT), *a], capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else None
-    head = git("rev-parse", "--short", "HEAD")
-    if head is None:
-        return "not a git checkout"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    n = len(dirty.splitlines()) if dirty else 0
-    return head + (f" + {n} modified tracked file{'s' if n != 1 else ''}" if n else "")
 
 
 def run_framework(args, framework):

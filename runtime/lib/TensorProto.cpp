@@ -1,4 +1,5 @@
 // ONNX TensorProto (.pb) reader/writer working directly on the protobuf wire format.
+#include "ProtoWire.h"
 #include "kiln/tensor.h"
 
 #include <cstring>
@@ -6,6 +7,8 @@
 
 namespace kiln::rt {
 namespace {
+
+using namespace wire;
 
 // TensorProto field numbers (onnx.proto).
 enum Field : uint32_t {
@@ -23,19 +26,8 @@ enum Field : uint32_t {
   kDataLocation = 14,
 };
 
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
-
 constexpr int kOnnxString = 8;
 constexpr int kDataLocationExternal = 1;
-// Deeper group nesting than this is hostile input, not a tensor.
-constexpr int kMaxGroupDepth = 64;
 
 const char *onnxTypeName(int code) {
   static const char *const names[] = {
@@ -47,106 +39,6 @@ const char *onnxTypeName(int code) {
     return names[code];
   return "unknown";
 }
-
-class WireReader {
-public:
-  WireReader(std::string_view data, const std::string &source) : data_(data), source_(source) {}
-
-  bool atEnd() const { return pos_ >= data_.size(); }
-  std::size_t position() const { return pos_; }
-
-  uint64_t varint() {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= data_.size())
-        fail("truncated varint");
-      uint8_t byte = static_cast<uint8_t>(data_[pos_++]);
-      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80))
-        return value;
-    }
-    fail("varint longer than 10 bytes");
-  }
-
-  uint32_t fixed32() {
-    need(4, "fixed32 value");
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i)
-      value |= static_cast<uint32_t>(static_cast<uint8_t>(data_[pos_++])) << (8 * i);
-    return value;
-  }
-
-  uint64_t fixed64() {
-    need(8, "fixed64 value");
-    uint64_t value = 0;
-    for (int i = 0; i < 8; ++i)
-      value |= static_cast<uint64_t>(static_cast<uint8_t>(data_[pos_++])) << (8 * i);
-    return value;
-  }
-
-  std::string_view lengthDelimited(uint32_t field) {
-    uint64_t length = varint();
-    if (length > data_.size() - pos_)
-      fail("field " + std::to_string(field) + " claims " + std::to_string(length) +
-           " bytes but only " + std::to_string(data_.size() - pos_) + " remain (truncated file?)");
-    std::string_view out = data_.substr(pos_, static_cast<std::size_t>(length));
-    pos_ += static_cast<std::size_t>(length);
-    return out;
-  }
-
-  // Reads a tag; returns false at a clean end of input.
-  bool tag(uint32_t &field, uint32_t &wireType) {
-    if (atEnd())
-      return false;
-    uint64_t key = varint();
-    field = static_cast<uint32_t>(key >> 3);
-    wireType = static_cast<uint32_t>(key & 7);
-    if (field == 0 || (key >> 3) > 0x1fffffff)
-      fail("invalid field number " + std::to_string(key >> 3));
-    return true;
-  }
-
-  void skip(uint32_t field, uint32_t wireType, int depth = 0) {
-    switch (wireType) {
-    case kVarint: varint(); return;
-    case kFixed64: need(8, "fixed64 value"); pos_ += 8; return;
-    case kLengthDelimited: lengthDelimited(field); return;
-    case kFixed32: need(4, "fixed32 value"); pos_ += 4; return;
-    case kStartGroup: {
-      if (depth >= kMaxGroupDepth)
-        fail("groups nested too deeply");
-      uint32_t innerField, innerWire;
-      for (;;) {
-        if (!tag(innerField, innerWire))
-          fail("unterminated group " + std::to_string(field));
-        if (innerWire == kEndGroup) {
-          if (innerField != field)
-            fail("group " + std::to_string(field) + " closed by field " + std::to_string(innerField));
-          return;
-        }
-        skip(innerField, innerWire, depth + 1);
-      }
-    }
-    case kEndGroup: fail("unexpected end-group for field " + std::to_string(field));
-    default: fail("invalid wire type " + std::to_string(wireType) + " for field " + std::to_string(field));
-    }
-  }
-
-  [[noreturn]] void fail(const std::string &what) const {
-    throw Error(source_ + ": malformed TensorProto: " + what + " (at byte " + std::to_string(pos_) +
-                " of " + std::to_string(data_.size()) + ")");
-  }
-
-private:
-  void need(std::size_t bytes, const char *what) {
-    if (data_.size() - pos_ < bytes)
-      fail(std::string("truncated ") + what);
-  }
-
-  std::string_view data_;
-  const std::string &source_;
-  std::size_t pos_ = 0;
-};
 
 struct RawProto {
   std::vector<int64_t> dims;
@@ -163,43 +55,15 @@ struct RawProto {
   bool external = false;
 };
 
-// Repeated scalars arrive packed (one length-delimited run) or one tag per value; proto parsers
-// must accept both, whatever the .proto says.
-template <typename Fn>
-void readRepeated(WireReader &reader, uint32_t field, uint32_t wireType, uint32_t scalarWire,
-                  const std::string &source, Fn &&readOne) {
-  if (wireType == scalarWire) {
-    readOne(reader);
-    return;
-  }
-  if (wireType != kLengthDelimited)
-    reader.fail("field " + std::to_string(field) + " has wire type " + std::to_string(wireType));
-  WireReader packed(reader.lengthDelimited(field), source);
-  while (!packed.atEnd())
-    readOne(packed);
-}
-
-// The IEEE value with the bit pattern `bits` (fixed32 floats, fixed64 doubles).
-template <typename T, typename Bits> T fromBits(Bits bits) {
-  static_assert(sizeof(T) == sizeof(Bits));
-  T value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 RawProto decode(std::string_view bytes, const std::string &source) {
   RawProto proto;
-  WireReader reader(bytes, source);
+  WireReader reader(bytes, source, "TensorProto");
   uint32_t field, wireType;
-  auto expectWire = [&](uint32_t expected) {
-    if (wireType != expected)
-      reader.fail("field " + std::to_string(field) + " has wire type " + std::to_string(wireType) +
-                  ", expected " + std::to_string(expected));
-  };
+  auto expectWire = [&](uint32_t expected) { reader.expectWireType(field, wireType, expected); };
   while (reader.tag(field, wireType)) {
     switch (field) {
     case kDims:
-      readRepeated(reader, field, wireType, kVarint, source, [&](WireReader &r) {
+      readRepeated(reader, field, wireType, kVarint, [&](WireReader &r) {
         proto.dims.push_back(static_cast<int64_t>(r.varint()));
       });
       break;
@@ -213,12 +77,12 @@ RawProto decode(std::string_view bytes, const std::string &source) {
       proto.segmented = true;
       break;
     case kFloatData:
-      readRepeated(reader, field, wireType, kFixed32, source, [&](WireReader &r) {
+      readRepeated(reader, field, wireType, kFixed32, [&](WireReader &r) {
         proto.floatData.push_back(fromBits<float>(r.fixed32()));
       });
       break;
     case kInt32Data:
-      readRepeated(reader, field, wireType, kVarint, source, [&](WireReader &r) {
+      readRepeated(reader, field, wireType, kVarint, [&](WireReader &r) {
         // int32 is sign-extended to 64 bits on the wire; the low half is the value.
         proto.int32Data.push_back(static_cast<int32_t>(static_cast<uint32_t>(r.varint())));
       });
@@ -229,7 +93,7 @@ RawProto decode(std::string_view bytes, const std::string &source) {
       ++proto.stringCount;
       break;
     case kInt64Data:
-      readRepeated(reader, field, wireType, kVarint, source, [&](WireReader &r) {
+      readRepeated(reader, field, wireType, kVarint, [&](WireReader &r) {
         proto.int64Data.push_back(static_cast<int64_t>(r.varint()));
       });
       break;
@@ -242,12 +106,12 @@ RawProto decode(std::string_view bytes, const std::string &source) {
       proto.rawData = reader.lengthDelimited(field);
       break;
     case kDoubleData:
-      readRepeated(reader, field, wireType, kFixed64, source, [&](WireReader &r) {
+      readRepeated(reader, field, wireType, kFixed64, [&](WireReader &r) {
         proto.doubleData.push_back(fromBits<double>(r.fixed64()));
       });
       break;
     case kUint64Data:
-      readRepeated(reader, field, wireType, kVarint, source,
+      readRepeated(reader, field, wireType, kVarint,
                    [&](WireReader &r) { proto.uint64Data.push_back(r.varint()); });
       break;
     case kDataLocation:

@@ -60,10 +60,9 @@ struct Member {
   uint64_t size() const { return head.size() + payloadSize; }
 };
 
-std::string localHeader(const Member &m) {
-  std::string h;
-  put32(h, kLocalHeader);
-  put16(h, kZipVersion);
+/// What a member's local header and its central directory entry both hold,
+/// from the flags to the extra field's length.
+void putMemberFields(std::string &h, const Member &m) {
   put16(h, 0); // flags
   put16(h, 0); // stored
   put16(h, 0); // time
@@ -73,6 +72,13 @@ std::string localHeader(const Member &m) {
   put32(h, static_cast<uint32_t>(m.size()));
   put16(h, static_cast<uint16_t>(m.name.size()));
   put16(h, 0); // extra
+}
+
+std::string localHeader(const Member &m) {
+  std::string h;
+  put32(h, kLocalHeader);
+  put16(h, kZipVersion);
+  putMemberFields(h, m);
   return h + m.name;
 }
 
@@ -81,15 +87,7 @@ std::string centralHeader(const Member &m) {
   put32(h, kCentralHeader);
   put16(h, kZipVersion); // made by
   put16(h, kZipVersion); // needed
-  put16(h, 0);
-  put16(h, 0);
-  put16(h, 0);
-  put16(h, kDosDate);
-  put32(h, m.crc);
-  put32(h, static_cast<uint32_t>(m.size()));
-  put32(h, static_cast<uint32_t>(m.size()));
-  put16(h, static_cast<uint16_t>(m.name.size()));
-  put16(h, 0); // extra
+  putMemberFields(h, m);
   put16(h, 0); // comment
   put16(h, 0); // disk
   put16(h, 0); // internal attributes

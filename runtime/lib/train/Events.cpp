@@ -2,6 +2,7 @@
 // decoded by hand on the wire format so that kiln_train needs no protobuf library.
 #include "kiln/train/events.h"
 
+#include "ProtoWire.h"
 #include "kiln/tensor.h"
 #include "kiln/train/crc32c.h"
 
@@ -21,6 +22,7 @@
 namespace kiln::train {
 
 using rt::Error;
+using namespace rt::wire;
 
 namespace {
 
@@ -56,20 +58,9 @@ constexpr uint32_t kSize = 1;
 // tensorflow.DataType values a scalar summary may use.
 constexpr uint64_t kDtFloat = 1, kDtDouble = 2;
 
-enum WireType : uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5,
-};
-
 // TFRecord: uint64 length, uint32 masked CRC of the length, data, uint32 masked CRC of the data.
 constexpr std::size_t kRecordHeaderBytes = 12;
 constexpr std::size_t kRecordFooterBytes = 4;
-// Deeper group nesting than this is hostile input, not an event.
-constexpr int kMaxGroupDepth = 64;
 // Name collisions are only possible within one second and one process; this many is a bug.
 constexpr int kMaxNameAttempts = 1000;
 
@@ -84,13 +75,6 @@ uint64_t loadLittleEndian(const unsigned char *in, int bytes) {
   uint64_t value = 0;
   for (int i = 0; i < bytes; ++i)
     value |= static_cast<uint64_t>(in[i]) << (8 * i);
-  return value;
-}
-
-template <typename T, typename Bits> T fromBits(Bits bits) {
-  static_assert(sizeof(T) == sizeof(Bits));
-  T value;
-  std::memcpy(&value, &bits, sizeof value);
   return value;
 }
 
@@ -263,135 +247,6 @@ std::string hostName() {
 // Decoding
 //===----------------------------------------------------------------------===//
 
-// Reads protobuf fields from one message; errors name the file and the absolute byte offset of
-// the field being read.
-class WireReader {
-public:
-  WireReader(std::string_view data, std::size_t fileOffset, const std::string &path)
-      : data_(data), fileOffset_(fileOffset), path_(path) {}
-
-  bool atEnd() const { return pos_ >= data_.size(); }
-
-  // Reads a tag; returns false at a clean end of the message.
-  bool tag(uint32_t &field, uint32_t &wireType) {
-    if (atEnd())
-      return false;
-    fieldStart_ = pos_;
-    uint64_t key = varint();
-    if ((key >> 3) == 0 || (key >> 3) > 0x1fffffff)
-      fail("invalid field number " + std::to_string(key >> 3));
-    field = static_cast<uint32_t>(key >> 3);
-    wireType = static_cast<uint32_t>(key & 7);
-    return true;
-  }
-
-  uint64_t varint() {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      need(1, "varint");
-      uint8_t byte = static_cast<uint8_t>(data_[pos_++]);
-      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if (!(byte & 0x80))
-        return value;
-    }
-    fail("varint longer than 10 bytes");
-  }
-
-  uint64_t fixed(int bytes) {
-    need(bytes, bytes == 8 ? "fixed64 value" : "fixed32 value");
-    uint64_t value =
-        loadLittleEndian(reinterpret_cast<const unsigned char *>(data_.data()) + pos_, bytes);
-    pos_ += bytes;
-    return value;
-  }
-
-  double fixedDouble() { return fromBits<double>(fixed(8)); }
-  float fixedFloat() { return fromBits<float>(static_cast<uint32_t>(fixed(4))); }
-
-  std::string_view bytes(uint32_t field) {
-    uint64_t length = varint();
-    if (length > data_.size() - pos_)
-      fail("field " + std::to_string(field) + " claims " + std::to_string(length) +
-           " bytes but only " + std::to_string(data_.size() - pos_) + " remain");
-    std::string_view out = data_.substr(pos_, static_cast<std::size_t>(length));
-    pos_ += static_cast<std::size_t>(length);
-    return out;
-  }
-
-  // A reader over the nested message in length-delimited `field`.
-  WireReader message(uint32_t field) {
-    std::string_view inner = bytes(field);
-    return WireReader(inner, fileOffset_ + (inner.data() - data_.data()), path_);
-  }
-
-  void expectWireType(uint32_t field, uint32_t wireType, uint32_t expected) {
-    if (wireType != expected)
-      fail("field " + std::to_string(field) + " has wire type " + std::to_string(wireType) +
-           ", expected " + std::to_string(expected));
-  }
-
-  // Skips a field Kiln does not read, of any wire type.
-  void skip(uint32_t field, uint32_t wireType, int depth = 0) {
-    switch (wireType) {
-    case kVarint: varint(); return;
-    case kFixed64: fixed(8); return;
-    case kLengthDelimited: bytes(field); return;
-    case kFixed32: fixed(4); return;
-    case kStartGroup: {
-      if (depth >= kMaxGroupDepth)
-        fail("groups nested too deeply");
-      uint32_t innerField, innerWire;
-      for (;;) {
-        if (!tag(innerField, innerWire))
-          fail("unterminated group " + std::to_string(field));
-        if (innerWire == kEndGroup) {
-          if (innerField != field)
-            fail("group " + std::to_string(field) + " closed by field " +
-                 std::to_string(innerField));
-          return;
-        }
-        skip(innerField, innerWire, depth + 1);
-      }
-    }
-    case kEndGroup: fail("unexpected end-group for field " + std::to_string(field));
-    default:
-      fail("invalid wire type " + std::to_string(wireType) + " for field " + std::to_string(field));
-    }
-  }
-
-  [[noreturn]] void fail(const std::string &what) const {
-    throw Error(path_ + ": malformed event at byte " + std::to_string(fileOffset_ + fieldStart_) +
-                ": " + what);
-  }
-
-private:
-  void need(std::size_t bytes, const char *what) {
-    if (data_.size() - pos_ < bytes)
-      fail(std::string("truncated ") + what);
-  }
-
-  std::string_view data_;
-  std::size_t fileOffset_;
-  const std::string &path_;
-  std::size_t pos_ = 0;
-  std::size_t fieldStart_ = 0;
-};
-
-// Repeated scalars arrive packed (one length-delimited run) or one tag per value; protobuf
-// parsers accept both whatever the .proto says.
-template <typename ReadOne>
-void readRepeated(WireReader &reader, uint32_t field, uint32_t wireType, uint32_t scalarWire,
-                  ReadOne &&readOne) {
-  if (wireType == scalarWire) {
-    readOne(reader);
-    return;
-  }
-  reader.expectWireType(field, wireType, kLengthDelimited);
-  WireReader packed = reader.message(field);
-  while (!packed.atEnd())
-    readOne(packed);
-}
-
 void readDoubles(WireReader &reader, uint32_t field, uint32_t wireType, std::vector<double> &out) {
   readRepeated(reader, field, wireType, kFixed64,
                [&](WireReader &r) { out.push_back(r.fixedDouble()); });
@@ -466,7 +321,7 @@ std::optional<double> parseScalarTensor(WireReader reader) {
       break;
     case tensor_field::kContent:
       reader.expectWireType(field, wireType, kLengthDelimited);
-      content = reader.bytes(field);
+      content = reader.lengthDelimited(field);
       break;
     case tensor_field::kFloatVal:
       readRepeated(reader, field, wireType, kFixed32,
@@ -495,7 +350,7 @@ EventValue parseValue(WireReader reader) {
     switch (field) {
     case value_field::kTag:
       reader.expectWireType(field, wireType, kLengthDelimited);
-      value.tag = std::string(reader.bytes(field));
+      value.tag = std::string(reader.lengthDelimited(field));
       break;
     case value_field::kSimpleValue:
       reader.expectWireType(field, wireType, kFixed32);
@@ -545,7 +400,7 @@ Event parseEvent(WireReader reader) {
       break;
     case event_field::kFileVersion:
       reader.expectWireType(field, wireType, kLengthDelimited);
-      event.fileVersion = std::string(reader.bytes(field));
+      event.fileVersion = std::string(reader.lengthDelimited(field));
       break;
     case event_field::kSummary: {
       reader.expectWireType(field, wireType, kLengthDelimited);
@@ -571,22 +426,6 @@ Event parseEvent(WireReader reader) {
   return event;
 }
 
-std::string readWholeFile(const std::string &path) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    throw Error(path + ": cannot open event file: " + std::strerror(errno));
-  std::string contents;
-  char buffer[1 << 16];
-  std::size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-    contents.append(buffer, got);
-  bool failed = std::ferror(file);
-  int error = errno;
-  std::fclose(file);
-  if (failed)
-    throw Error(path + ": cannot read event file: " + std::strerror(error));
-  return contents;
-}
 
 } // namespace
 
@@ -702,7 +541,7 @@ void EventWriter::flush() {
 //===----------------------------------------------------------------------===//
 
 std::vector<Event> readEvents(const std::string &path) {
-  std::string contents = readWholeFile(path);
+  std::string contents = rt::readFileBytes(path);
   const auto *bytes = reinterpret_cast<const unsigned char *>(contents.data());
   std::vector<Event> events;
   std::size_t offset = 0;
@@ -725,7 +564,7 @@ std::vector<Event> readEvents(const std::string &path) {
         loadLittleEndian(bytes + dataOffset + dataLength, 4))
       throw Error(path + ": bad data checksum" + where());
     std::string_view data(contents.data() + dataOffset, dataLength);
-    events.push_back(parseEvent(WireReader(data, dataOffset, path)));
+    events.push_back(parseEvent(WireReader(data, path, "event", dataOffset, contents.size())));
     offset = dataOffset + dataLength + kRecordFooterBytes;
   }
   return events;
