@@ -86,18 +86,21 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
 };
 
 // A slice is an extract_slice with positive strides; dimensions read with a
-// negative step are then reversed by a generic.
+// negative step are then reversed by a generic that writes the output in
+// order and reads the reversed element with tensor.extract at computed
+// indices. An indexing map with a negative coefficient would say the same,
+// but tiling derives an operand's tile from its map as if every index grew
+// with the loop, so a reversed map would keep the kernel on one thread (a
+// convolution gradient's flipped filters: several per ResNet layer).
 struct SliceLowering : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank();
     SmallVector<OpFoldResult> offsets, sizes, strides;
-    SmallVector<AffineExpr> exprs;
-    bool reverse = false;
+    SmallVector<int64_t> reversed; // dims read backwards, of more than one element
     for (int64_t i = 0; i < rank; ++i) {
       int64_t start = op.getStart()[i], step = op.getStep()[i];
       int64_t count = type.getDimSize(i);
@@ -105,22 +108,30 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
       offsets.push_back(rewriter.getIndexAttr(first));
       sizes.push_back(rewriter.getIndexAttr(count));
       strides.push_back(rewriter.getIndexAttr(std::abs(step)));
-      AffineExpr d = getAffineDimExpr(i, ctx);
-      exprs.push_back(step < 0 ? (count - 1) - d : d);
-      reverse |= step < 0 && count > 1;
+      if (step < 0 && count > 1)
+        reversed.push_back(i);
     }
     Value result = tensor::ExtractSliceOp::create(rewriter, loc, type, op.getInput(),
                                                   offsets, sizes, strides);
-    if (reverse)
+    if (!reversed.empty()) {
+      Value source = result;
       result = linalg::GenericOp::create(
-                   rewriter, loc, type, result, emptyTensor(rewriter, loc, type),
-                   SmallVector<AffineMap>{AffineMap::get(rank, 0, exprs, ctx),
-                                          rewriter.getMultiDimIdentityMap(rank)},
+                   rewriter, loc, type, ValueRange{}, emptyTensor(rewriter, loc, type),
+                   SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
                    SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-                   [](OpBuilder &b, Location loc, ValueRange args) {
-                     linalg::YieldOp::create(b, loc, args[0]);
+                   [&](OpBuilder &b, Location loc, ValueRange) {
+                     SmallVector<Value> coords;
+                     for (int64_t i = 0; i < rank; ++i)
+                       coords.push_back(linalg::IndexOp::create(b, loc, i));
+                     for (int64_t i : reversed)
+                       coords[i] = arith::SubIOp::create(
+                           b, loc, arith::ConstantIndexOp::create(b, loc, type.getDimSize(i) - 1),
+                           coords[i]);
+                     linalg::YieldOp::create(
+                         b, loc, Value(tensor::ExtractOp::create(b, loc, source, coords)));
                    })
                    .getResult(0);
+    }
     rewriter.replaceOp(op, result);
     return success();
   }

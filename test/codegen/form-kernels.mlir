@@ -206,12 +206,15 @@ func.func @small_result_much_work(%x: tensor<6x64x14x14xf32>, %g: tensor<16x64x1
 // -----
 
 // A fusion that reads its operand backwards (a convolution gradient's
-// flipped filter) stays whole: tiling would compute the operand's tile as if
-// its index grew with the loop.
+// flipped filter) is tiled like any other: the reversed dimensions are read
+// with tensor.extract at computed indices, not through an indexing map with
+// a negative coefficient, from which tiling would take the wrong window.
 // CHECK-LABEL: func.func @reversed_slice
-// CHECK-NOT: scf.forall
+// CHECK: scf.forall (%[[I:.*]]) in (512)
 // CHECK: linalg.generic
-// CHECK-SAME: ins(%{{.*}} : tensor<512x512x3x3xf32>)
+// CHECK: linalg.index 2
+// CHECK: arith.subi %{{.*}}, %{{.*}} : index
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<512x512x3x3xf32>
 func.func @reversed_slice(%w: tensor<512x512x3x3xf32>) -> tensor<512x512x3x3xf32> {
   %0 = kiln.fusion loop(%w) : (tensor<512x512x3x3xf32>) -> tensor<512x512x3x3xf32> {
   ^bb0(%a: tensor<512x512x3x3xf32>):
