@@ -82,3 +82,21 @@ func.func @main(%w: tensor<2x3xf32> {kiln.name = "w"}) -> tensor<f32> {
   %s = kiln.reduce_sum %m {axes = array<i64: 0>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// Max pooling in ceil mode: the last windows reach a row and a column past
+// the 5x5 input, so the rule pools over the input padded at the end to 6x6
+// (with -inf, never a maximum) and drops the padding from the gradient.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[Y:.*]] = kiln.max_pool %[[X:[^ ]*]] {ceil_mode = true
+// CHECK: %[[ROWS:.*]] = kiln.concat %[[X]], %{{.*}} {axis = 2 : i64} : (tensor<1x1x5x5xf32>, tensor<1x1x1x5xf32>) -> tensor<1x1x6x5xf32>
+// CHECK: %[[PADDED:.*]] = kiln.concat %[[ROWS]], %{{.*}} {axis = 3 : i64} : (tensor<1x1x6x5xf32>, tensor<1x1x6x1xf32>) -> tensor<1x1x6x6xf32>
+// CHECK: kiln.slice %[[PADDED]] {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>} : tensor<1x1x6x6xf32> -> tensor<1x1x3x3xf32>
+// CHECK: %[[DX:.*]] = kiln.slice %{{.*}} {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>} : tensor<1x1x6x6xf32> -> tensor<1x1x5x5xf32>
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @main(%w: tensor<1x1x5x5xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %p = kiln.max_pool %w {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<1x1x5x5xf32>) -> tensor<1x1x3x3xf32>
+  %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

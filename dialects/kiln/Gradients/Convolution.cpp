@@ -201,13 +201,14 @@ static std::pair<int64_t, int64_t> windowExtent(ArrayRef<int64_t> kernel, Ranked
 // (first = min over (i, j) of X_ij == Y ? i * kw + j : size), and its
 // cotangent is spread back onto the input's grid at offset (i, j): the sum of
 // those kh * kw placed tensors, cropped to the input, is dX.
-static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, Value g) {
+static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, ArrayRef<int64_t> pads,
+                                        Value g) {
   Location loc = op.getLoc();
   Value x = op.getInput(), y = op.getOutput();
   RankedTensorType inType = typeOf(x), outType = typeOf(y);
   Type element = inType.getElementType();
   ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
-                    pads = op.getPads(), dilations = op.getDilations();
+                    dilations = op.getDilations();
   int64_t kh = kernel[0], kw = kernel[1];
   double inf = std::numeric_limits<double>::infinity();
   Value padded = padAlong(b, loc, x, 2, pads[0], pads[2], -inf);
@@ -257,10 +258,22 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Location loc = getLoc();
   RankedTensorType outType = typeOf(getOutput()), inType = typeOf(getInput());
   ArrayRef<int64_t> kernel = getKernelShape();
-  if (kernel.size() != 2 || getCeilMode())
-    return emitOpError("has no gradient rule for ceil-mode or non-2-D windows yet");
+  if (kernel.size() != 2)
+    return emitOpError("has no gradient rule for non-2-D windows yet");
+  if (getCeilMode()) {
+    // Ceil mode is floor mode over an input padded at the end with as many
+    // -inf rows and columns as the last windows reach past it.
+    SmallVector<int64_t> pads(getPads());
+    for (int i = 0; i < 2; ++i) {
+      int64_t reach = (outType.getDimSize(2 + i) - 1) * getStrides()[i] +
+                      (kernel[i] - 1) * getDilations()[i] + 1;
+      pads[2 + i] = std::max(pads[2 + i], reach - inType.getDimSize(2 + i) - pads[i]);
+    }
+    operandGrads.push_back(overlappingMaxPoolGradient(b, *this, pads, resultGrads[0]));
+    return success();
+  }
   if (!windowsTile(kernel, getStrides(), getPads(), getDilations(), outType)) {
-    operandGrads.push_back(overlappingMaxPoolGradient(b, *this, resultGrads[0]));
+    operandGrads.push_back(overlappingMaxPoolGradient(b, *this, getPads(), resultGrads[0]));
     return success();
   }
   auto [kh, kw] = windowExtent(kernel, inType, outType);

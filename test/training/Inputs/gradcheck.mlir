@@ -685,6 +685,26 @@ func.func @main(%x: tensor<2x2x4x5xf64> {kiln.name = "x"}, %c: tensor<2x2x2x2xf6
 
 // -----
 
+// case: max_pool_2x2_ceil
+func.func @main(%x: tensor<2x2x5x5xf64> {kiln.name = "x"}, %c: tensor<2x2x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<2x2x5x5xf64>) -> tensor<2x2x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<2x2x3x3xf64>, tensor<2x2x3x3xf64>) -> tensor<2x2x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<2x2x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: max_pool_3x3_stride2_pad1_ceil
+func.func @main(%x: tensor<1x2x6x6xf64> {kiln.name = "x"}, %c: tensor<1x2x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<1x2x6x6xf64>) -> tensor<1x2x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x4x4xf64>, tensor<1x2x4x4xf64>) -> tensor<1x2x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
 // case: max_pool_global
 func.func @main(%x: tensor<1x2x3x3xf64> {kiln.name = "x"}, %c: tensor<1x2x1x1xf64> {kiln.name = "c"}) -> tensor<f64> {
   %y = kiln.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x3x3xf64>) -> tensor<1x2x1x1xf64>
