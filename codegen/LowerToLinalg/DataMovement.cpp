@@ -2,6 +2,8 @@
 #include "codegen/LowerToLinalg/Utils.h"
 #include "dialects/kiln/KilnOps.h"
 
+#include "mlir/IR/Matchers.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -54,6 +56,76 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
                                                        op.getInput(), init,
                                                        op.getPerm())
                                .getResult());
+    return success();
+  }
+};
+
+// A concat of one tensor and splat constants is padding (the gradient
+// rules pad and spread cotangents with zeros this way): a generic over the
+// output that reads the tensor where it lies and the constants elsewhere, so
+// it is split over the threads and fuses. Other concats copy each input in
+// with insert_slice.
+struct PaddingConcatLowering : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t axis = op.getAxis(), rank = type.getRank();
+    std::optional<unsigned> tensorInput;
+    SmallVector<TypedAttr> fills;
+    for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+      DenseElementsAttr attr;
+      if (matchPattern(input, m_Constant(&attr)) && attr.isSplat()) {
+        fills.push_back(attr.getSplatValue<TypedAttr>());
+        continue;
+      }
+      if (tensorInput)
+        return failure();
+      tensorInput = i;
+      fills.push_back(TypedAttr());
+    }
+    if (!tensorInput)
+      return failure();
+    SmallVector<int64_t> offsets;
+    int64_t offset = 0;
+    for (Value input : op.getInputs()) {
+      offsets.push_back(offset);
+      offset += llvm::cast<RankedTensorType>(input.getType()).getDimSize(axis);
+    }
+    Value source = op.getInputs()[*tensorInput];
+    int64_t sourceSize = llvm::cast<RankedTensorType>(source.getType()).getDimSize(axis);
+    auto generic = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, ValueRange{}, emptyTensor(rewriter, op.getLoc(), type),
+        SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location loc, ValueRange) {
+          SmallVector<Value> coords;
+          for (int64_t i = 0; i < rank; ++i)
+            coords.push_back(linalg::IndexOp::create(b, loc, i));
+          Value index = coords[axis];
+          auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+          Value value;
+          for (auto [i, fill] : llvm::enumerate(fills)) {
+            Value piece;
+            if (fill) {
+              piece = arith::ConstantOp::create(b, loc, fill);
+            } else {
+              // Clamped: the select below evaluates this outside the piece too.
+              Value local = arith::SubIOp::create(b, loc, index, constant(offsets[i]));
+              local = arith::MaxSIOp::create(b, loc, local, constant(0));
+              coords[axis] = arith::MinSIOp::create(b, loc, local, constant(sourceSize - 1));
+              piece = tensor::ExtractOp::create(b, loc, source, coords);
+            }
+            value = i == 0 ? piece
+                           : Value(arith::SelectOp::create(
+                                 b, loc,
+                                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index,
+                                                       constant(offsets[i])),
+                                 piece, value));
+          }
+          linalg::YieldOp::create(b, loc, value);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
     return success();
   }
 };
@@ -190,6 +262,8 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, ConcatLowering, SliceLowering,
                GatherLowering>(patterns.getContext());
+  // Tried before the general concat lowering.
+  patterns.add<PaddingConcatLowering>(patterns.getContext(), /*benefit=*/2);
 }
 
 } // namespace kiln

@@ -140,6 +140,34 @@ func.func @concat(%x: tensor<2x3xf32>, %y: tensor<2x1xf32>) -> tensor<2x4xf32> {
 
 // -----
 
+// A concat of one tensor and splat constants is padding: a generic over the
+// output that reads the tensor (clamped, since the select evaluates it
+// everywhere) between offsets 1 and 4 of the axis and the constants around
+// it, instead of insert_slice copies that no kernel could split over threads.
+// CHECK-LABEL: func @padding_concat
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.generic
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[LOCAL:.*]] = arith.subi %[[J]], %{{.*}}
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[LOCAL]], %{{.*}}
+// CHECK: %[[CLAMPED:.*]] = arith.minsi %[[LOW]], %{{.*}}
+// CHECK: %[[X:.*]] = tensor.extract %{{.*}}[%{{.*}}, %[[CLAMPED]]] : tensor<2x3xf32>
+// CHECK: %[[IN:.*]] = arith.cmpi sge, %[[J]], %{{.*}}
+// CHECK: %[[V:.*]] = arith.select %[[IN]], %[[X]], %[[ZERO]]
+// CHECK: %[[FILL:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK: %[[PAST:.*]] = arith.cmpi sge, %[[J]], %{{.*}}
+// CHECK: %[[R:.*]] = arith.select %[[PAST]], %[[FILL]], %[[V]]
+// CHECK: linalg.yield %[[R]]
+func.func @padding_concat(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  %z = kiln.constant dense<0.0> : tensor<2x1xf32>
+  %m = kiln.constant dense<-1.0> : tensor<2x2xf32>
+  %0 = kiln.concat %z, %x, %m {axis = 1 : i64} : (tensor<2x1xf32>, tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
 // A negative step reads a forward strided window and reverses it: a
 // generic over the output that extracts element (i, 1 - j) of the window.
 // CHECK-LABEL: func @reversing_slice
