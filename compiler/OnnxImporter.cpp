@@ -253,7 +253,23 @@ Handler variadicOp(bool mean = false) {
   };
 }
 
-Results importIdentity(Importer &, Node &n) { return one(n.input(0)); }
+// The identity of an initializer is an initializer of its own, named after
+// the output: exporters store equal tensors once and give each use its name
+// through an Identity (PyTorch: fresh batch normalizations share one tensor
+// of ones and one of zeros). A train step trains each such use apart, as the
+// model that was exported does.
+Results importIdentity(Importer &im, Node &n) {
+  Value input = n.input(0);
+  auto constant = input ? input.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto name = constant ? dyn_cast<NameLoc>(constant.getLoc()) : NameLoc();
+  if (!name || !name.getName().getValue().starts_with("initializer '") ||
+      n.proto.output_size() != 1 || n.proto.output(0).empty())
+    return one(input);
+  Location loc = NameLoc::get(
+      StringAttr::get(im.builder.getContext(), "initializer '" + n.proto.output(0) + "'"),
+      name.getChildLoc());
+  return one(im.constant(loc, llvm::cast<DenseElementsAttr>(constant.getValue())));
+}
 
 // Dropout in training mode draws its mask with kiln.dropout (a train step
 // gives it the step counter); otherwise it is the identity.

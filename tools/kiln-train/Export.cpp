@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 
 namespace kiln::train {
@@ -91,13 +92,48 @@ int exportOnnx(const std::string &source, const std::string &destination,
   if (sameFile(source, destination))
     throw Error(destination + ": is the model being exported from; export to another file");
   onnx::ModelProto model = readModel(source);
+  onnx::GraphProto &graph = *model.mutable_graph();
+  // A weight the importer named after an Identity of an initializer (how
+  // exporters give each use of a shared tensor its name) becomes an
+  // initializer of that name, in place of the Identity.
+  std::map<std::string, int> identities; // output -> node index
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (graph.node(i).op_type() == "Identity" && graph.node(i).input_size() == 1 &&
+        graph.node(i).output_size() == 1)
+      identities[graph.node(i).output(0)] = i;
+  std::set<int> replacedNodes;
+  auto findInitializer = [&](const std::string &name) -> onnx::TensorProto * {
+    for (onnx::TensorProto &init : *graph.mutable_initializer())
+      if (init.name() == name)
+        return &init;
+    return nullptr;
+  };
+  for (const auto &[name, tensor] : weights) {
+    if (findInitializer(name))
+      continue;
+    auto identity = identities.find(name);
+    const onnx::TensorProto *shared =
+        identity == identities.end() ? nullptr
+                                     : findInitializer(graph.node(identity->second).input(0));
+    if (!shared)
+      throw Error(source + ": has no initializer '" + name + "' to export the trained weight to");
+    onnx::TensorProto own = *shared;
+    own.set_name(name);
+    *graph.add_initializer() = std::move(own);
+    replacedNodes.insert(identity->second);
+  }
+  if (!replacedNodes.empty()) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (!replacedNodes.count(i))
+        *kept.Add() = graph.node(i);
+    graph.mutable_node()->Swap(&kept);
+  }
   std::map<std::string, onnx::TensorProto *> initializers;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
+  for (onnx::TensorProto &init : *graph.mutable_initializer())
     initializers[init.name()] = &init;
   for (const auto &[name, tensor] : weights) {
     auto found = initializers.find(name);
-    if (found == initializers.end())
-      throw Error(source + ": has no initializer '" + name + "' to export the trained weight to");
     onnx::TensorProto &init = *found->second;
     std::vector<int64_t> dims(init.dims().begin(), init.dims().end());
     if (init.data_type() != rt::onnxDataType(tensor->dtype()) || dims != tensor->shape())
@@ -112,7 +148,7 @@ int exportOnnx(const std::string &source, const std::string &destination,
     replacement.set_raw_data(tensor->data(), tensor->byteSize());
     init = std::move(replacement); // drops float_data, external data and the like
   }
-  toInferenceMode(*model.mutable_graph(), source);
+  toInferenceMode(graph, source);
   std::string bytes;
   if (isTextModel(destination)) {
     if (!google::protobuf::TextFormat::PrintToString(model, &bytes))

@@ -17,6 +17,8 @@ namespace kiln::train {
 // to inference: Dropout loses its training_mode input, BatchNormalization
 // gets training_mode 0 and only its first output. Throws rt::Error naming the file or
 // the weight: an unreadable model, a weight with no initializer of its name
+// (a weight named after an Identity of an initializer, as exporters name
+// each use of a shared tensor, becomes an initializer in the Identity's place)
 // or of another shape, `destination` being `source`. Returns the number of
 // initializers replaced.
 int exportOnnx(const std::string &source, const std::string &destination,
