@@ -4,9 +4,9 @@
 Each framework runs the same step on the same model, weights and batch: forward, loss, backward
 and a plain SGD update of every weight. The models are bench/graphs.py's MLP, LeNet-5 and
 transformer layer (their ONNX files give Kiln its model and the peers their weights), and
-torchvision's ResNet-18 (exported to ONNX for Kiln; the peers train the torchvision module). Each
-framework runs in its own process, pinned to the same CPUs with the same thread count, one
-after the other.
+torchvision's ResNet-18 (exported to ONNX for Kiln; PyTorch trains the torchvision module, JAX a
+jax.numpy ResNet-18 with the export's weights). Each framework runs in its own process, pinned to
+the same CPUs with the same thread count, one after the other.
 
     python3 bench/train.py                        # every graph, 2 threads
     python3 bench/train.py --graphs lenet --frameworks kiln,torch
@@ -126,6 +126,7 @@ def timed(step, steps, warmup):
 # ---- workers ----------------------------------------------------------------------------------
 
 def worker_kiln(args, directory, weights, trainable, inputs, labels):
+    aliases = onnx_aliases(directory / "model.onnx")
     spec = TRAINING[args.graph]
     step = directory / "step.kiln"
     kilnc = Path(args.kiln_bin) / "kilnc"
@@ -149,7 +150,9 @@ def worker_kiln(args, directory, weights, trainable, inputs, labels):
         elif name == "labels":
             path = directory / "labels.npy"
         else:
-            value = weights.get(name)
+            # Exporters name each use of a shared tensor through an Identity; kilnc makes each an
+            # initializer (and state) of its own, starting from the shared value.
+            value = weights.get(aliases.get(name, name))
             if value is None:  # optimizer slots and the step counter start at zero
                 dtype = np.int64 if "i64" in fields[2] else np.float32
                 dims = fields[2][fields[2].index("[") + 1:-1]
@@ -206,34 +209,121 @@ def worker_torch(args, directory, weights, trainable, inputs, labels, compiled):
     return timed(step, args.steps, args.warmup), time.perf_counter() - start
 
 
+# BasicBlocks per stage of the torchvision ResNets the JAX worker writes out.
+RESNET_BLOCKS = {"resnet18": (2, 2, 2, 2)}
+
+
+def onnx_aliases(model_path):
+    """{name: initializer} for each Identity node that renames an initializer.
+
+    The exporter stores equal initializers once (every fresh batch normalization's ones and
+    zeros) and gives the other names through Identity nodes."""
+    import onnx
+    model = onnx.load(str(model_path))
+    stored = {t.name for t in model.graph.initializer}
+    return {n.output[0]: n.input[0] for n in model.graph.node
+            if n.op_type == "Identity" and n.input[0] in stored}
+
+
+def resnet_jax(spec, weights, aliases):
+    """torchvision's BasicBlock ResNet in jax.numpy: NCHW, batch normalizations in training mode.
+
+    Returns (params, stats, forward). params (what SGD trains) and stats (the running means and
+    variances) map torchvision's state-dict names to the ONNX export's initializers of those
+    names; forward(params, stats, x) -> (logits, updated stats), the stats updated as PyTorch
+    does (momentum 0.1, the running variance unbiased)."""
+    import jax
+    import jax.numpy as jnp
+    blocks = RESNET_BLOCKS[spec["torchvision"]]
+    eps, momentum = 1e-5, 0.1
+    convs, norms = ["conv1"], ["bn1"]
+    for i, count in enumerate(blocks):
+        for b in range(count):
+            name = f"layer{i + 1}.{b}"
+            convs += [f"{name}.conv1", f"{name}.conv2"]
+            norms += [f"{name}.bn1", f"{name}.bn2"]
+            if i > 0 and b == 0:
+                convs.append(f"{name}.downsample.0")
+                norms.append(f"{name}.downsample.1")
+
+    def get(name):
+        return jnp.asarray(weights[aliases.get(name, name)])
+    params = {f"{n}.weight": get(f"{n}.weight") for n in convs}
+    params.update({f"{n}.{k}": get(f"{n}.{k}") for n in norms for k in ("weight", "bias")})
+    params.update({k: get(k) for k in ("fc.weight", "fc.bias")})
+    stats = {f"{n}.{k}": get(f"{n}.{k}") for n in norms for k in ("running_mean", "running_var")}
+
+    def forward(p, s, x):
+        new = {}
+
+        def conv(t, name, stride, pad):
+            return jax.lax.conv_general_dilated(t, p[f"{name}.weight"], (stride, stride), [(pad, pad)] * 2,
+                                                dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+        def norm(t, name):
+            mean = jnp.mean(t, axis=(0, 2, 3))
+            centered = t - mean[:, None, None]
+            var = jnp.mean(jnp.square(centered), axis=(0, 2, 3))
+            scale = jax.lax.rsqrt(var + eps) * p[f"{name}.weight"]
+            n = t.size // t.shape[1]
+            mean, var = jax.lax.stop_gradient(mean), jax.lax.stop_gradient(var)
+            new[f"{name}.running_mean"] = (1 - momentum) * s[f"{name}.running_mean"] + momentum * mean
+            new[f"{name}.running_var"] = ((1 - momentum) * s[f"{name}.running_var"]
+                                          + momentum * var * (n / (n - 1)))
+            return centered * scale[:, None, None] + p[f"{name}.bias"][:, None, None]
+
+        t = jax.nn.relu(norm(conv(x, "conv1", 2, 3), "bn1"))
+        t = jax.lax.reduce_window(t, -jnp.inf, jax.lax.max, (1, 1, 3, 3), (1, 1, 2, 2),
+                                  ((0, 0), (0, 0), (1, 1), (1, 1)))
+        for i, count in enumerate(blocks):
+            for b in range(count):
+                name = f"layer{i + 1}.{b}"
+                stride = 2 if i > 0 and b == 0 else 1
+                out = jax.nn.relu(norm(conv(t, f"{name}.conv1", stride, 1), f"{name}.bn1"))
+                out = norm(conv(out, f"{name}.conv2", 1, 1), f"{name}.bn2")
+                if f"{name}.downsample.0.weight" in p:
+                    t = norm(conv(t, f"{name}.downsample.0", stride, 0), f"{name}.downsample.1")
+                t = jax.nn.relu(out + t)
+        t = jnp.mean(t, axis=(2, 3))
+        return t @ p["fc.weight"].T + p["fc.bias"], new
+    return params, stats, forward
+
+
 def worker_jax(args, directory, weights, trainable, inputs, labels):
     import jax
     import jax.numpy as jnp
-    if "torchvision" in TRAINING[args.graph]:
-        raise SystemExit(f"no JAX version of {args.graph} in bench/")
-    graph = graphs.GRAPHS[args.graph]
-    frozen = {k: jnp.asarray(v) for k, v in weights.items() if k not in trainable}
-    params = {k: jnp.asarray(v) for k, v in trainable.items()}
+    spec = TRAINING[args.graph]
+    if "torchvision" in spec:
+        # Every weight of the torchvision module trains, as in the PyTorch worker.
+        params, stats, forward = resnet_jax(spec, weights, onnx_aliases(directory / "model.onnx"))
+    else:
+        graph = graphs.GRAPHS[args.graph]
+        frozen = {k: jnp.asarray(v) for k, v in weights.items() if k not in trainable}
+        params = {k: jnp.asarray(v) for k, v in trainable.items()}
+        stats = {}
+
+        def forward(p, s, *x):
+            return graph.jax_fn({**frozen, **p})(*x)[0], s
     x = [jnp.asarray(inputs[name]) for name in inputs]
     y = jnp.asarray(labels)
-    mse = TRAINING[args.graph]["loss"] == "mse"
+    mse = spec["loss"] == "mse"
 
-    def loss_fn(p, *x):
-        out = graph.jax_fn({**frozen, **p})(*x)[0]
+    def loss_fn(p, s, *x):
+        out, s = forward(p, s, *x)
         if mse:
-            return jnp.mean((out - y) ** 2)
+            return jnp.mean((out - y) ** 2), s
         logp = jax.nn.log_softmax(out, axis=1)
-        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1)), s
 
     @jax.jit
-    def update(p, *x):
-        loss, grads = jax.value_and_grad(loss_fn)(p, *x)
-        return loss, jax.tree_util.tree_map(lambda a, g: a - LEARNING_RATE * g, p, grads)
+    def update(p, s, *x):
+        (loss, s), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, s, *x)
+        return loss, jax.tree_util.tree_map(lambda a, g: a - LEARNING_RATE * g, p, grads), s
 
-    state = [params]
+    state = [params, stats]
 
     def step():
-        loss, state[0] = update(state[0], *x)
+        loss, state[0], state[1] = update(*state, *x)
         loss.block_until_ready()
     start = time.perf_counter()
     step()
@@ -307,7 +397,8 @@ def main():
         best = None
         for p in peers:
             m = results.get(p, {}).get("median_ms")
-            cells.append(f"{m / kiln:.2f}x" if kiln and m else "-")
+            if "kiln" in selected:
+                cells.append(f"{m / kiln:.2f}x" if kiln and m else "-")
             if m:
                 best = m if best is None else min(best, m)
         if "kiln" in selected and peers:
