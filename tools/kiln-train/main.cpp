@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -368,7 +369,9 @@ int run(const Options &o) {
       {"seed", std::to_string(o.seed)},
       {"batch", std::to_string(batch)},
       {"examples", std::to_string(trainSet.count())},
-      {"artifact", step.artifact().name()}};
+      {"artifact", step.artifact().name()},
+      {"threads", std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS")
+                                                 : std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
 
   // The state: the newest valid checkpoint, or the init entry.
   std::optional<train::CheckpointDir> checkpoints;
@@ -389,6 +392,11 @@ int run(const Options &o) {
           if (saved.metadata.count(key) && saved.metadata[key] != runInfo[key])
             throw Error(path + ": was written with " + key + " " + saved.metadata[key] +
                         ", this run has " + runInfo[key] + "; resuming would not replay the run");
+        if (saved.metadata.count("threads") && saved.metadata["threads"] != runInfo["threads"])
+          std::fprintf(stderr,
+                       "kiln-train: warning: %s was written with %s threads, this run has %s; "
+                       "the losses may differ in the last bits from a run never stopped\n",
+                       path.c_str(), saved.metadata["threads"].c_str(), runInfo["threads"].c_str());
         step.restore(saved, path);
         lastCheckpoint = path;
         resumed = true;
