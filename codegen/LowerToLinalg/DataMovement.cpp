@@ -60,6 +60,26 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
   }
 };
 
+/// A tensor of `type` computed element by element from the element's
+/// indices: a generic with the output as its only operand, tileable in every
+/// loop whatever the body reads.
+Value generateFromIndices(
+    OpBuilder &builder, Location loc, RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, SmallVector<Value> &)> element) {
+  int64_t rank = type.getRank();
+  return linalg::GenericOp::create(
+             builder, loc, type, ValueRange{}, emptyTensor(builder, loc, type),
+             SmallVector<AffineMap>{builder.getMultiDimIdentityMap(rank)},
+             SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+             [&](OpBuilder &b, Location nloc, ValueRange) {
+               SmallVector<Value> indices;
+               for (int64_t i = 0; i < rank; ++i)
+                 indices.push_back(linalg::IndexOp::create(b, nloc, i));
+               linalg::YieldOp::create(b, nloc, element(b, nloc, indices));
+             })
+      .getResult(0);
+}
+
 // A concat of one tensor and splat constants is padding (the gradient
 // rules pad and spread cotangents with zeros this way): a generic over the
 // output that reads the tensor where it lies and the constants elsewhere, so
@@ -70,7 +90,7 @@ struct PaddingConcatLowering : OpRewritePattern<ConcatOp> {
   LogicalResult matchAndRewrite(ConcatOp op,
                                 PatternRewriter &rewriter) const override {
     RankedTensorType type = op.getType();
-    int64_t axis = op.getAxis(), rank = type.getRank();
+    int64_t axis = op.getAxis();
     std::optional<unsigned> tensorInput;
     SmallVector<TypedAttr> fills;
     for (auto [i, input] : llvm::enumerate(op.getInputs())) {
@@ -94,14 +114,9 @@ struct PaddingConcatLowering : OpRewritePattern<ConcatOp> {
     }
     Value source = op.getInputs()[*tensorInput];
     int64_t sourceSize = llvm::cast<RankedTensorType>(source.getType()).getDimSize(axis);
-    auto generic = linalg::GenericOp::create(
-        rewriter, op.getLoc(), type, ValueRange{}, emptyTensor(rewriter, op.getLoc(), type),
-        SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-        [&](OpBuilder &b, Location loc, ValueRange) {
-          SmallVector<Value> coords;
-          for (int64_t i = 0; i < rank; ++i)
-            coords.push_back(linalg::IndexOp::create(b, loc, i));
+    Value padded = generateFromIndices(
+        rewriter, op.getLoc(), type,
+        [&](OpBuilder &b, Location loc, SmallVector<Value> &coords) {
           Value index = coords[axis];
           auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
           Value value;
@@ -123,9 +138,9 @@ struct PaddingConcatLowering : OpRewritePattern<ConcatOp> {
                                                        constant(offsets[i])),
                                  piece, value));
           }
-          linalg::YieldOp::create(b, loc, value);
+          return value;
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, padded);
     return success();
   }
 };
@@ -187,22 +202,16 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
                                                   offsets, sizes, strides);
     if (!reversed.empty()) {
       Value source = result;
-      result = linalg::GenericOp::create(
-                   rewriter, loc, type, ValueRange{}, emptyTensor(rewriter, loc, type),
-                   SmallVector<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
-                   SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-                   [&](OpBuilder &b, Location loc, ValueRange) {
-                     SmallVector<Value> coords;
-                     for (int64_t i = 0; i < rank; ++i)
-                       coords.push_back(linalg::IndexOp::create(b, loc, i));
-                     for (int64_t i : reversed)
-                       coords[i] = arith::SubIOp::create(
-                           b, loc, arith::ConstantIndexOp::create(b, loc, type.getDimSize(i) - 1),
-                           coords[i]);
-                     linalg::YieldOp::create(
-                         b, loc, Value(tensor::ExtractOp::create(b, loc, source, coords)));
-                   })
-                   .getResult(0);
+      result = generateFromIndices(rewriter, loc, type,
+                                   [&](OpBuilder &b, Location loc, SmallVector<Value> &coords) {
+                                     for (int64_t i : reversed)
+                                       coords[i] = arith::SubIOp::create(
+                                           b, loc,
+                                           arith::ConstantIndexOp::create(
+                                               b, loc, type.getDimSize(i) - 1),
+                                           coords[i]);
+                                     return Value(tensor::ExtractOp::create(b, loc, source, coords));
+                                   });
     }
     rewriter.replaceOp(op, result);
     return success();
