@@ -120,6 +120,20 @@ TEST_F(CheckpointTest, DirectoryKeepsTheNewest) {
   EXPECT_EQ(present[1].first, 30);
   EXPECT_EQ(present[0].second, dir_ + "/run/ckpt/ckpt-100.npz");
 
+  // Newer files a resume skipped (corrupt ones) do not count against `keep`:
+  // they must not push out the valid checkpoints written after them.
+  rt::writeFileBytes(dir_ + "/run/ckpt/ckpt-500.npz", "torn");
+  rt::writeFileBytes(dir_ + "/run/ckpt/ckpt-400.npz", "torn");
+  for (int64_t step : {110, 120, 130})
+    ckpts.save(step, {&w_}, {});
+  present = ckpts.list();
+  ASSERT_EQ(present.size(), 4u);
+  EXPECT_EQ(present[0].first, 500);
+  EXPECT_EQ(present[1].first, 400);
+  EXPECT_EQ(present[2].first, 130);
+  EXPECT_EQ(present[3].first, 120);
+  EXPECT_NO_THROW(readCheckpoint(present[2].second));
+
   rt::writeFileBytes(dir_ + "/file", "x");
   CheckpointDir notADir(dir_ + "/file", 1);
   EXPECT_THROW(notADir.prepare(), Error);

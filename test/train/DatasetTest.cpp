@@ -95,6 +95,36 @@ TEST_F(DatasetTest, RefusesTruncatedIdxAndWrongMagic) {
   EXPECT_THROW(readArray(path("missing")), Error);
 }
 
+TEST_F(DatasetTest, RefusesAHugeHeaderBeforeAllocating) {
+  // u8 [0x0FFFFFFF, 256]: 64 GiB declared by a 12-byte file.
+  std::string p = write("huge.idx", std::string{0, 0, 0x08, 2, 0x0F, '\xff', '\xff', '\xff', 0, 0, 1, 0});
+  try {
+    readArray(p);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(p + ": IDX header says u8[268435455x256]"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DatasetTest, RefusesGzipThatInflatesPastItsHeader) {
+  // A header declaring 2 bytes of data, followed by a megabyte of zeros.
+  std::string p = path("bomb.idx.gz");
+  gzFile gz = gzopen(p.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  std::string bytes{0, 0, 0x08, 1, 0, 0, 0, 2};
+  bytes.append(1 << 20, '\0');
+  gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(gz);
+  try {
+    readArray(p);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("inflates past the 10 bytes its IDX header declares"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST_F(DatasetTest, ReadsNpy) {
   Tensor labels(KILN_DTYPE_I64, {3});
   labels.dataAs<int64_t>()[2] = 9;
@@ -130,6 +160,9 @@ TEST_F(DatasetTest, ConvertsAndChecksLabels) {
   } catch (const Error &e) {
     EXPECT_STREQ(e.what(), "labels.idx: label 10 is 10, outside the model's 10 classes [0, 9]");
   }
+  Tensor tooLarge(KILN_DTYPE_F64, {1});
+  tooLarge.dataAs<double>()[0] = 0x1p63; // one past int64's largest
+  EXPECT_THROW(convertArray(tooLarge, KILN_DTYPE_I64, 1.0, "labels"), Error);
   Tensor fractional(KILN_DTYPE_F32, {1});
   fractional.dataAs<float>()[0] = 0.5f;
   EXPECT_THROW(convertArray(fractional, KILN_DTYPE_I64, 1.0, "labels"), Error);

@@ -1,6 +1,8 @@
 //===- Export.cpp - Trained weights written back into an ONNX model -------===//
 #include "Export.h"
 
+#include "kiln/train/checkpoint.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
@@ -156,15 +158,10 @@ int exportOnnx(const std::string &source, const std::string &destination,
   } else if (!model.SerializeToString(&bytes)) {
     throw Error(destination + ": the model does not serialize (over 2 GiB?)");
   }
-  std::string temporary = destination + ".tmp";
-  try {
-    rt::writeFileBytes(temporary, bytes);
-    if (std::rename(temporary.c_str(), destination.c_str()) != 0)
-      throw Error(destination + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
-  } catch (...) {
-    std::remove(temporary.c_str());
-    throw;
-  }
+  if (sameFile(source, destination + ".tmp"))
+    throw Error(destination + ": its temporary file " + destination + ".tmp is the model being "
+                "exported from; export to another file");
+  writeFileAtomically(destination, bytes);
   return static_cast<int>(weights.size());
 }
 

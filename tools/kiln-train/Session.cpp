@@ -3,6 +3,8 @@
 #include "Export.h"
 
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <csignal>
 #include <cstdarg>
@@ -127,9 +129,7 @@ public:
         kept += line + "\n";
       }
     }
-    rt::writeFileBytes(path + ".tmp", kept);
-    if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot replace: " + std::strerror(errno));
+    writeFileAtomically(path, kept);
     file_ = std::fopen(path.c_str(), "a");
     if (!file_)
       throw Error(path + ": cannot open: " + std::strerror(errno));
@@ -171,7 +171,12 @@ Session::Session(const Options &o)
   if (perEpoch_ == 0)
     throw Error(o.trainData + ": " + std::to_string(trainSet_.count()) +
                 " examples, fewer than one batch of " + std::to_string(batch_));
+  if (o.epochs > INT64_MAX / perEpoch_)
+    throw Error("--epochs " + std::to_string(o.epochs) + ": too many steps to count");
   total_ = o.epochs > 0 ? o.epochs * perEpoch_ : o.steps >= 0 ? o.steps : perEpoch_;
+  if (!o.predictions.empty() && step_.classes() == 0)
+    throw Error(o.artifact + ": --predictions needs a classifier (logits [batch, classes] "
+                "against integer labels [batch])");
   const char *threads = std::getenv("OMP_NUM_THREADS");
   runInfo_ = {{"seed", std::to_string(o.seed)},
               {"batch", std::to_string(batch_)},
@@ -225,6 +230,8 @@ void Session::resume() {
       std::printf("kiln-train: resuming from %s (step %lld)\n", path.c_str(),
                   static_cast<long long>(step_.step()));
       return;
+    } catch (const std::bad_alloc &) {
+      std::fprintf(stderr, "kiln-train: warning: skipping %s: too large to read\n", path.c_str());
     } catch (const Error &e) {
       std::fprintf(stderr, "kiln-train: warning: skipping %s\n", e.what());
     }
@@ -238,10 +245,14 @@ void Session::saveCheckpoint(int64_t at) {
   if (!checkpoints_)
     return;
   // A diverged state is never saved over good checkpoints.
+  auto finite = [](const Tensor &t, int64_t i) {
+    return t.dtype() == KILN_DTYPE_F32 ? std::isfinite(t.dataAs<float>()[i])
+                                       : std::isfinite(t.elementAsDouble(i));
+  };
   for (const Tensor *t : step_.state())
-    if (t->dtype() == KILN_DTYPE_F32)
+    if (rt::isFloatingPoint(t->dtype()))
       for (int64_t i = 0; i < t->numElements(); ++i)
-        if (!std::isfinite(t->dataAs<float>()[i]))
+        if (!finite(*t, i))
           throw Error("step " + std::to_string(at) + ": state tensor '" + t->name() +
                       "' holds NaN or infinity; stopping (last checkpoint: " + lastCheckpoint_ +
                       "; try a smaller learning rate or --clip-norm)");
@@ -289,12 +300,15 @@ void Session::evaluate(int64_t at, bool last) {
 void Session::writeHistograms(int64_t at) {
   if (!events_)
     return;
+  auto histogram = [&](const std::string &tag, const Tensor &tensor) {
+    if (tensor.dtype() == KILN_DTYPE_F32) // the others would need a converted copy
+      events_->histogram(tag, at, tensor.dataAs<float>(),
+                         static_cast<size_t>(tensor.numElements()), now());
+  };
   for (auto &[name, tensor] : step_.parameters(false))
-    events_->histogram("weights/" + name, at, tensor->dataAs<float>(),
-                       static_cast<size_t>(tensor->numElements()), now());
+    histogram("weights/" + name, *tensor);
   for (auto &[name, tensor] : step_.gradients())
-    events_->histogram("gradients/" + name, at, tensor->dataAs<float>(),
-                       static_cast<size_t>(tensor->numElements()), now());
+    histogram("gradients/" + name, *tensor);
 }
 
 int Session::run() {

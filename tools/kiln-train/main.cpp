@@ -145,6 +145,8 @@ Options parseOptions(int argc, char **argv) {
       *s->second = v;
     } else if (auto c = counts.find(name); c != counts.end()) {
       *c->second.first = parseCount(name, v, c->second.second);
+      if (name == "--keep" && o.keep > 1000000)
+        usageError("--keep: at most 1000000 checkpoints, got " + v);
     } else if (name == "--seed") {
       o.seed = static_cast<uint64_t>(parseCount(name, v, 0));
     } else if (name == "--threads") {

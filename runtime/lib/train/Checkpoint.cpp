@@ -146,7 +146,8 @@ std::string directoryOf(const std::string &path) {
 
 void syncDirectory(const std::string &dir, const std::string &shownAs) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
+  // Some file systems cannot sync a directory (EINVAL); the rename is done.
+  if (fd < 0 || (::fsync(fd) != 0 && errno != EINVAL)) {
     int error = errno;
     if (fd >= 0)
       ::close(fd);
@@ -156,6 +157,21 @@ void syncDirectory(const std::string &dir, const std::string &shownAs) {
 }
 
 } // namespace
+
+void writeFileAtomically(const std::string &path, std::string_view bytes) {
+  std::string temporary = path + ".tmp";
+  try {
+    Output out(temporary, path);
+    out.write(bytes.data(), bytes.size());
+    out.close();
+    if (::rename(temporary.c_str(), path.c_str()) != 0)
+      throw Error(path + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  syncDirectory(directoryOf(path), path);
+}
 
 const rt::Tensor *Checkpoint::find(const std::string &name) const {
   for (const rt::Tensor &t : tensors)
@@ -320,9 +336,16 @@ std::string CheckpointDir::save(int64_t step, const std::vector<const rt::Tensor
                                 const std::map<std::string, std::string> &metadata) {
   std::string path = dir_ + "/ckpt-" + std::to_string(step) + ".npz";
   writeCheckpoint(path, tensors, metadata);
-  auto present = list();
-  for (size_t i = static_cast<size_t>(keep_); i < present.size(); ++i)
-    ::unlink(present[i].second.c_str());
+  // Keeps this one and the newest keep - 1 before it. Newer files are left
+  // alone: they are what a resume skipped (corrupt, or another run's), and
+  // counting them could delete the valid checkpoints this run depends on.
+  size_t kept = 0;
+  for (const auto &[number, other] : list()) {
+    if (number > step)
+      continue;
+    if (++kept > static_cast<size_t>(keep_))
+      ::unlink(other.c_str());
+  }
   return path;
 }
 

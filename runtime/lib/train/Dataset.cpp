@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace kiln::train {
 namespace {
@@ -18,24 +19,47 @@ bool isGzip(std::string_view bytes) {
          static_cast<uint8_t>(bytes[1]) == 0x8b;
 }
 
+/// Bytes an IDX file with this header holds in all, or nullopt while the
+/// header is incomplete; throws rt::Error on a header whose sizes overflow.
+std::optional<uint64_t> idxFileSize(std::string_view header, const std::string &path);
+
 std::string gunzip(std::string_view bytes, const std::string &path) {
   z_stream stream{};
   if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK)
     throw Error(path + ": cannot start gzip decompression");
-  stream.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(bytes.data()));
-  stream.avail_in = static_cast<uInt>(bytes.size());
-  std::string out;
+  std::string out, message;
   char chunk[1 << 16];
+  size_t consumed = 0;
   int status = Z_OK;
-  while (status == Z_OK) {
-    stream.next_out = reinterpret_cast<Bytef *>(chunk);
-    stream.avail_out = sizeof(chunk);
-    status = inflate(&stream, Z_NO_FLUSH);
-    out.append(chunk, sizeof(chunk) - stream.avail_out);
-    if (status == Z_BUF_ERROR && stream.avail_in == 0)
-      break; // input ended before the stream did
+  std::optional<uint64_t> declared; // an IDX header's size: inflating past it is a bomb
+  try {
+    while (status == Z_OK) {
+      if (stream.avail_in == 0 && consumed < bytes.size()) { // zlib takes uInt lengths
+        size_t piece = std::min<size_t>(bytes.size() - consumed, 1u << 30);
+        stream.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(bytes.data() + consumed));
+        stream.avail_in = static_cast<uInt>(piece);
+        consumed += piece;
+      }
+      stream.next_out = reinterpret_cast<Bytef *>(chunk);
+      stream.avail_out = sizeof(chunk);
+      status = inflate(&stream, Z_NO_FLUSH);
+      out.append(chunk, sizeof(chunk) - stream.avail_out);
+      if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == bytes.size())
+        break; // input ended before the stream did
+      if (status == Z_BUF_ERROR)
+        status = Z_OK;
+      if (!declared && out.size() >= 4 && out[0] == 0 && out[1] == 0)
+        declared = idxFileSize(out, path);
+      if (declared && out.size() > *declared)
+        throw Error(path + ": gzip data inflates past the " + std::to_string(*declared) +
+                    " bytes its IDX header declares");
+    }
+  } catch (...) {
+    inflateEnd(&stream);
+    throw;
   }
-  std::string message = stream.msg ? stream.msg : "";
+  if (stream.msg)
+    message = stream.msg;
   inflateEnd(&stream);
   if (status != Z_STREAM_END)
     throw Error(path + ": " +
@@ -44,42 +68,63 @@ std::string gunzip(std::string_view bytes, const std::string &path) {
   return out;
 }
 
+struct IdxType {
+  uint8_t code;
+  rt::DType dtype;
+};
+constexpr IdxType kIdxTypes[] = {{0x08, KILN_DTYPE_U8},  {0x09, KILN_DTYPE_I8},
+                                 {0x0B, KILN_DTYPE_I16}, {0x0C, KILN_DTYPE_I32},
+                                 {0x0D, KILN_DTYPE_F32}, {0x0E, KILN_DTYPE_F64}};
+
+const IdxType *idxType(std::string_view bytes, const std::string &path) {
+  uint8_t code = static_cast<uint8_t>(bytes[2]);
+  for (const IdxType &type : kIdxTypes)
+    if (type.code == code)
+      return &type;
+  throw Error(path + ": IDX type code 0x" + std::to_string(code) + " is not one of u8, i8, "
+              "i16, i32, f32, f64 (wrong magic number)");
+}
+
+std::vector<int64_t> idxShape(std::string_view bytes) {
+  std::vector<int64_t> shape;
+  for (int d = 0; d < static_cast<uint8_t>(bytes[3]); ++d) {
+    const auto *p = reinterpret_cast<const uint8_t *>(bytes.data()) + 4 + 4 * d;
+    shape.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
+  }
+  return shape;
+}
+
+std::optional<uint64_t> idxFileSize(std::string_view header, const std::string &path) {
+  size_t rank = static_cast<uint8_t>(header[3]);
+  if (header.size() < 4 + 4 * rank)
+    return std::nullopt;
+  uint64_t elements =
+      static_cast<uint64_t>(rt::checkedNumElements(idxShape(header), path + ": IDX header"));
+  uint64_t width = rt::dtypeSize(idxType(header, path)->dtype);
+  if (elements > (UINT64_MAX - 4 - 4 * rank) / width)
+    throw Error(path + ": IDX header declares more data than a file can hold");
+  return 4 + 4 * rank + elements * width;
+}
+
 // IDX: two zero bytes, a type code, the rank; big-endian u32 dims; big-endian elements.
 Tensor parseIdx(std::string_view bytes, const std::string &path) {
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0)
     throw Error(path + ": not an IDX or .npy file (wrong magic number)");
-  struct Code {
-    uint8_t code;
-    rt::DType dtype;
-  };
-  static constexpr Code kCodes[] = {{0x08, KILN_DTYPE_U8},  {0x09, KILN_DTYPE_I8},
-                                    {0x0B, KILN_DTYPE_I16}, {0x0C, KILN_DTYPE_I32},
-                                    {0x0D, KILN_DTYPE_F32}, {0x0E, KILN_DTYPE_F64}};
-  uint8_t code = static_cast<uint8_t>(bytes[2]);
-  const Code *type = nullptr;
-  for (const Code &c : kCodes)
-    if (c.code == code)
-      type = &c;
-  if (!type)
-    throw Error(path + ": IDX type code 0x" + std::to_string(code) + " is not one of u8, i8, "
-                "i16, i32, f32, f64 (wrong magic number)");
-  int rank = static_cast<uint8_t>(bytes[3]);
-  if (rank == 0)
+  const IdxType *type = idxType(bytes, path);
+  if (bytes[3] == 0)
     throw Error(path + ": IDX array of rank 0 has no examples");
-  if (bytes.size() < 4 + 4 * static_cast<size_t>(rank))
+  std::optional<uint64_t> size = idxFileSize(bytes, path);
+  if (!size)
     throw Error(path + ": truncated IDX header");
-  std::vector<int64_t> shape;
-  for (int d = 0; d < rank; ++d) {
-    const auto *p = reinterpret_cast<const uint8_t *>(bytes.data()) + 4 + 4 * d;
-    shape.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-  }
-  Tensor array(type->dtype, shape);
-  size_t offset = 4 + 4 * rank;
-  if (bytes.size() - offset != array.byteSize())
-    throw Error(path + ": IDX header says " + array.typeString() + " (" +
-                std::to_string(array.byteSize()) + " bytes) but the file holds " +
+  // Checked against the file before anything is allocated.
+  std::vector<int64_t> shape = idxShape(bytes);
+  size_t offset = 4 + 4 * shape.size();
+  if (bytes.size() != *size)
+    throw Error(path + ": IDX header says " + rt::typeString(type->dtype, shape) + " (" +
+                std::to_string(*size - offset) + " bytes) but the file holds " +
                 std::to_string(bytes.size() - offset) + " bytes of data" +
-                (bytes.size() - offset < array.byteSize() ? " (truncated)" : ""));
+                (bytes.size() < *size ? " (truncated)" : ""));
+  Tensor array(type->dtype, shape);
   const auto *src = reinterpret_cast<const uint8_t *>(bytes.data()) + offset;
   auto *dst = static_cast<uint8_t *>(array.data());
   size_t width = rt::dtypeSize(type->dtype);
@@ -133,7 +178,7 @@ rt::Tensor convertArray(const rt::Tensor &array, rt::DType dtype, double scale,
   // Integer targets: every value must be integral and in range.
   int64_t lo = 0, hi = 0;
   switch (dtype) {
-  case KILN_DTYPE_I64: lo = std::numeric_limits<int64_t>::min(); hi = std::numeric_limits<int64_t>::max(); break;
+  case KILN_DTYPE_I64: lo = std::numeric_limits<int64_t>::min(); hi = std::numeric_limits<int64_t>::max(); break; // 2^63 - 1 rounds to 2^63: checked below
   case KILN_DTYPE_I32: lo = INT32_MIN; hi = INT32_MAX; break;
   case KILN_DTYPE_I16: lo = INT16_MIN; hi = INT16_MAX; break;
   case KILN_DTYPE_I8: lo = INT8_MIN; hi = INT8_MAX; break;
@@ -144,7 +189,8 @@ rt::Tensor convertArray(const rt::Tensor &array, rt::DType dtype, double scale,
   }
   for (int64_t i = 0; i < n; ++i) {
     double v = array.elementAsDouble(i);
-    if (!(v == std::floor(v)) || v < static_cast<double>(lo) || v > static_cast<double>(hi))
+    if (!(v == std::floor(v)) || v < static_cast<double>(lo) || v > static_cast<double>(hi) ||
+        v >= 0x1p63)
       throw Error(what + ": element " + std::to_string(i) + " (" + array.formatElement(i) +
                   ") is not a " + std::string(rt::dtypeName(dtype)));
     int64_t value = static_cast<int64_t>(v);

@@ -13,6 +13,20 @@ rm -rf "$work" && mkdir -p "$work"
 
 "${train[@]}" --checkpoint-dir "$work/ref" --metrics "$work/ref.csv" >"$work/ref.log"
 
+# SIGTERM stops a run after its current step, with a checkpoint of that
+# step and exit status 130; the next run resumes exactly there.
+"${train[@]}" --checkpoint-dir "$work/run" --metrics "$work/run.csv" >"$work/run-term.log" 2>&1 &
+pid=$!
+target=$((steps / (2 * (kills + 1))))
+for ((wait = 0; wait < 20000; wait++)); do
+  kill -0 $pid 2>/dev/null || break
+  (($(wc -l <"$work/run.csv" 2>/dev/null || echo 0) > target)) && break
+  sleep 0.001
+done
+kill -TERM $pid 2>/dev/null || true
+status=0
+wait $pid || status=$?
+echo "SIGTERM: exit status $status; $(grep interrupted "$work/run-term.log")"
 # Kill i lands once the metrics file passes a step past i / (kills + 1) of the
 # run (plus a random offset), wherever the run then is: in a step, a
 # checkpoint write, an evaluation.
@@ -31,21 +45,6 @@ for ((i = 0; i < kills; i++)); do
   wait $pid 2>/dev/null || true
   echo "kill $i: after step $(($(wc -l <"$work/run.csv") - 1)), checkpoints $(ls "$work/run" | tr '\n' ' ')"
 done
-# SIGTERM stops a run after its current step, with a checkpoint of that
-# step and exit status 130; the next run resumes exactly there.
-"${train[@]}" --resume --checkpoint-dir "$work/run" --metrics "$work/run.csv" \
-  >"$work/run-term.log" 2>&1 &
-pid=$!
-target=$((kills * steps / (kills + 1) + 40))
-for ((wait = 0; wait < 20000; wait++)); do
-  kill -0 $pid 2>/dev/null || break
-  (($(wc -l <"$work/run.csv" 2>/dev/null || echo 0) > target)) && break
-  sleep 0.001
-done
-kill -TERM $pid
-status=0
-wait $pid || status=$?
-echo "SIGTERM: exit status $status; $(grep interrupted "$work/run-term.log")"
 "${train[@]}" --resume --checkpoint-dir "$work/run" --metrics "$work/run.csv" >"$work/run-final.log"
 grep -h "resuming from" "$work"/run-*.log || true
 

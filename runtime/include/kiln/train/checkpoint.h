@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::train {
@@ -28,6 +29,10 @@ struct Checkpoint {
 void writeCheckpoint(const std::string &path, const std::vector<const rt::Tensor *> &tensors,
                      const std::map<std::string, std::string> &metadata);
 
+// Writes `bytes` to `path` the same way: a temporary file beside it (path + ".tmp"), fsync,
+// rename, fsync of the directory; on failure `path` is as it was.
+void writeFileAtomically(const std::string &path, std::string_view bytes);
+
 // Reads a checkpoint back, checking its structure and every member's CRC-32. Throws rt::Error
 // naming the file (and the member) for a torn, truncated or corrupt file.
 Checkpoint readCheckpoint(const std::string &path);
@@ -42,7 +47,8 @@ public:
   // Creates the directory (and parents) if missing, and removes temporary files that a killed
   // run left behind. Throws rt::Error when the directory cannot be made or written.
   void prepare();
-  // Writes ckpt-<step>.npz, then deletes all but the newest `keep`. Returns the path.
+  // Writes ckpt-<step>.npz, then deletes all but it and the `keep` - 1 newest before it
+  // (checkpoints of later steps, which a resume skipped, are left alone). Returns the path.
   std::string save(int64_t step, const std::vector<const rt::Tensor *> &tensors,
                    const std::map<std::string, std::string> &metadata);
   // The checkpoints present, newest (highest step) first.
