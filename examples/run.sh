@@ -9,7 +9,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 ./setup.sh
-cmake -S . -B build -G Ninja -DKILN_BUILD_TESTS=OFF >/dev/null
+# A fresh build leaves the tests out; an existing one keeps its setting (a
+# developer's build with tests must not be switched off under them).
+tests=(-DKILN_BUILD_TESTS=OFF)
+[[ -f build/CMakeCache.txt ]] && tests=()
+cmake -S . -B build -G Ninja "${tests[@]}" >/dev/null
 ninja -C build kilnc kiln-run
 
 model=${1:-examples/cnn/model.onnx}
