@@ -15,6 +15,8 @@ packages=(
   # kiln-train: gzip-compressed IDX data sets; the demo's data (Fashion-MNIST) and the
   # script that writes its model.
   zlib1g-dev dataset-fashion-mnist python3-numpy python3-onnx
+  # Collectives among data-parallel replicas (Gloo over TCP).
+  libgloo-dev
   # Unit tests; headless Chromium renders kilnc's HTML placement report.
   libgtest-dev chromium
   # lit runs on Python.

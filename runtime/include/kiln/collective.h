@@ -1,0 +1,46 @@
+// Collectives among the replicas of a data-parallel train step: every rank's buffer summed or
+// averaged in place. One small interface; Gloo (TCP, host buffers: CPU replicas in one process
+// or many, on one host or many) is its back end here, NCCL (GPUs) the next.
+#ifndef KILN_COLLECTIVE_H
+#define KILN_COLLECTIVE_H
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace kiln::rt {
+
+struct CollectiveConfig {
+  int rank = 0;
+  int size = 1;
+  // Where the ranks find each other: a directory every rank can read and write (Gloo's file
+  // store; on one host a temporary directory, across hosts a shared file system).
+  std::string rendezvous;
+  // Separates runs that share a rendezvous directory.
+  std::string runId = "kiln";
+  // The address this rank listens on for its peers.
+  std::string host = "127.0.0.1";
+  // How long connecting and each collective may wait for a peer before failing.
+  std::chrono::milliseconds timeout{10000};
+};
+
+class Collective {
+public:
+  virtual ~Collective();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Sums `count` floats over every rank in place, then divides by size() when `average`.
+  // Throws Error naming this rank and the peer that died or did not answer in time.
+  virtual void allReduce(float *data, std::size_t count, bool average) = 0;
+  // Returns once every rank has called it (or throws as allReduce does).
+  virtual void barrier() = 0;
+};
+
+// Connects this rank to every other through `config.rendezvous`, with Gloo over TCP. Throws
+// Error naming the rank, the rendezvous and the ranks that did not show up within the timeout.
+std::unique_ptr<Collective> connectGloo(const CollectiveConfig &config);
+
+} // namespace kiln::rt
+
+#endif // KILN_COLLECTIVE_H
