@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,13 +157,14 @@ void syncDirectory(const std::string &dir, const std::string &shownAs) {
   ::close(fd);
 }
 
-} // namespace
-
-void writeFileAtomically(const std::string &path, std::string_view bytes) {
+/// Writes `path` through `fill` into a temporary file beside it, synced and
+/// renamed into place, then syncs the directory. On failure the temporary
+/// file goes and whatever was at `path` stays as it was.
+void replaceAtomically(const std::string &path, const std::function<void(Output &)> &fill) {
   std::string temporary = path + ".tmp";
   try {
     Output out(temporary, path);
-    out.write(bytes.data(), bytes.size());
+    fill(out);
     out.close();
     if (::rename(temporary.c_str(), path.c_str()) != 0)
       throw Error(path + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
@@ -171,6 +173,12 @@ void writeFileAtomically(const std::string &path, std::string_view bytes) {
     throw;
   }
   syncDirectory(directoryOf(path), path);
+}
+
+} // namespace
+
+void writeFileAtomically(const std::string &path, std::string_view bytes) {
+  replaceAtomically(path, [&](Output &out) { out.write(bytes.data(), bytes.size()); });
 }
 
 const rt::Tensor *Checkpoint::find(const std::string &name) const {
@@ -223,9 +231,7 @@ void writeCheckpoint(const std::string &path, const std::vector<const rt::Tensor
   put32(end, static_cast<uint32_t>(offset));
   put16(end, 0);
 
-  std::string temporary = path + ".tmp";
-  try {
-    Output out(temporary, path);
+  replaceAtomically(path, [&](Output &out) {
     for (const Member &m : members) {
       out.write(localHeader(m));
       out.write(m.head);
@@ -234,14 +240,7 @@ void writeCheckpoint(const std::string &path, const std::vector<const rt::Tensor
     }
     out.write(central);
     out.write(end);
-    out.close();
-    if (::rename(temporary.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
-  } catch (...) {
-    ::unlink(temporary.c_str());
-    throw;
-  }
-  syncDirectory(directoryOf(path), path);
+  });
 }
 
 Checkpoint readCheckpoint(const std::string &path) {
