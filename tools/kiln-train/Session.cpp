@@ -317,7 +317,6 @@ int Session::run() {
   int64_t startStep = step_.step();
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
-  std::signal(SIGXFSZ, SIG_IGN); // a file-size limit is a write error, not a kill
 
   std::printf("kiln-train: %s: %lld examples, batch %lld, %lld steps per epoch; ",
               o.artifact.c_str(), static_cast<long long>(trainSet_.count()),

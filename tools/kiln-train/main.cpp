@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -196,6 +197,7 @@ Options parseOptions(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
+  std::signal(SIGXFSZ, SIG_IGN); // a file-size limit is a write error, not a kill
   try {
     return kiln::train::Session(options).run();
   } catch (const std::exception &e) {
