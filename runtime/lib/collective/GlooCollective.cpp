@@ -11,6 +11,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <sstream>
@@ -50,11 +51,13 @@ public:
       store_.set(processKey(config_.rank), std::vector<char>(process.begin(), process.end()));
     } catch (const std::exception &e) {
       std::string message = clean(e.what());
-      int peer = message.find("closed by peer") != std::string::npos ? deadRank() : -1;
+      std::string who = missingRanks(message);
+      if (who.empty() && message.find("closed by peer") != std::string::npos)
+        if (int peer = deadRank(); peer >= 0)
+          who = "rank " + std::to_string(peer) + " died";
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
                   " within " + std::to_string(config_.timeout.count()) + " ms" +
-                  (peer >= 0 ? " (rank " + std::to_string(peer) + " died)" : std::string()) +
-                  ": " + message);
+                  (who.empty() ? std::string() : " (" + who + ")") + ": " + message);
     }
   }
 
@@ -107,6 +110,23 @@ private:
         return message;
       message.erase(open, close + 2 - open);
     }
+  }
+
+  /// "rank 1, 3 did not join" from Gloo's rendezvous timeout, which lists
+  /// the store keys it waited for: "<run id>/<rank>"; "" for other errors.
+  std::string missingRanks(const std::string &message) const {
+    if (message.find("Wait timeout for key(s)") == std::string::npos)
+      return "";
+    std::string ranks, prefix = config_.runId + "/";
+    for (size_t at = message.find(prefix); at != std::string::npos;
+         at = message.find(prefix, at + prefix.size())) {
+      size_t begin = at + prefix.size(), end = begin;
+      while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end])))
+        ++end;
+      if (end > begin)
+        ranks += (ranks.empty() ? "" : ", ") + message.substr(begin, end - begin);
+    }
+    return ranks.empty() ? "" : "rank " + ranks + " did not join";
   }
 
   /// The rank that died: with two ranks the other one; else the one whose
