@@ -33,6 +33,13 @@ template <typename T, typename Bits> T fromBits(Bits bits) {
   return value;
 }
 
+template <typename Bits, typename T> Bits toBits(T value) {
+  static_assert(sizeof(T) == sizeof(Bits));
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
 // Reads the fields of one message. `kind` names the message in errors ("TensorProto",
 // "event"); `offset` is where `data` starts in the source, `sourceSize` the source's size.
 class WireReader {

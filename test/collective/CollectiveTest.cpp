@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -87,6 +88,27 @@ int averageAndCheck(Collective &collective, std::size_t count) {
   return 0;
 }
 
+// In a forked rank: 0 when an all-reduce fails with an Error holding every one of `expected`
+// (within `within`, if given), else a non-zero status, the message on stderr.
+int allReduceFails(Collective &collective, std::size_t count,
+                   const std::vector<std::string> &expected,
+                   std::optional<Clock::duration> within = std::nullopt) {
+  std::vector<float> data(count, 1.0f);
+  auto start = Clock::now();
+  try {
+    collective.allReduce(data.data(), data.size(), true);
+  } catch (const Error &e) {
+    std::string message = e.what();
+    for (const std::string &part : expected)
+      if (message.find(part) == std::string::npos) {
+        std::fprintf(stderr, "rank %d: unexpected message: %s\n", collective.rank(), message.c_str());
+        return 3;
+      }
+    return !within || Clock::now() - start < *within ? 0 : 3;
+  }
+  return 4;
+}
+
 TEST_F(CollectiveTest, AveragesAcrossProcesses) {
   for (int size : {2, 4}) {
     std::vector<int> statuses = forkRanks(size, [&](int rank) {
@@ -141,19 +163,8 @@ TEST_F(CollectiveTest, ADeadRankIsNamed) {
     if (rank == 1)
       _exit(0); // dies between steps
     std::this_thread::sleep_for(100ms);
-    std::vector<float> data(100, 1.0f);
-    auto start = Clock::now();
-    try {
-      collective->allReduce(data.data(), data.size(), true);
-    } catch (const Error &e) {
-      std::string message = e.what();
-      bool named = message.find("rank 0 of 2: all-reduce failed: rank 1 died or stopped answering") !=
-                   std::string::npos;
-      if (!named)
-        std::fprintf(stderr, "unexpected message: %s\n", message.c_str());
-      return named && Clock::now() - start < 3s ? 0 : 3;
-    }
-    return 4;
+    return allReduceFails(*collective, 100,
+                          {"rank 0 of 2: all-reduce failed: rank 1 died or stopped answering"}, 3s);
   });
   EXPECT_EQ(statuses, (std::vector<int>{0, 0}));
 }
@@ -165,20 +176,9 @@ TEST_F(CollectiveTest, ADeadRankIsNamedAmongThree) {
     if (rank == 2)
       _exit(0);
     std::this_thread::sleep_for(200ms); // rank 2 is gone and reaped
-    std::vector<float> data(1000, 1.0f);
-    try {
-      collective->allReduce(data.data(), data.size(), true);
-    } catch (const Error &e) {
-      std::string message = e.what();
-      // The ring may break at rank 2 or at the survivor that saw it first; either way the
-      // message names rank 2 when it can tell, and always this rank and the operation.
-      bool reported = message.find(" of 3: all-reduce failed") != std::string::npos;
-      bool named = message.find("rank 2 died") != std::string::npos;
-      if (!reported || !named)
-        std::fprintf(stderr, "rank %d: unexpected message: %s\n", rank, message.c_str());
-      return reported && named ? 0 : 3;
-    }
-    return 4;
+    // The ring may break at rank 2 or at the survivor that saw it first; either way the
+    // message names this rank's operation and rank 2.
+    return allReduceFails(*collective, 1000, {" of 3: all-reduce failed", "rank 2 died"});
   });
   EXPECT_EQ(statuses, (std::vector<int>{0, 0, 0}));
 }
@@ -190,19 +190,8 @@ TEST_F(CollectiveTest, AHungRankTimesOut) {
       std::this_thread::sleep_for(3s); // alive, but never joins the all-reduce
       return 0;
     }
-    std::vector<float> data(100, 1.0f);
-    auto start = Clock::now();
-    try {
-      collective->allReduce(data.data(), data.size(), true);
-    } catch (const Error &e) {
-      std::string message = e.what();
-      bool reported = message.find("rank 0 of 2: all-reduce failed") != std::string::npos &&
-                      message.find("timeout 500 ms") != std::string::npos;
-      if (!reported)
-        std::fprintf(stderr, "unexpected message: %s\n", message.c_str());
-      return reported && Clock::now() - start < 2s ? 0 : 3;
-    }
-    return 4;
+    return allReduceFails(*collective, 100, {"rank 0 of 2: all-reduce failed", "timeout 500 ms"},
+                          2s);
   });
   EXPECT_EQ(statuses, (std::vector<int>{0, 0}));
 }

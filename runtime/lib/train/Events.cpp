@@ -78,13 +78,6 @@ uint64_t loadLittleEndian(const unsigned char *in, int bytes) {
   return value;
 }
 
-template <typename Bits, typename T> Bits toBits(T value) {
-  static_assert(sizeof(T) == sizeof(Bits));
-  Bits bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
 //===----------------------------------------------------------------------===//
 // Encoding
 //===----------------------------------------------------------------------===//
