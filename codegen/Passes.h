@@ -43,6 +43,11 @@ struct CPUPipelineOptions {
 /// every dialect to LLVM with the bare-pointer calling convention.
 void buildCPULoweringPipeline(mlir::OpPassManager &pm, const CPUPipelineOptions &options = {});
 
+/// Lets one-shot bufferization turn the kiln collectives of data-parallel
+/// steps (all_reduce_start, all_reduce_wait, world_size) into calls of the
+/// runtime hooks that CPU artifacts link (runtime/kernels/Collective.c).
+void registerCollectiveBufferization(mlir::DialectRegistry &registry);
+
 /// Registers the `kiln-cpu-lowering` pipeline for kiln-opt.
 void registerCodegenPipelines();
 

@@ -496,6 +496,15 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   if (failed(partitions))
     return kExitError;
   std::optional<PartitionPlan> &plan = *partitions;
+  if (plan || !targets.cuda.empty() || !targets.cpu) {
+    WalkResult collective = module->walk([](AllReduceStartOp op) {
+      op.emitError("a data-parallel train step compiles for the CPU alone for now (--target=cpu, "
+                   "no placement): GPU replicas need the NCCL back end");
+      return WalkResult::interrupt();
+    });
+    if (collective.wasInterrupted())
+      return kExitError;
+  }
   // A train step's @eval and @init are CPU entries of their own; GPU and
   // partitioned artifacts carry the step alone for now.
   if (plan || !targets.cuda.empty() || !targets.cpu)
@@ -596,7 +605,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       return kExitUsage;
     CPUPipelineOptions cpu = options.cpu;
     cpu.vectorLdexp = hasVectorLdexp(**machine);
-    cpu.constantB = cpu.gemmLibrary == "onednn" && !cpuKernelsArchive().empty();
+    cpu.constantB = cpu.gemmLibrary == "onednn" && KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
     buildLoweringPipeline(lowering, phase, cpu);
     if (failed(lowering.run(*module)))
       return kExitError;

@@ -48,6 +48,14 @@ mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptio
   pm.addNestedPass<mlir::func::FuncOp>(createKilnDecomposePass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
+  if (options.trainStep) {
+    // Once the step's ops are in their final order, before fusion: the
+    // slices out of a bucket fuse into the optimizer's kernels.
+    KilnBucketAllReducePassOptions buckets;
+    buckets.firstBucketBytes = options.firstBucketBytes;
+    buckets.bucketBytes = options.bucketBytes;
+    pm.addNestedPass<mlir::func::FuncOp>(createKilnBucketAllReducePass(buckets));
+  }
   KilnFusePassOptions fuse;
   fuse.report = options.fusionReport;
   if (!options.fusion && options.fuseOneOpEach)

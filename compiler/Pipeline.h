@@ -37,6 +37,9 @@ struct GraphOptions {
   /// Build a train step (kiln-train-step) first, with these pass options
   /// ("optimizer=adam learning-rate=0.001 ..."); none: compile for inference.
   std::optional<std::string> trainStep;
+  /// Caps on a data-parallel step's all-reduce buckets (kiln-bucket-all-reduce).
+  int64_t firstBucketBytes = 1 << 20;
+  int64_t bucketBytes = 25 << 20;
   /// Place ops on devices and split the graph into one program per device
   /// (kiln-place, kiln-partition, kiln-form-stages).
   std::optional<PlacementOptions> placement;

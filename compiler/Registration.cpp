@@ -19,6 +19,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+  registerCollectiveBufferization(registry);
 }
 
 void registerKilnPasses() {

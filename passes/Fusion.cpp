@@ -154,7 +154,9 @@ struct KilnFusePass : impl::KilnFusePassBase<KilnFusePass> {
 private:
   bool isFusible(Operation *op) const {
     return op && isa<KilnDialect>(op->getDialect()) &&
-           !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1;
+           !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1 &&
+           // Collectives are calls into the runtime, not kernels.
+           !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp>(op);
   }
 
   bool isClonedConstant(Value value) const {

@@ -364,6 +364,13 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
             tensor<4x3xf32> {kiln.name = "w", kiln.state = "parameter"},
             tensor<i64> {kiln.name = "step", kiln.state = "step"})
     ```
+    With `data-parallel`, every replica runs this step on its own shard of
+    the batch: the loss and each gradient are summed over the replicas
+    (`kiln.all_reduce`) and divided by their number (`kiln.world_size`, a
+    run-time value, so one artifact runs on any number of replicas) before
+    clipping and the update, which makes N replicas of batch B one step of
+    batch N * B. `kiln-bucket-all-reduce` then groups the sums into buckets.
+
     Errors name the option or the output: an unknown optimizer, schedule or
     loss, a hyperparameter out of range, an output that does not exist or
     has the wrong shape for the loss, labels of the wrong type, an op on the
@@ -413,9 +420,57 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
            "Keep an exponential moving average of the weights (0: none)">,
     Option<"gradientOutputs", "gradient-outputs", "bool", /*default=*/"false",
            "Also return each weight's gradient (after clipping) as gradient/<name>">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "Sum the loss and each gradient over the replicas (kiln.all_reduce) and "
+           "divide by the world size, known at run time, before clipping and the update">,
     Option<"entries", "entries", "bool", /*default=*/"true",
            "Also build @eval (the forward function on the state) and @init (the "
            "initial state)">
+  ];
+}
+
+def KilnBucketAllReducePass : Pass<"kiln-bucket-all-reduce", "mlir::func::FuncOp"> {
+  let summary = "Groups a data-parallel step's all-reduces into buckets that overlap the backward pass";
+  let description = [{
+    Replaces the `kiln.all_reduce` ops of a function with buckets: the
+    tensors, in the order their values are computed (the backward pass
+    yields the last layer's gradients first), are flattened and joined into
+    one f32 buffer per bucket, `kiln.all_reduce_start` is placed right after
+    the bucket's last tensor is computed and `kiln.all_reduce_wait` right
+    before the first use of any of its sums, and each sum is sliced back out.
+    Communication of one bucket thus overlaps everything computed between its
+    start and its wait: the rest of the backward pass, for all but the last
+    bucket.
+
+    The first bucket is capped at `first-bucket-bytes` so that it starts
+    early; the others at `bucket-bytes` (PyTorch DDP's defaults: 1 MiB and
+    25 MiB). A tensor larger than the cap is a bucket of its own. A bucket
+    also closes where adding the next tensor would make it wait for a value
+    that one of its sums is already needed for.
+
+    Before:
+    ```mlir
+    %s1 = kiln.all_reduce %g1 : tensor<10xf32>
+    %s2 = kiln.all_reduce %g2 : tensor<4x10xf32>
+    ```
+    After (one bucket):
+    ```mlir
+    %f1 = kiln.reshape %g1 : tensor<10xf32> -> tensor<10xf32>
+    %f2 = kiln.reshape %g2 : tensor<4x10xf32> -> tensor<40xf32>
+    %b = kiln.concat %f1, %f2 {axis = 0 : i64} : (tensor<10xf32>, tensor<40xf32>) -> tensor<50xf32>
+    %t = kiln.all_reduce_start %b {bucket = 0 : i64} : tensor<50xf32>
+    ...
+    %r = kiln.all_reduce_wait %t {bucket = 0 : i64} : tensor<50xf32>
+    %s1 = kiln.slice %r {start = array<i64: 0>, step = array<i64: 1>} : tensor<50xf32> -> tensor<10xf32>
+    ```
+    Only f32 tensors are bucketed; an all-reduce of another type is an
+    error naming it.
+  }];
+  let options = [
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t", /*default=*/"1 << 20",
+           "Cap on the first bucket, in bytes">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
+           "Cap on every later bucket, in bytes">
   ];
 }
 

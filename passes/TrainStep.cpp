@@ -482,6 +482,16 @@ void KilnTrainStepPass::runOnOperation() {
   if (failed(grads))
     return signalPassFailure();
 
+  if (dataParallel) {
+    // Each replica's loss is the mean over its shard; their mean over the
+    // replicas is the mean over the whole batch, and so are the gradients.
+    Value inverse = e.div(e.f32(1.0), WorldSizeOp::create(b, loc, RankedTensorType::get({}, b.getF32Type())));
+    auto average = [&](Value x) { return e.mul(AllReduceOp::create(b, loc, x), e.castLike(inverse, x)); };
+    for (Value &g : *grads)
+      g = average(g);
+    objective = average(objective);
+  }
+
   Value stepF32 = CastOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()), step);
   Value lr = scheduledRate(e, stepF32);
 

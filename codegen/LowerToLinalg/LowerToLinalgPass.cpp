@@ -32,6 +32,8 @@ struct KilnLowerToLinalgPass
     target.addIllegalDialect<KilnDialect>();
     // Fusions stay; their bodies are lowered like any other ops.
     target.addLegalOp<FusionOp, YieldOp>();
+    // Collectives become runtime calls at bufferization.
+    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();

@@ -750,3 +750,22 @@ LogicalResult SendOp::verify() {
 LogicalResult RecvOp::verify() {
   return verifyTransfer(*this, getSendDevice(), getRecvDevice());
 }
+
+LogicalResult AllReduceStartOp::verify() {
+  for (Operation *user : getOutput().getUsers()) {
+    auto wait = dyn_cast<AllReduceWaitOp>(user);
+    if (!wait || wait.getBucket() != getBucket())
+      return emitOpError() << "bucket " << getBucket()
+                           << " in flight may only be read by the all_reduce_wait of bucket "
+                           << getBucket();
+  }
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  auto start = getInput().getDefiningOp<AllReduceStartOp>();
+  if (!start || start.getBucket() != getBucket())
+    return emitOpError() << "waits for bucket " << getBucket()
+                         << ", which needs the all_reduce_start of that bucket as its input";
+  return success();
+}

@@ -780,4 +780,83 @@ def Kiln_RecvOp : Kiln_Op<"recv", [MemoryEffects<[MemRead]>]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives among data-parallel replicas
+//===----------------------------------------------------------------------===//
+
+// Collectives talk to the other replicas: they are never removed, merged,
+// hoisted or reordered with each other.
+class Kiln_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, !listconcat([MemoryEffects<[MemRead, MemWrite]>], traits)>;
+
+def Kiln_AllReduceOp : Kiln_CollectiveOp<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "Sums a tensor over the replicas of a data-parallel step";
+  let description = [{
+    Every replica runs the same step on its own shard of the batch; the
+    result, on each replica, is the elementwise sum of `input` over all of
+    them. `kiln-train-step` with `data-parallel` sums each gradient (and the
+    loss) this way; `kiln-bucket-all-reduce` then groups them into buckets of
+    `kiln.all_reduce_start` and `kiln.all_reduce_wait`, which is the form
+    code generation takes.
+
+    ```mlir
+    %sum = kiln.all_reduce %grad : tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+}
+
+def Kiln_AllReduceStartOp : Kiln_CollectiveOp<"all_reduce_start", [SameOperandsAndResultType]> {
+  let summary = "Starts summing a bucket over the replicas";
+  let description = [{
+    Hands the flat `input` to the run time, which sums it over the replicas
+    in place while the step goes on; the result is the bucket in flight,
+    which only the `kiln.all_reduce_wait` of the same `bucket` may read.
+    Every replica starts its buckets in the same order (they run the same
+    code), which is the order the run time reduces them in. A step without
+    replicas (world size 1) leaves the bucket as it is.
+
+    ```mlir
+    %flight = kiln.all_reduce_start %flat {bucket = 0 : i64} : tensor<650xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[F32]>:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket);
+  let results = (outs 1DTensorOf<[F32]>:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_AllReduceWaitOp : Kiln_CollectiveOp<"all_reduce_wait", [SameOperandsAndResultType]> {
+  let summary = "Waits for a bucket's sum over the replicas";
+  let description = [{
+    `input` is the result of the `kiln.all_reduce_start` of the same
+    `bucket`; the result is the bucket summed over the replicas.
+
+    ```mlir
+    %sum = kiln.all_reduce_wait %flight {bucket = 0 : i64} : tensor<650xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[F32]>:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$bucket);
+  let results = (outs 1DTensorOf<[F32]>:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_WorldSizeOp : Kiln_CollectiveOp<"world_size"> {
+  let summary = "The number of replicas running the step, known at run time";
+  let description = [{
+    The world size the run time set for this step (1 without replicas), as
+    an f32 scalar: a data-parallel step scales its summed gradients by its
+    inverse, so one artifact runs on any number of replicas.
+
+    ```mlir
+    %n = kiln.world_size : tensor<f32>
+    ```
+  }];
+  let results = (outs 0DTensorOf<[F32]>:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+}
+
 #endif // KILN_OPS_TD

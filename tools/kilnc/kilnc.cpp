@@ -55,7 +55,32 @@ const TrainFlag kTrainFlags[] = {
     {"gradient-outputs", "bool",
      "Also return each weight's gradient as the output gradient/<name> (kiln-train writes "
      "their histograms to TensorBoard; default false)"},
+    {"data-parallel", "bool",
+     "Average the loss and the gradients over data-parallel replicas before the update "
+     "(kiln-train --devices, kiln-launch); the number of replicas is set at run time"},
+    {"bucket-cap-mb", "x",
+     "data-parallel: gradients are summed in buckets of at most x MiB (default 25)"},
+    {"first-bucket-cap-mb", "x",
+     "data-parallel: the first bucket, which starts while the backward pass runs, holds at "
+     "most x MiB (default 1)"},
 };
+
+/// Bucket caps are options of kiln-bucket-all-reduce rather than of the
+/// train step: moves them from `values` into `graph`. Returns an error message or "".
+std::string takeBucketCaps(std::map<std::string, std::string> &values, kiln::GraphOptions &graph) {
+  for (auto [key, bytes] : {std::pair{"bucket-cap-mb", &graph.bucketBytes},
+                            std::pair{"first-bucket-cap-mb", &graph.firstBucketBytes}}) {
+    auto it = values.find(key);
+    if (it == values.end())
+      continue;
+    double mib;
+    if (llvm::StringRef(it->second).getAsDouble(mib) || !(mib > 0) || mib > 1 << 20)
+      return std::string("--") + key + ": expected a positive number of MiB, got '" + it->second + "'";
+    *bytes = std::max<int64_t>(4, static_cast<int64_t>(mib * (1 << 20)));
+    values.erase(it);
+  }
+  return "";
+}
 
 /// Reads `key = value` lines ('#' comments) of a training config file into
 /// `values`; returns an error message or "".
@@ -313,6 +338,10 @@ int main(int argc, char **argv) {
       trainValues[flag.name] = *value;
   if (!train && (!trainValues.empty() || !trainConfig.empty())) {
     llvm::errs() << "kilnc: error: training options need --train\n";
+    return kiln::kExitUsage;
+  }
+  if (std::string error = takeBucketCaps(trainValues, options.graph); !error.empty()) {
+    llvm::errs() << "kilnc: error: " << error << "\n";
     return kiln::kExitUsage;
   }
   if (train) {

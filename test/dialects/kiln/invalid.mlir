@@ -285,3 +285,28 @@ func.func @dropout_counter(%x: tensor<4xf32>, %c: tensor<2xi64>) -> tensor<4xf32
   %y = kiln.dropout %x, %c {ratio = 0.5 : f32} : (tensor<4xf32>, tensor<2xi64>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @all_reduce_wait_without_start(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.all_reduce_wait' op waits for bucket 0, which needs the all_reduce_start of that bucket as its input}}
+  %y = kiln.all_reduce_wait %x {bucket = 0 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_bucket_in_flight_read(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.all_reduce_start' op bucket 1 in flight may only be read by the all_reduce_wait of bucket 1}}
+  %t = kiln.all_reduce_start %x {bucket = 1 : i64} : tensor<4xf32>
+  %y = kiln.neg %t : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @all_reduce_start_rank(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{operand #0 must be 1D tensor of 32-bit float values}}
+  %t = kiln.all_reduce_start %x {bucket = 0 : i64} : tensor<2x2xf32>
+  return %t : tensor<2x2xf32>
+}
