@@ -1,5 +1,6 @@
 // The runtime C ABI: artifact validation (ELF checks before dlopen), loading, signature, running.
 #include "kiln/runtime.h"
+#include "kiln/collective_abi.h"
 
 #include "ArtifactInternal.h"
 #include "Partitioned.h"
@@ -700,6 +701,24 @@ kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, c
   // CPU artifacts accept it too, so callers can set it without knowing the device.
   if (artifact->gpu)
     artifact->gpu->setCudaGraph(setting == "on");
+  return KILN_OK;
+}
+
+int kiln_artifact_has_collectives(const kiln_artifact *artifact) {
+  return artifact && artifact->library && !artifact->gpu && !artifact->partitioned &&
+         dlsym(artifact->library, KILN_COLLECTIVE_HOOKS_SYMBOL) != nullptr;
+}
+
+kiln_status kiln_artifact_set_collective(kiln_artifact *artifact, const kiln_collective_hooks *hooks) {
+  if (!artifact)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_set_collective: artifact must not be NULL");
+  if (!kiln_artifact_has_collectives(artifact))
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": not a data-parallel train step (compile it with kilnc --train "
+                                 "--data-parallel=true)");
+  auto *table = static_cast<kiln_collective_hooks *>(dlsym(artifact->library, KILN_COLLECTIVE_HOOKS_SYMBOL));
+  std::lock_guard<std::mutex> lock(*artifact->runMutex);
+  *table = hooks ? *hooks : kiln_collective_hooks{};
   return KILN_OK;
 }
 

@@ -84,6 +84,13 @@ void Artifact::setOption(const std::string &key, const std::string &value) {
     throw Error(kiln_last_error());
 }
 
+bool Artifact::hasCollectives() const { return kiln_artifact_has_collectives(handle_) != 0; }
+
+void Artifact::setCollective(const kiln_collective_hooks *hooks) {
+  if (kiln_artifact_set_collective(handle_, hooks) != KILN_OK)
+    throw Error(kiln_last_error());
+}
+
 std::vector<Tensor> Artifact::allocateOutputs() const {
   std::vector<Tensor> tensors;
   tensors.reserve(outputs_.size());

@@ -20,6 +20,10 @@ struct Options {
   std::string predictions;
   bool resume = false;
   long threads = 0;
+  // Data-parallel replicas in this process ("cpu:0,cpu:1"), and how long a collective waits for
+  // a peer before the run stops.
+  std::string devices;
+  double timeout = 10;
 };
 
 } // namespace kiln::train

@@ -150,15 +150,23 @@ private:
 
 /// The artifact on the CPU, with --threads in OMP_NUM_THREADS first: the
 /// OpenMP runtime reads it when the artifact loads it.
-static rt::Artifact openArtifact(const Options &o) {
+/// Replicas sharing a process share its cores: each gets its part unless
+/// --threads says otherwise.
+static rt::Artifact openArtifact(const Options &o, const World &world) {
   if (o.threads > 0)
     setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  else if (world.local > 1 && !std::getenv("OMP_NUM_THREADS"))
+    setenv("OMP_NUM_THREADS",
+           std::to_string(std::max(1u, std::thread::hardware_concurrency() / world.local)).c_str(), 1);
   return rt::Artifact::open(o.artifact, "cpu");
 }
 
 Session::Session(const Options &o)
-    : options_(o), step_(openArtifact(o), o.labels),
-      progress_(o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO))) {
+    : options_(o), world_(World::fromEnvironment(o.devices, o.timeout)),
+      step_(openArtifact(o, world_), o.labels),
+      progress_(world_.leader() &&
+                (o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO)))) {
+  replicas_ = std::make_unique<Replicas>(world_, step_, o.artifact, o.labels);
   useEma_ = o.evalWeights.empty() ? step_.hasEma() : o.evalWeights == "ema";
   if (useEma_ && !step_.hasEma())
     throw Error(o.artifact + ": --eval-weights=ema, but the train step keeps no moving average "
@@ -167,10 +175,14 @@ Session::Session(const Options &o)
   if (!o.testData.empty())
     testSet_ = loadDataset(o.testData, o.testLabels, step_, o.scale);
   batch_ = step_.batchSize();
-  perEpoch_ = trainSet_.count() / batch_;
+  globalBatch_ = batch_ * world_.size();
+  perEpoch_ = trainSet_.count() / globalBatch_;
   if (perEpoch_ == 0)
     throw Error(o.trainData + ": " + std::to_string(trainSet_.count()) +
-                " examples, fewer than one batch of " + std::to_string(batch_));
+                " examples, fewer than one batch of " + std::to_string(globalBatch_) +
+                (world_.size() > 1 ? " (" + std::to_string(world_.size()) + " replicas of " +
+                                         std::to_string(batch_) + ")"
+                                   : std::string()));
   if (o.epochs > INT64_MAX / perEpoch_)
     throw Error("--epochs " + std::to_string(o.epochs) + ": too many steps to count");
   total_ = o.epochs > 0 ? o.epochs * perEpoch_ : o.steps >= 0 ? o.steps : perEpoch_;
@@ -182,15 +194,18 @@ Session::Session(const Options &o)
               {"batch", std::to_string(batch_)},
               {"examples", std::to_string(trainSet_.count())},
               {"artifact", step_.artifact().name()},
+              {"replicas", std::to_string(world_.size())},
               {"threads", threads ? threads
                                   : std::to_string(std::max(1u, std::thread::hardware_concurrency()))}};
 
-  step_.initialize();
+  replicas_->initialize();
   if (!o.checkpointDir.empty())
     resume();
   int64_t startStep = step_.step();
   if (startStep < 0)
     throw Error(o.artifact + ": the step counter is negative (" + std::to_string(startStep) + ")");
+  if (!world_.leader()) // the leader writes the logs and checkpoints
+    return;
   if (!o.logdir.empty()) {
     events_ = std::make_unique<EventWriter>(EventWriter::create(o.logdir));
     if (resumed_) // TensorBoard drops what an earlier run logged past this step
@@ -207,7 +222,8 @@ Session::~Session() = default;
 void Session::resume() {
   const Options &o = options_;
   checkpoints_.emplace(o.checkpointDir, static_cast<int>(o.keep));
-  checkpoints_->prepare();
+  if (world_.leader())
+    checkpoints_->prepare();
   auto present = checkpoints_->list();
   if (!o.resume && !present.empty())
     throw Error(o.checkpointDir + ": holds checkpoints (newest " + present.front().second +
@@ -219,16 +235,25 @@ void Session::resume() {
         if (saved.metadata.count(key) && saved.metadata[key] != runInfo_[key])
           throw Error(path + ": was written with " + key + " " + saved.metadata[key] +
                       ", this run has " + runInfo_[key] + "; resuming would not replay the run");
-      if (saved.metadata.count("threads") && saved.metadata["threads"] != runInfo_["threads"])
+      if (saved.metadata.count("replicas") && saved.metadata["replicas"] != runInfo_["replicas"] &&
+          world_.leader())
+        std::fprintf(stderr,
+                     "kiln-train: warning: %s was written by %s replicas, this run has %s: from "
+                     "here on the batches hold %lld examples, and the order they come in differs "
+                     "from the run that wrote it\n",
+                     path.c_str(), saved.metadata["replicas"].c_str(), runInfo_["replicas"].c_str(),
+                     static_cast<long long>(globalBatch_));
+      else if (saved.metadata.count("threads") && saved.metadata["threads"] != runInfo_["threads"])
         std::fprintf(stderr,
                      "kiln-train: warning: %s was written with %s threads, this run has %s; "
                      "the losses may differ in the last bits from a run never stopped\n",
                      path.c_str(), saved.metadata["threads"].c_str(), runInfo_["threads"].c_str());
-      step_.restore(saved, path);
+      replicas_->restore(saved, path);
       lastCheckpoint_ = path;
       resumed_ = true;
-      std::printf("kiln-train: resuming from %s (step %lld)\n", path.c_str(),
-                  static_cast<long long>(step_.step()));
+      if (world_.leader())
+        std::printf("kiln-train: resuming from %s (step %lld)\n", path.c_str(),
+                    static_cast<long long>(step_.step()));
       return;
     } catch (const std::bad_alloc &) {
       std::fprintf(stderr, "kiln-train: warning: skipping %s: too large to read\n", path.c_str());
@@ -242,7 +267,7 @@ void Session::resume() {
 }
 
 void Session::saveCheckpoint(int64_t at) {
-  if (!checkpoints_)
+  if (!checkpoints_ || !world_.leader())
     return;
   // A diverged state is never saved over good checkpoints.
   auto finite = [](const Tensor &t, int64_t i) {
@@ -261,7 +286,7 @@ void Session::saveCheckpoint(int64_t at) {
 }
 
 void Session::evaluate(int64_t at, bool last) {
-  if (!testSet_ || step_.classes() == 0)
+  if (!testSet_ || step_.classes() == 0 || !world_.leader())
     return;
   std::vector<int64_t> predictions;
   Tensor input(step_.dataSpec().dtype, step_.dataSpec().dims);
@@ -313,20 +338,26 @@ void Session::writeHistograms(int64_t at) {
 
 int Session::run() {
   const Options &o = options_;
-  const int64_t batch = batch_, perEpoch = perEpoch_, total = total_;
+  // `batch`: the examples one update learns from, over every replica.
+  const int64_t batch = globalBatch_, perEpoch = perEpoch_, total = total_;
+  const bool leader = world_.leader();
   int64_t startStep = step_.step();
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 
-  std::printf("kiln-train: %s: %lld examples, batch %lld, %lld steps per epoch; ",
-              o.artifact.c_str(), static_cast<long long>(trainSet_.count()),
-              static_cast<long long>(batch), static_cast<long long>(perEpoch));
-  if (startStep < total)
-    std::printf("steps %lld to %lld\n", static_cast<long long>(startStep + 1),
-                static_cast<long long>(total));
-  else
-    std::printf("nothing to train (the step counter is %lld)\n", static_cast<long long>(startStep));
-  std::fflush(stdout);
+  if (leader) {
+    std::printf("kiln-train: %s: %lld examples, batch %lld", o.artifact.c_str(),
+                static_cast<long long>(trainSet_.count()), static_cast<long long>(batch));
+    if (world_.size() > 1)
+      std::printf(" (%d replicas of %lld)", world_.size(), static_cast<long long>(batch_));
+    std::printf(", %lld steps per epoch; ", static_cast<long long>(perEpoch));
+    if (startStep < total)
+      std::printf("steps %lld to %lld\n", static_cast<long long>(startStep + 1),
+                  static_cast<long long>(total));
+    else
+      std::printf("nothing to train (the step counter is %lld)\n", static_cast<long long>(startStep));
+    std::fflush(stdout);
+  }
 
   std::vector<int64_t> order;
   int64_t orderEpoch = -1;
@@ -340,11 +371,22 @@ int Session::run() {
       order = epochOrder(trainSet_.count(), o.seed, epoch);
       orderEpoch = epoch;
     }
-    const int64_t *rows = order.data() + (s % perEpoch) * batch;
-    gatherRows(trainSet_.examples, rows, batch, step_.data());
-    gatherRows(trainSet_.labels, rows, batch, step_.labels());
+    // Replica r of the world takes rows [r * batch_, (r + 1) * batch_) of the step's batch.
+    for (int i = 0; i < replicas_->count(); ++i) {
+      const int64_t *rows = order.data() + (s % perEpoch) * batch + (world_.firstRank() + i) * batch_;
+      TrainStep &replica = replicas_->step(i);
+      gatherRows(trainSet_.examples, rows, batch_, replica.data());
+      gatherRows(trainSet_.labels, rows, batch_, replica.labels());
+    }
     double t0 = now();
-    loss = step_.run();
+    try {
+      loss = replicas_->run();
+    } catch (const Error &e) {
+      progress_.clear();
+      throw Error(std::string(e.what()) + "; stopping at step " + std::to_string(s + 1) +
+                  " (last step completed: " + std::to_string(s) + ", last checkpoint: " +
+                  lastCheckpoint_ + ")");
+    }
     stepSeconds += now() - t0;
     int64_t at = step_.step();
     if (!std::isfinite(loss)) {
@@ -353,14 +395,14 @@ int Session::run() {
                   "; stopping (last checkpoint: " + lastCheckpoint_ +
                   "; try a smaller learning rate or --clip-norm)");
     }
-    double accuracy = std::nan("");
+    double accuracy = std::nan(""); // of the first replica's shard
     if (const Tensor *logits = step_.logits())
-      accuracy = static_cast<double>(score(*logits, step_.labels(), batch).correct) / batch;
+      accuracy = static_cast<double>(score(*logits, step_.labels(), batch_).correct) / batch_;
     if (metrics_)
       metrics_->row(at, epoch, loss, accuracy, step_.learningRate());
     ++windowSteps;
     ++done;
-    if (at % o.printEvery == 0 || at == total) {
+    if (leader && (at % o.printEvery == 0 || at == total)) {
       double elapsed = now() - windowStart;
       double perStep = elapsed / windowSteps;
       double eta = (now() - runStart) / done * (total - at);
@@ -393,8 +435,12 @@ int Session::run() {
   if (gStop) {
     saveCheckpoint(at);
     std::printf("kiln-train: interrupted at step %lld%s\n", static_cast<long long>(at),
-                checkpoints_ ? (", saved " + lastCheckpoint_).c_str() : "");
+                checkpoints_ && leader ? (", saved " + lastCheckpoint_).c_str() : "");
     return 130;
+  }
+  if (!leader) {
+    std::printf("kiln-train: rank %d: %lld steps\n", world_.firstRank(), static_cast<long long>(done));
+    return 0;
   }
   if (done > 0) {
     evaluate(at, true);
@@ -412,6 +458,8 @@ int Session::run() {
               static_cast<long long>(done), formatDuration(seconds).c_str(),
               done ? done * batch / seconds : 0.0, seconds > 0 ? 100 * stepSeconds / seconds : 0.0,
               checkpoints_ && done ? ("; checkpoint " + lastCheckpoint_).c_str() : "");
+  if (std::string overlap = replicas_->overlapSummary(); !overlap.empty())
+    std::printf("kiln-train: %s\n", overlap.c_str());
   if (!o.exportPath.empty()) {
     int n = exportOnnx(o.model, o.exportPath, step_.parameters(useEma_));
     std::printf("kiln-train: exported %d trained tensors%s into %s\n", n,

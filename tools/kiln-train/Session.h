@@ -3,6 +3,8 @@
 // A training run: the train step and its data, the state restored from the
 // newest valid checkpoint (or the init entry), and the outputs a run writes
 // (progress, metrics, TensorBoard events, checkpoints, the exported model).
+// In a data-parallel world every process runs a Session over its replicas;
+// the leader (process 0) writes the outputs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_TOOLS_KILN_TRAIN_SESSION_H
@@ -10,6 +12,7 @@
 
 #include "Options.h"
 #include "Progress.h"
+#include "Replicas.h"
 #include "TrainStep.h"
 
 #include "kiln/train/checkpoint.h"
@@ -45,11 +48,13 @@ private:
   void writeHistograms(int64_t at);
 
   const Options &options_;
+  World world_;
   TrainStep step_;
+  std::unique_ptr<Replicas> replicas_;
   bool useEma_;
   Dataset trainSet_;
   std::optional<Dataset> testSet_;
-  int64_t batch_, perEpoch_, total_;
+  int64_t batch_, globalBatch_, perEpoch_, total_;
   std::map<std::string, std::string> runInfo_; // written into every checkpoint
   std::optional<CheckpointDir> checkpoints_;
   std::string lastCheckpoint_ = "none";

@@ -77,8 +77,20 @@ Export:
                            normalizations' running statistics) into a copy of --model
   --model FILE             the ONNX model the artifact was compiled from
 
+Data-parallel training (a step compiled with kilnc --train --data-parallel=true):
+  --devices LIST           replicas in this process, e.g. cpu:0,cpu:1: each runs the step on
+                           its shard of every batch (the artifact's batch size each), on a
+                           thread and a copy of the artifact of its own; the gradients are
+                           averaged over every replica by the step itself (Gloo)
+  --timeout SECONDS        how long a replica waits for a peer before the run stops with the
+                           peer's rank (default 10)
+  Processes started by kiln-launch (or given KILN_RANK, KILN_WORLD_SIZE and KILN_RENDEZVOUS,
+  a directory every process reaches) form one world; process 0 prints, evaluates and writes
+  the checkpoints, logs and export. A checkpoint resumes at any number of replicas.
+
 Other:
-  --threads N              threads the artifact's kernels may use (OMP_NUM_THREADS)
+  --threads N              threads the artifact's kernels may use (OMP_NUM_THREADS; default:
+                           every core, shared out among the replicas of --devices)
   -h, --help               this text
 
 Exit status: 0 when training ended, 1 on an error (bad data, a NaN loss, a checkpoint that
@@ -136,7 +148,8 @@ Options parseOptions(int argc, char **argv) {
         {"--eval-weights", &o.evalWeights}, {"--progress", &o.progress},
         {"--logdir", &o.logdir},         {"--metrics", &o.metrics},
         {"--checkpoint-dir", &o.checkpointDir}, {"--export", &o.exportPath},
-        {"--model", &o.model},         {"--predictions", &o.predictions}};
+        {"--model", &o.model},         {"--predictions", &o.predictions},
+        {"--devices", &o.devices}};
     std::map<std::string, std::pair<int64_t *, int64_t>> counts = {
         {"--steps", {&o.steps, 0}},           {"--epochs", {&o.epochs, 1}},
         {"--eval-every", {&o.evalEvery, 0}},  {"--print-every", {&o.printEvery, 1}},
@@ -152,6 +165,12 @@ Options parseOptions(int argc, char **argv) {
       o.seed = static_cast<uint64_t>(parseCount(name, v, 0));
     } else if (name == "--threads") {
       o.threads = static_cast<long>(parseCount(name, v, 1));
+    } else if (name == "--timeout") {
+      char *end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(x > 0) || x > 86400)
+        usageError("--timeout: expected seconds in (0, 86400], got '" + v + "'");
+      o.timeout = x;
     } else if (name == "--scale") {
       char *end = nullptr;
       double x = std::strtod(v.c_str(), &end);

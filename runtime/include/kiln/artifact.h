@@ -53,6 +53,11 @@ public:
   const std::vector<TensorSpec> &outputs() const { return outputs_; }
   kiln_artifact *handle() { return handle_; }
 
+  // Data-parallel train steps: whether the artifact sums gradients over replicas, and the hooks
+  // it does that through (kiln_artifact_set_collective; nullptr: one replica).
+  bool hasCollectives() const;
+  void setCollective(const kiln_collective_hooks *hooks);
+
   // Zero-filled tensors shaped like each output, named after it.
   std::vector<Tensor> allocateOutputs() const;
 

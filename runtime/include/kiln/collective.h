@@ -4,7 +4,10 @@
 #ifndef KILN_COLLECTIVE_H
 #define KILN_COLLECTIVE_H
 
+#include "kiln/collective_abi.h"
+
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -40,6 +43,36 @@ public:
 // Connects this rank to every other through `config.rendezvous`, with Gloo over TCP. Throws
 // Error naming the rank, the rendezvous and the ranks that did not show up within the timeout.
 std::unique_ptr<Collective> connectGloo(const CollectiveConfig &config);
+
+// Sums the buckets of a data-parallel train step (kiln/collective_abi.h) over the ranks of
+// `collective`, on a thread of its own: a bucket travels while the step computes on, and the step
+// waits only for what has not arrived by the time it needs it.
+class BucketReducer {
+public:
+  explicit BucketReducer(Collective &collective);
+  ~BucketReducer();
+  BucketReducer(const BucketReducer &) = delete;
+  BucketReducer &operator=(const BucketReducer &) = delete;
+
+  // The table to install with Artifact::setCollective; valid while this reducer lives.
+  kiln_collective_hooks hooks();
+
+  // After each step: throws the Error a bucket of the step met (a dead or silent peer), after
+  // which the step's results are garbage; else readies the reducer for the next step.
+  void finishStep();
+
+  struct Stats {
+    int64_t steps = 0, buckets = 0, bytes = 0;
+    // Time the collective spent summing, and the part of it the step stood waiting for.
+    double communicationSeconds = 0, exposedSeconds = 0;
+  };
+  // Totals since the reducer was made.
+  Stats stats() const;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 } // namespace kiln::rt
 

@@ -128,6 +128,16 @@ kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, c
  * on the artifact. */
 const char *kiln_artifact_cuda_graph(const kiln_artifact *artifact);
 
+/* Data-parallel train steps (kilnc --train --data-parallel=true) sum their gradients over the
+ * replicas through hooks (kiln/collective_abi.h). Non-zero when the artifact has them. */
+int kiln_artifact_has_collectives(const kiln_artifact *artifact);
+/* Installs `hooks` (copied; NULL uninstalls: one replica) for the artifact's next runs. The hooks
+ * belong to the loaded code, which every artifact opened from the same file shares: replicas in one
+ * process open copies of the file. Fails with KILN_ERROR_INVALID_ARGUMENT for an artifact without
+ * collectives. */
+struct kiln_collective_hooks;
+kiln_status kiln_artifact_set_collective(kiln_artifact *artifact, const struct kiln_collective_hooks *hooks);
+
 int kiln_artifact_num_inputs(const kiln_artifact *artifact);
 int kiln_artifact_num_outputs(const kiln_artifact *artifact);
 kiln_status kiln_artifact_input(const kiln_artifact *artifact, int index, kiln_tensor_info *out);

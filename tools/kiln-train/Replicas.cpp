@@ -1,0 +1,202 @@
+//===- Replicas.cpp - Data-parallel replicas of a train step --------------===//
+#include "Replicas.h"
+
+#include "kiln/collective.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+namespace kiln::train {
+namespace {
+
+using rt::Error;
+
+/// An integer environment variable in [min, max], or `fallback` when unset.
+int envInt(const char *name, int fallback, int min, int max) {
+  const char *text = std::getenv(name);
+  if (!text || !*text)
+    return fallback;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end || value < min || value > max)
+    throw Error(std::string(name) + "=" + text + ": expected an integer from " +
+                std::to_string(min) + " to " + std::to_string(max));
+  return static_cast<int>(value);
+}
+
+std::string envString(const char *name, const std::string &fallback) {
+  const char *text = std::getenv(name);
+  return text && *text ? text : fallback;
+}
+
+} // namespace
+
+World World::fromEnvironment(const std::string &devices, double timeoutSeconds) {
+  World w;
+  if (!devices.empty()) {
+    w.local = 0;
+    size_t begin = 0;
+    for (;;) {
+      size_t end = devices.find(',', begin);
+      std::string device = devices.substr(begin, end == std::string::npos ? end : end - begin);
+      char *rest = nullptr;
+      if (device.rfind("cpu:", 0) != 0 || device.size() == 4 ||
+          (std::strtol(device.c_str() + 4, &rest, 10), *rest))
+        throw Error("--devices: '" + device + "' is not a device (expected cpu:N; GPU replicas " +
+                    "need the NCCL back end, not built yet)");
+      ++w.local;
+      if (end == std::string::npos)
+        break;
+      begin = end + 1;
+    }
+  }
+  w.processes = envInt("KILN_WORLD_SIZE", 1, 1, 1 << 16);
+  w.process = envInt("KILN_RANK", 0, 0, w.processes - 1);
+  w.rendezvous = envString("KILN_RENDEZVOUS", "");
+  w.runId = envString("KILN_RUN_ID", "kiln");
+  w.host = envString("KILN_HOST", "127.0.0.1");
+  if (w.processes > 1 && w.rendezvous.empty())
+    throw Error("KILN_WORLD_SIZE=" + std::to_string(w.processes) +
+                " needs KILN_RENDEZVOUS, a directory every process reaches (kiln-launch sets it)");
+  if (!(timeoutSeconds > 0) || timeoutSeconds > 86400)
+    throw Error("--timeout: expected seconds in (0, 86400]");
+  w.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000));
+  return w;
+}
+
+struct Replicas::Link {
+  std::unique_ptr<rt::Collective> collective;
+  std::unique_ptr<rt::BucketReducer> reducer;
+};
+
+Replicas::Replicas(const World &world, TrainStep &first, const std::string &path,
+                   const std::string &labels)
+    : world_(world) {
+  steps_.push_back(&first);
+  if (world.size() == 1)
+    return;
+  if (!first.artifact().hasCollectives())
+    throw Error(path + ": a world of " + std::to_string(world.size()) +
+                " replicas needs a data-parallel train step (kilnc --train --data-parallel=true)");
+  // Private copies, and the rendezvous of replicas that share this process.
+  std::string base = (std::filesystem::temp_directory_path() / "kiln-train-XXXXXX").string();
+  if (!::mkdtemp(base.data()))
+    throw Error("cannot make a temporary directory for the replicas: " + std::string(std::strerror(errno)));
+  copies_ = base;
+  for (int i = 1; i < world.local; ++i) {
+    std::string copy = copies_ + "/replica-" + std::to_string(world.firstRank() + i) + ".kiln";
+    std::error_code ec;
+    std::filesystem::copy_file(path, copy, ec);
+    if (ec)
+      throw Error(path + ": cannot copy it for replica " + std::to_string(i) + ": " + ec.message());
+    owned_.push_back(std::make_unique<TrainStep>(rt::Artifact::open(copy, "cpu"), labels));
+    steps_.push_back(owned_.back().get());
+  }
+  // Every local replica joins at once: joining waits for the whole world.
+  std::vector<std::future<std::unique_ptr<rt::Collective>>> joins;
+  for (int i = 0; i < world.local; ++i) {
+    rt::CollectiveConfig config;
+    config.rank = world.firstRank() + i;
+    config.size = world.size();
+    config.rendezvous = world.processes > 1 ? world.rendezvous : copies_;
+    config.runId = world.runId;
+    config.host = world.host;
+    config.timeout = world.timeout;
+    joins.push_back(std::async(std::launch::async, [config] { return rt::connectGloo(config); }));
+  }
+  std::string error;
+  for (auto &join : joins) {
+    try {
+      links_.push_back(std::make_unique<Link>());
+      links_.back()->collective = join.get();
+    } catch (const Error &e) {
+      if (error.empty())
+        error = e.what();
+    }
+  }
+  if (!error.empty())
+    throw Error(error);
+  for (int i = 0; i < world.local; ++i) {
+    links_[i]->reducer = std::make_unique<rt::BucketReducer>(*links_[i]->collective);
+    kiln_collective_hooks hooks = links_[i]->reducer->hooks();
+    steps_[i]->artifact().setCollective(&hooks);
+  }
+}
+
+Replicas::~Replicas() {
+  for (TrainStep *step : steps_)
+    if (step->artifact().hasCollectives())
+      step->artifact().setCollective(nullptr);
+  links_.clear();
+  owned_.clear();
+  if (!copies_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(copies_, ignored);
+  }
+}
+
+float Replicas::run() {
+  std::vector<std::future<float>> others;
+  for (size_t i = 1; i < steps_.size(); ++i)
+    others.push_back(std::async(std::launch::async, [step = steps_[i]] { return step->run(); }));
+  std::string error;
+  float loss = 0;
+  try {
+    loss = steps_[0]->run();
+  } catch (const Error &e) {
+    error = e.what();
+  }
+  for (auto &other : others) {
+    try {
+      other.get();
+    } catch (const Error &e) {
+      if (error.empty())
+        error = e.what();
+    }
+  }
+  for (auto &link : links_) {
+    try {
+      link->reducer->finishStep();
+    } catch (const Error &e) {
+      if (error.empty())
+        error = e.what();
+    }
+  }
+  if (!error.empty())
+    throw Error(error);
+  return loss;
+}
+
+void Replicas::initialize() {
+  for (TrainStep *step : steps_)
+    step->initialize();
+}
+
+void Replicas::restore(const Checkpoint &checkpoint, const std::string &source) {
+  for (TrainStep *step : steps_)
+    step->restore(checkpoint, source);
+}
+
+std::string Replicas::overlapSummary() const {
+  if (links_.empty())
+    return "";
+  rt::BucketReducer::Stats s = links_[0]->reducer->stats();
+  if (s.steps == 0)
+    return "";
+  double perStep = s.communicationSeconds / static_cast<double>(s.steps);
+  double hidden = s.communicationSeconds > 0 ? 1 - s.exposedSeconds / s.communicationSeconds : 0;
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "%d replicas; all-reduce %.2f ms per step in %.1f buckets, %.0f%% of it hidden "
+                "behind computation",
+                world_.size(), 1000 * perStep, static_cast<double>(s.buckets) / s.steps,
+                100 * std::max(0.0, hidden));
+  return text;
+}
+
+} // namespace kiln::train
