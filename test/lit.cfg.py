@@ -14,10 +14,13 @@ config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 llvm_config.with_system_environment(["HOME", "TMPDIR", "CUDA_HOME", "CUDA_PATH"])
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%onnx_node_tests", config.onnx_node_tests))
+# Debian's Python, with the python3-numpy and python3-onnx that ./setup.sh installs.
+config.substitutions.append(("%onnxpy", "/usr/bin/python3"))
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "kiln-train", "FileCheck", "not", "count",
+    ["kiln-opt", "kiln-translate", "kilnc", "kiln-run", "kiln-train", "kiln-launch", "FileCheck",
+     "not", "count",
      "llvm-nm", "llvm-objcopy"],
     tool_dirs)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

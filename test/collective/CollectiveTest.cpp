@@ -164,7 +164,9 @@ TEST_F(CollectiveTest, ADeadRankIsNamed) {
       _exit(0); // dies between steps
     std::this_thread::sleep_for(100ms);
     return allReduceFails(*collective, 100,
-                          {"rank 0 of 2: all-reduce failed: rank 1 died or stopped answering"}, 3s);
+                          {"rank 0 of 2: all-reduce failed: rank 1 (at 127.0.0.1 on ",
+                           ", pid ", ") died or stopped answering"},
+                          3s);
   });
   EXPECT_EQ(statuses, (std::vector<int>{0, 0}));
 }
@@ -178,7 +180,7 @@ TEST_F(CollectiveTest, ADeadRankIsNamedAmongThree) {
     std::this_thread::sleep_for(200ms); // rank 2 is gone and reaped
     // The ring may break at rank 2 or at the survivor that saw it first; either way the
     // message names this rank's operation and rank 2.
-    return allReduceFails(*collective, 1000, {" of 3: all-reduce failed", "rank 2 died"});
+    return allReduceFails(*collective, 1000, {" of 3: all-reduce failed", "rank 2 (at 127.0.0.1 on ", ") died"});
   });
   EXPECT_EQ(statuses, (std::vector<int>{0, 0, 0}));
 }

@@ -47,14 +47,14 @@ public:
       context_ = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
       context_->setTimeout(config_.timeout);
       context_->connectFullMesh(store_, device_);
-      std::string process = hostName() + " " + std::to_string(::getpid());
+      std::string process = hostName() + " " + std::to_string(::getpid()) + " " + config_.host;
       store_.set(processKey(config_.rank), std::vector<char>(process.begin(), process.end()));
     } catch (const std::exception &e) {
       std::string message = clean(e.what());
       std::string who = missingRanks(message);
       if (who.empty() && message.find("closed by peer") != std::string::npos)
         if (int peer = deadRank(); peer >= 0)
-          who = "rank " + std::to_string(peer) + " died";
+          who = describe(peer) + " died";
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
                   " within " + std::to_string(config_.timeout.count()) + " ms" +
                   (who.empty() ? std::string() : " (" + who + ")") + ": " + message);
@@ -129,6 +129,22 @@ private:
     return ranks.empty() ? "" : "rank " + ranks + " did not join";
   }
 
+  /// "rank 1 (at 10.0.0.2, pid 4242)": the rank and what it listed of itself.
+  std::string describe(int peer) {
+    std::string text = "rank " + std::to_string(peer);
+    try {
+      store_.wait({processKey(peer)}, std::chrono::milliseconds(100));
+      std::vector<char> listed = store_.get(processKey(peer));
+      std::istringstream fields(std::string(listed.begin(), listed.end()));
+      std::string host, pid, address;
+      if (fields >> host >> pid >> address)
+        text += " (at " + address + " on " + host + ", pid " + pid + ")";
+    } catch (const std::exception &) {
+      // never listed: it died while connecting
+    }
+    return text;
+  }
+
   /// The rank that died: with two ranks the other one; else the one whose
   /// process on this host is gone. -1 when that cannot be told (peers on
   /// other hosts).
@@ -162,7 +178,7 @@ private:
     std::string message = clean(e.what());
     int peer = message.find("closed by peer") != std::string::npos ? deadRank() : -1;
     throw Error(where() + ": " + what + " failed" +
-                (peer >= 0 ? ": rank " + std::to_string(peer) + " died or stopped answering"
+                (peer >= 0 ? ": " + describe(peer) + " died or stopped answering"
                            : std::string()) +
                 " (" + message + "; timeout " + std::to_string(config_.timeout.count()) + " ms)");
   }
