@@ -217,6 +217,7 @@ Options parseOptions(int argc, char **argv) {
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
   std::signal(SIGXFSZ, SIG_IGN); // a file-size limit is a write error, not a kill
+  std::signal(SIGPIPE, SIG_IGN); // so is a dead replica's socket: the collective names it
   try {
     return kiln::train::Session(options).run();
   } catch (const std::exception &e) {

@@ -52,7 +52,7 @@ public:
     } catch (const std::exception &e) {
       std::string message = clean(e.what());
       std::string who = missingRanks(message);
-      if (who.empty() && message.find("closed by peer") != std::string::npos)
+      if (who.empty() && peerGone(message))
         if (int peer = deadRank(); peer >= 0)
           who = describe(peer) + " died";
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
@@ -129,6 +129,16 @@ private:
     return ranks.empty() ? "" : "rank " + ranks + " did not join";
   }
 
+  /// Whether Gloo's `message` says a connection to a peer broke (rather than,
+  /// say, a bad argument): the peer died, or stopped answering in time.
+  static bool peerGone(const std::string &message) {
+    for (const char *sign : {"closed by peer", "reset by peer", "Read error", "Write error",
+                             "Broken pipe", "Connection refused", "Timed out"})
+      if (message.find(sign) != std::string::npos)
+        return true;
+    return false;
+  }
+
   /// "rank 1 (at 10.0.0.2, pid 4242)": the rank and what it listed of itself.
   std::string describe(int peer) {
     std::string text = "rank " + std::to_string(peer);
@@ -176,7 +186,7 @@ private:
 
   [[noreturn]] void fail(const char *what, const std::exception &e) {
     std::string message = clean(e.what());
-    int peer = message.find("closed by peer") != std::string::npos ? deadRank() : -1;
+    int peer = peerGone(message) ? deadRank() : -1;
     throw Error(where() + ": " + what + " failed" +
                 (peer >= 0 ? ": " + describe(peer) + " died or stopped answering"
                            : std::string()) +
