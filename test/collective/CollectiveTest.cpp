@@ -198,6 +198,62 @@ TEST_F(CollectiveTest, AHungRankTimesOut) {
   EXPECT_EQ(statuses, (std::vector<int>{0, 0}));
 }
 
+// Ranks with no shared directory meet through a RendezvousServer (kiln-launch --rdzv).
+TEST_F(CollectiveTest, AveragesThroughATcpRendezvous) {
+  RendezvousServer server("127.0.0.1", 0);
+  ASSERT_GT(server.port(), 0);
+  const int size = 3;
+  std::vector<int> statuses(size, -1);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank)
+    threads.emplace_back([&, rank] {
+      try {
+        CollectiveConfig c = config(rank, size);
+        c.rendezvous = "tcp://127.0.0.1:" + std::to_string(server.port());
+        auto collective = connectGloo(c);
+        statuses[rank] = averageAndCheck(*collective, 1000);
+      } catch (const std::exception &e) {
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(statuses, std::vector<int>(size, 0));
+}
+
+TEST_F(CollectiveTest, ATcpRendezvousNamesTheRanksThatNeverCome) {
+  RendezvousServer server("127.0.0.1", 0);
+  CollectiveConfig c = config(0, 3, 500ms);
+  c.rendezvous = "tcp://127.0.0.1:" + std::to_string(server.port());
+  try {
+    connectGloo(c);
+    FAIL() << "connected without ranks 1 and 2";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("within 500 ms (rank 1, 2 did not join)"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(CollectiveTest, AnUnreachableTcpRendezvousIsNamed) {
+  int port;
+  { // a port nothing listens on once the server is gone
+    RendezvousServer server("127.0.0.1", 0);
+    port = server.port();
+  }
+  CollectiveConfig c = config(1, 2, 300ms);
+  c.rendezvous = "tcp://127.0.0.1:" + std::to_string(port);
+  try {
+    connectGloo(c);
+    FAIL() << "connected to nothing";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:" +
+                                         std::to_string(port) + " within 300 ms"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(RendezvousServer("256.0.0.1", 0), Error);
+}
+
 TEST_F(CollectiveTest, RefusesABadWorld) {
   EXPECT_THROW(connectGloo(config(2, 2)), Error);
   CollectiveConfig missing = config(0, 2);

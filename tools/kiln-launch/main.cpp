@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "common/Flags.h"
 
+#include "kiln/collective.h"
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -34,7 +37,7 @@ world in its environment:
   KILN_RANK          its rank, node-rank * nproc-per-node + local rank
   KILN_LOCAL_RANK    its rank on this node
   KILN_WORLD_SIZE    processes in the world, nnodes * nproc-per-node
-  KILN_RENDEZVOUS    the directory the processes meet in (Gloo's file store)
+  KILN_RENDEZVOUS    where the processes meet: tcp://HOST:PORT or a directory
   KILN_RUN_ID        separates the attempts of one run
   KILN_HOST          the address peers reach it on
 When a process fails, the others stop within the collective timeout with a message
@@ -44,8 +47,10 @@ Options:
   --nproc-per-node N   processes on this node (default 1)
   --nnodes M           nodes in the run (default 1); run kiln-launch on each
   --node-rank R        this node's place among them (default 0)
-  --rdzv-dir DIR       rendezvous directory; across nodes a shared file system every node
-                       mounts (default on one node: a fresh temporary directory)
+  --rdzv HOST:PORT     meet through a TCP store that node 0's kiln-launch serves on
+                       HOST:PORT (node 0's address, which every node reaches)
+  --rdzv-dir DIR       or through a directory; across nodes a shared file system every
+                       node mounts (default on one node: a fresh temporary directory)
   --host ADDR          the address this node's processes listen on (default 127.0.0.1;
                        across nodes, one the other nodes reach)
   --max-restarts K     start the whole group again up to K times after a failure; give the
@@ -68,7 +73,7 @@ Example (two CPU replicas on this host):
 struct Options {
   int perNode = 1, nodes = 1, nodeRank = 0, maxRestarts = 0;
   double grace = 15;
-  std::string rendezvous, host = "127.0.0.1";
+  std::string rendezvous, tcp, host = "127.0.0.1";
   std::vector<std::string> command;
 };
 
@@ -115,6 +120,8 @@ Options parseOptions(int argc, char **argv) {
       o.maxRestarts = static_cast<int>(parseInt(flag.name, v, 0, 1000));
     else if (flag.name == "--rdzv-dir")
       o.rendezvous = v;
+    else if (flag.name == "--rdzv")
+      o.tcp = v;
     else if (flag.name == "--host")
       o.host = v;
     else if (flag.name == "--grace") {
@@ -132,9 +139,19 @@ Options parseOptions(int argc, char **argv) {
   if (o.nodeRank >= o.nodes)
     usageError("--node-rank " + std::to_string(o.nodeRank) + " is not below --nnodes " +
                std::to_string(o.nodes));
-  if (o.nodes > 1 && o.rendezvous.empty())
+  if (!o.tcp.empty() && !o.rendezvous.empty())
+    usageError("--rdzv and --rdzv-dir: give one");
+  if (!o.tcp.empty()) {
+    size_t colon = o.tcp.rfind(':');
+    char *end = nullptr;
+    long port = colon == std::string::npos ? 0 : std::strtol(o.tcp.c_str() + colon + 1, &end, 10);
+    if (colon == std::string::npos || colon == 0 || *end || port <= 0 || port > 65535)
+      usageError("--rdzv: expected HOST:PORT, got '" + o.tcp + "'");
+  }
+  if (o.nodes > 1 && o.rendezvous.empty() && o.tcp.empty())
     usageError("--nnodes " + std::to_string(o.nodes) +
-               " needs --rdzv-dir, a directory on a file system every node mounts");
+               " needs --rdzv HOST:PORT (node 0's address) or --rdzv-dir, a directory on a file "
+               "system every node mounts");
   return o;
 }
 
@@ -280,7 +297,20 @@ int main(int argc, char **argv) {
   ::sigaction(SIGTERM, &action, nullptr);
 
   std::string rendezvous = o.rendezvous, temporary;
-  if (rendezvous.empty()) {
+  std::unique_ptr<kiln::rt::RendezvousServer> server;
+  if (!o.tcp.empty()) {
+    rendezvous = "tcp://" + o.tcp;
+    if (o.nodeRank == 0) {
+      size_t colon = o.tcp.rfind(':');
+      try {
+        server = std::make_unique<kiln::rt::RendezvousServer>(o.tcp.substr(0, colon),
+                                                              std::stoi(o.tcp.substr(colon + 1)));
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "kiln-launch: --rdzv %s: %s\n", o.tcp.c_str(), e.what());
+        return 1;
+      }
+    }
+  } else if (rendezvous.empty()) {
     std::string base = (std::filesystem::temp_directory_path() / "kiln-launch-XXXXXX").string();
     if (!::mkdtemp(base.data())) {
       std::fprintf(stderr, "kiln-launch: cannot make a rendezvous directory: %s\n", std::strerror(errno));

@@ -18,7 +18,8 @@ struct CollectiveConfig {
   int rank = 0;
   int size = 1;
   // Where the ranks find each other: a directory every rank can read and write (Gloo's file
-  // store; on one host a temporary directory, across hosts a shared file system).
+  // store; on one host a temporary directory, across hosts a shared file system), or
+  // "tcp://HOST:PORT", a RendezvousServer (kiln-launch --rdzv).
   std::string rendezvous;
   // Separates runs that share a rendezvous directory.
   std::string runId = "kiln";
@@ -43,6 +44,22 @@ public:
 // Connects this rank to every other through `config.rendezvous`, with Gloo over TCP. Throws
 // Error naming the rank, the rendezvous and the ranks that did not show up within the timeout.
 std::unique_ptr<Collective> connectGloo(const CollectiveConfig &config);
+
+// The store ranks meet through when they share no file system: keys and values over TCP, kept
+// while the server lives. kiln-launch runs one on the first node for --rdzv HOST:PORT.
+class RendezvousServer {
+public:
+  // Listens on host:port (port 0: a free port, see port()). Throws Error when it cannot.
+  RendezvousServer(const std::string &host, int port);
+  ~RendezvousServer();
+  RendezvousServer(const RendezvousServer &) = delete;
+  RendezvousServer &operator=(const RendezvousServer &) = delete;
+  int port() const;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Sums the buckets of a data-parallel train step (kiln/collective_abi.h) over the ranks of
 // `collective`, on a thread of its own: a bucket travels while the step computes on, and the step

@@ -1,5 +1,7 @@
 // The Gloo back end of kiln::rt::Collective: a full mesh of TCP pairs, set up through Gloo's
-// file store; ring all-reduce on host buffers.
+// file store or Kiln's TCP store; ring all-reduce on host buffers.
+#include "TcpStore.h"
+
 #include "kiln/collective.h"
 #include "kiln/tensor.h"
 
@@ -36,19 +38,32 @@ std::string hostName() {
 
 class GlooCollective final : public Collective {
 public:
-  GlooCollective(const CollectiveConfig &config)
-      : config_(config), fileStore_(config.rendezvous), store_(config.runId, fileStore_) {}
+  explicit GlooCollective(const CollectiveConfig &config) : config_(config) {}
+
+  static std::unique_ptr<gloo::rendezvous::Store> openStore(const CollectiveConfig &config) {
+    std::string host;
+    int port = 0;
+    if (detail::parseTcpAddress(config.rendezvous, host, port))
+      return std::make_unique<detail::TcpStore>(host, port, config.timeout);
+    return std::make_unique<gloo::rendezvous::FileStore>(config.rendezvous);
+  }
 
   void connect() {
     gloo::transport::tcp::attr attr;
     attr.hostname = config_.host;
     try {
+      base_ = openStore(config_);
+    } catch (const std::exception &e) {
+      throw Error(where() + ": " + e.what());
+    }
+    store_ = std::make_unique<gloo::rendezvous::PrefixStore>(config_.runId, *base_);
+    try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       context_ = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
       context_->setTimeout(config_.timeout);
-      context_->connectFullMesh(store_, device_);
+      context_->connectFullMesh(*store_, device_);
       std::string process = hostName() + " " + std::to_string(::getpid()) + " " + config_.host;
-      store_.set(processKey(config_.rank), std::vector<char>(process.begin(), process.end()));
+      store_->set(processKey(config_.rank), std::vector<char>(process.begin(), process.end()));
     } catch (const std::exception &e) {
       std::string message = clean(e.what());
       std::string who = missingRanks(message);
@@ -112,19 +127,25 @@ private:
     }
   }
 
-  /// "rank 1, 3 did not join" from Gloo's rendezvous timeout, which lists
-  /// the store keys it waited for: "<run id>/<rank>"; "" for other errors.
+  /// "rank 1, 3 did not join" after Gloo's rendezvous timed out waiting for
+  /// a rank's address ("Wait timeout for key(s): [<run id>/<rank>]"): Gloo
+  /// waits for one rank at a time, so every other rank's key is probed too.
+  /// "" for other errors.
   std::string missingRanks(const std::string &message) const {
     if (message.find("Wait timeout for key(s)") == std::string::npos)
       return "";
-    std::string ranks, prefix = config_.runId + "/";
-    for (size_t at = message.find(prefix); at != std::string::npos;
-         at = message.find(prefix, at + prefix.size())) {
-      size_t begin = at + prefix.size(), end = begin;
-      while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end])))
-        ++end;
-      if (end > begin)
-        ranks += (ranks.empty() ? "" : ", ") + message.substr(begin, end - begin);
+    std::string ranks;
+    for (int peer = 0; peer < config_.size; ++peer) {
+      if (peer == config_.rank)
+        continue;
+      bool joined = true;
+      try {
+        store_->wait({std::to_string(peer)}, std::chrono::milliseconds(1));
+      } catch (const std::exception &) {
+        joined = false;
+      }
+      if (!joined)
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
     }
     return ranks.empty() ? "" : "rank " + ranks + " did not join";
   }
@@ -143,8 +164,8 @@ private:
   std::string describe(int peer) {
     std::string text = "rank " + std::to_string(peer);
     try {
-      store_.wait({processKey(peer)}, std::chrono::milliseconds(100));
-      std::vector<char> listed = store_.get(processKey(peer));
+      store_->wait({processKey(peer)}, std::chrono::milliseconds(100));
+      std::vector<char> listed = store_->get(processKey(peer));
       std::istringstream fields(std::string(listed.begin(), listed.end()));
       std::string host, pid, address;
       if (fields >> host >> pid >> address)
@@ -167,8 +188,8 @@ private:
       if (peer == config_.rank)
         continue;
       try {
-        store_.wait({processKey(peer)}, std::chrono::milliseconds(100));
-        std::vector<char> listed = store_.get(processKey(peer));
+        store_->wait({processKey(peer)}, std::chrono::milliseconds(100));
+        std::vector<char> listed = store_->get(processKey(peer));
         std::istringstream text(std::string(listed.begin(), listed.end()));
         std::string peerHost;
         long pid = 0;
@@ -194,8 +215,8 @@ private:
   }
 
   CollectiveConfig config_;
-  gloo::rendezvous::FileStore fileStore_;
-  gloo::rendezvous::PrefixStore store_;
+  std::unique_ptr<gloo::rendezvous::Store> base_;
+  std::unique_ptr<gloo::rendezvous::PrefixStore> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
 };
@@ -207,7 +228,10 @@ std::unique_ptr<Collective> connectGloo(const CollectiveConfig &config) {
     throw Error("collective: rank " + std::to_string(config.rank) + " is not in a world of " +
                 std::to_string(config.size));
   struct stat info;
-  if (config.size > 1 && (::stat(config.rendezvous.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)))
+  std::string host;
+  int port = 0;
+  if (config.size > 1 && !detail::parseTcpAddress(config.rendezvous, host, port) &&
+      (::stat(config.rendezvous.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)))
     throw Error("rank " + std::to_string(config.rank) + " of " + std::to_string(config.size) +
                 ": rendezvous directory " + config.rendezvous + " does not exist");
   auto collective = std::make_unique<GlooCollective>(config);
