@@ -44,7 +44,7 @@ struct CPUPipelineOptions {
 void buildCPULoweringPipeline(mlir::OpPassManager &pm, const CPUPipelineOptions &options = {});
 
 /// Lets one-shot bufferization turn the kiln collectives of data-parallel
-/// steps (all_reduce_start, all_reduce_wait, world_size) into calls of the
+/// steps (all_reduce_start, all_reduce_wait, world_size, replica_rank) into calls of the
 /// runtime hooks that CPU artifacts link (runtime/kernels/Collective.c).
 void registerCollectiveBufferization(mlir::DialectRegistry &registry);
 

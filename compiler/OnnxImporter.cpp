@@ -299,7 +299,7 @@ Results importDropout(Importer &im, Node &n) {
       hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
     int64_t seed = n.attr("seed") ? n.getInt("seed", 0) : static_cast<int64_t>(hash);
     Value x = n.input(0);
-    auto op = DropoutOp::create(im.builder, n.loc, x.getType(), x, Value(),
+    auto op = DropoutOp::create(im.builder, n.loc, x.getType(), x, Value(), Value(),
                                 im.builder.getF32FloatAttr(ratio), im.builder.getI64IntegerAttr(seed));
     SmallVector<Value> results = {op};
     if (n.proto.output_size() > 1)

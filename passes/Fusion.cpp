@@ -156,7 +156,7 @@ private:
     return op && isa<KilnDialect>(op->getDialect()) &&
            !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1 &&
            // Collectives are calls into the runtime, not kernels.
-           !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp>(op);
+           !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>(op);
   }
 
   bool isClonedConstant(Value value) const {

@@ -462,6 +462,20 @@ void KilnTrainStepPass::runOnOperation() {
   for (DropoutOp dropout : body.getOps<DropoutOp>())
     if (!dropout.getCounter())
       dropout.getCounterMutable().assign(step);
+  if (dataParallel) {
+    // Replica r's rows are rows [r B, (r + 1) B) of the whole batch: offset
+    // its dropouts' element indices so that it draws their masks.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&body);
+    Value rank = ReplicaRankOp::create(b, main.getLoc(), RankedTensorType::get({}, b.getI64Type()));
+    for (DropoutOp dropout : body.getOps<DropoutOp>())
+      if (!dropout.getOffset()) {
+        int64_t count = dropout.getType().getNumElements();
+        b.setInsertionPoint(dropout);
+        Emitter at{b, dropout.getLoc()};
+        dropout.getOffsetMutable().assign(at.mul(rank, at.scalar(b.getI64Type(), count)));
+      }
+  }
   FailureOr<Value> loss = buildLoss(e, main, output, labels, lossOutput);
   if (failed(loss))
     return signalPassFailure();

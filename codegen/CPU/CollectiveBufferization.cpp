@@ -4,7 +4,7 @@
 // kiln-lower-to-linalg and become calls when one-shot bufferization gives
 // them buffers: a bucket's start and wait are calls on the bucket's buffer,
 // which the start's result shares (the sum is made in place), and the world
-// size is a call returning it. The callees are runtime/kernels/Collective.c,
+// size and the replica's rank are calls returning them. The callees are runtime/kernels/Collective.c,
 // which forwards them to the hooks the runtime installs
 // (kiln/collective_abi.h).
 //
@@ -24,6 +24,7 @@ namespace {
 constexpr StringLiteral kStart = "kiln_all_reduce_start";
 constexpr StringLiteral kWait = "kiln_all_reduce_wait";
 constexpr StringLiteral kWorldSize = "kiln_world_size";
+constexpr StringLiteral kReplicaRank = "kiln_replica_rank";
 
 /// The runtime function `name` of type `type`, declared in `op`'s module
 /// on first use.
@@ -78,19 +79,22 @@ struct BucketModel : public BufferizableOpInterface::ExternalModel<BucketModel<O
   }
 };
 
-/// world_size: a fresh one-element buffer holding what the runtime says.
-struct WorldSizeModel : public BufferizableOpInterface::ExternalModel<WorldSizeModel, WorldSizeOp> {
+/// world_size and replica_rank: a fresh one-element buffer holding what the
+/// runtime says.
+template <typename OpTy>
+struct WorldModel : public BufferizableOpInterface::ExternalModel<WorldModel<OpTy>, OpTy> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter, const BufferizationOptions &,
                           BufferizationState &) const {
     Location loc = op->getLoc();
-    Type f32 = rewriter.getF32Type();
-    func::FuncOp callee =
-        declareRuntimeFunction(rewriter, op, kWorldSize, FunctionType::get(op->getContext(), {}, {f32}));
-    Value size = func::CallOp::create(rewriter, loc, callee, ValueRange{}).getResult(0);
-    Value buffer = memref::AllocOp::create(rewriter, loc, MemRefType::get({}, f32));
-    memref::StoreOp::create(rewriter, loc, size, buffer);
+    constexpr bool size = std::is_same_v<OpTy, WorldSizeOp>;
+    Type element = size ? Type(rewriter.getF32Type()) : Type(rewriter.getI64Type());
+    func::FuncOp callee = declareRuntimeFunction(rewriter, op, size ? kWorldSize : kReplicaRank,
+                                                 FunctionType::get(op->getContext(), {}, {element}));
+    Value value = func::CallOp::create(rewriter, loc, callee, ValueRange{}).getResult(0);
+    Value buffer = memref::AllocOp::create(rewriter, loc, MemRefType::get({}, element));
+    memref::StoreOp::create(rewriter, loc, value, buffer);
     replaceOpWithBufferizedValues(rewriter, op, buffer);
     return success();
   }
@@ -102,7 +106,8 @@ void registerCollectiveBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, KilnDialect *) {
     AllReduceStartOp::attachInterface<BucketModel<AllReduceStartOp>>(*ctx);
     AllReduceWaitOp::attachInterface<BucketModel<AllReduceWaitOp>>(*ctx);
-    WorldSizeOp::attachInterface<WorldSizeModel>(*ctx);
+    WorldSizeOp::attachInterface<WorldModel<WorldSizeOp>>(*ctx);
+    ReplicaRankOp::attachInterface<WorldModel<ReplicaRankOp>>(*ctx);
   });
 }
 

@@ -33,7 +33,7 @@ struct KilnLowerToLinalgPass
     // Fusions stay; their bodies are lowered like any other ops.
     target.addLegalOp<FusionOp, YieldOp>();
     // Collectives become runtime calls at bufferization.
-    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp>();
+    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();

@@ -70,8 +70,11 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
     double ratio = op.getRatio().convertToDouble();
     auto seed = static_cast<uint64_t>(op.getSeed());
     SmallVector<Value> inputs{op.getInput()};
-    if (Value counter = op.getCounter())
-      inputs.push_back(counter);
+    Value counterOperand = op.getCounter(), offsetOperand = op.getOffset();
+    if (counterOperand)
+      inputs.push_back(counterOperand);
+    if (offsetOperand)
+      inputs.push_back(offsetOperand);
     Value result = buildElementwise(
         rewriter, loc, type, inputs, [&](OpBuilder &b, Location l, ValueRange args) {
           Philox philox{b, l};
@@ -85,9 +88,11 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
                 arith::MulIOp::create(b, l, at, arith::ConstantIndexOp::create(b, l, stride)));
             stride *= shape[d];
           }
-          auto [i0, i1] =
-              philox.split(arith::IndexCastUIOp::create(b, l, b.getI64Type(), index));
-          Value counter = args.size() > 1 ? args[1] : arith::ConstantIntOp::create(b, l, 0, 64);
+          Value index64 = arith::IndexCastUIOp::create(b, l, b.getI64Type(), index);
+          if (offsetOperand)
+            index64 = arith::AddIOp::create(b, l, index64, args.back());
+          auto [i0, i1] = philox.split(index64);
+          Value counter = counterOperand ? args[1] : arith::ConstantIntOp::create(b, l, 0, 64);
           auto [c0, c1] = philox.split(counter);
           Value draw = philox.firstWord({i0, i1, c0, c1},
                                         {philox.i32(uint32_t(seed)), philox.i32(uint32_t(seed >> 32))});

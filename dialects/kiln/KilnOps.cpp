@@ -167,6 +167,8 @@ LogicalResult DropoutOp::verify() {
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
   if (Value counter = getCounter(); counter && llvm::cast<RankedTensorType>(counter.getType()).getRank() != 0)
     return emitOpError("counter must be a scalar (tensor<i64>), got ") << counter.getType();
+  if (Value offset = getOffset(); offset && llvm::cast<RankedTensorType>(offset.getType()).getRank() != 0)
+    return emitOpError("offset must be a scalar (tensor<i64>), got ") << offset.getType();
   return success();
 }
 // Where's condition is i1 while both branches share a type.

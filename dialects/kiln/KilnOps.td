@@ -206,7 +206,7 @@ def Kiln_GreaterEqualOp
     : Kiln_CompareOp<"greater_equal", "GreaterOrEqual", "lhs >= rhs">;
 
 def Kiln_DropoutOp : Kiln_Op<"dropout", [AllTypesMatch<["input", "output"]>,
-                                         Kiln_Differentiable]> {
+                                         AttrSizedOperandSegments, Kiln_Differentiable]> {
   let summary = "Zeroes elements at random and scales the rest by 1 / (1 - ratio) (ONNX Dropout, training)";
   let description = [{
     Element `i` (row-major) is kept when `u >= ratio`, with `u` the first
@@ -216,18 +216,25 @@ def Kiln_DropoutOp : Kiln_Op<"dropout", [AllTypesMatch<["input", "output"]>,
     function of `seed`, `counter` and the index alone, so a step is
     reproducible on any device and the gradient recomputes the mask instead
     of storing it. A train step passes its step counter as `counter`;
-    without one the counter is 0.
+    without one the counter is 0. `offset`, when given, is added to every
+    element's index: a data-parallel replica of rank r passes r times the
+    element count, so that its masks are those of its rows in the whole
+    batch (and differ from every other replica's).
 
     ```mlir
     %y = kiln.dropout %x, %step {ratio = 1.000000e-01 : f32, seed = 7 : i64}
         : (tensor<8x64xf32>, tensor<i64>) -> tensor<8x64xf32>
+    %z = kiln.dropout %x, %step offset %off {ratio = 1.000000e-01 : f32}
+        : (tensor<8x64xf32>, tensor<i64>, tensor<i64>) -> tensor<8x64xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Optional<Kiln_I64Tensor>:$counter,
+                   Optional<Kiln_I64Tensor>:$offset,
                    F32Attr:$ratio, DefaultValuedAttr<I64Attr, "0">:$seed);
   let results = (outs Kiln_FloatTensor:$output);
-  let assemblyFormat =
-    "operands attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`,` $counter^)? (`offset` $offset^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -842,6 +849,21 @@ def Kiln_AllReduceWaitOp : Kiln_CollectiveOp<"all_reduce_wait", [SameOperandsAnd
   let results = (outs 1DTensorOf<[F32]>:$output);
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let hasVerifier = 1;
+}
+
+def Kiln_ReplicaRankOp : Kiln_CollectiveOp<"replica_rank"> {
+  let summary = "This replica's rank among the replicas running the step, known at run time";
+  let description = [{
+    0 to the world size - 1 (0 without replicas). A data-parallel step
+    offsets its dropouts' element indices by it, so that each replica draws
+    the masks of its own rows of the whole batch.
+
+    ```mlir
+    %r = kiln.replica_rank : tensor<i64>
+    ```
+  }];
+  let results = (outs 0DTensorOf<[I64]>:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
 }
 
 def Kiln_WorldSizeOp : Kiln_CollectiveOp<"world_size"> {

@@ -39,3 +39,15 @@ func.func @bucket(%x: tensor<6xf32>, %out: tensor<6xf32>) -> tensor<6xf32> {
   } -> tensor<6xf32>
   return %y : tensor<6xf32>
 }
+
+// -----
+
+// The replica's rank is a call too.
+// CHECK-LABEL: func.func private @kiln_replica_rank() -> i64
+// CHECK-LABEL: func.func @rank
+// CHECK: %[[R:.*]] = call @kiln_replica_rank() : () -> i64
+// CHECK: memref.store %[[R]], %{{.*}}[] : memref<i64>
+func.func @rank() -> tensor<i64> {
+  %r = kiln.replica_rank : tensor<i64>
+  return %r : tensor<i64>
+}

@@ -244,3 +244,16 @@ func.func @dropout(%x: tensor<4x8xf32>, %step: tensor<i64>) -> tensor<4x8xf32> {
   %y = kiln.dropout %x, %step {ratio = 0.25 : f32, seed = 3 : i64} : (tensor<4x8xf32>, tensor<i64>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// With an offset, the index drawn for is the row-major index plus the offset.
+// CHECK-LABEL: func.func @dropout_offset
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<i64>, tensor<i64>)
+// CHECK: ^bb0(%{{.*}}: f32, %{{.*}}: i64, %[[OFF:.*]]: i64, %{{.*}}: f32):
+// CHECK: %[[I:.*]] = arith.index_castui %{{.*}} : index to i64
+// CHECK: arith.addi %[[I]], %[[OFF]] : i64
+func.func @dropout_offset(%x: tensor<4x8xf32>, %step: tensor<i64>, %offset: tensor<i64>) -> tensor<4x8xf32> {
+  %y = kiln.dropout %x, %step offset %offset {ratio = 0.25 : f32, seed = 3 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -234,8 +234,10 @@ LogicalResult MinOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 LogicalResult DropoutOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(DropoutOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
-                                           getCounter(), getRatioAttr(), getSeedAttr()));
+                                           getCounter(), getOffset(), getRatioAttr(), getSeedAttr()));
   if (getCounter())
+    operandGrads.push_back(Value());
+  if (getOffset())
     operandGrads.push_back(Value());
   return success();
 }

@@ -35,6 +35,9 @@ typedef struct kiln_collective_hooks {
   void (*wait)(void *context, int64_t bucket, float *data, int64_t count);
   /* Replicas running the step; 0 counts as 1. */
   int64_t world_size;
+  /* This replica's place among them, from 0: its dropout masks are those of its rows of the
+   * whole batch. */
+  int64_t rank;
 } kiln_collective_hooks;
 
 #ifdef __cplusplus

@@ -140,6 +140,7 @@ kiln_collective_hooks BucketReducer::hooks() {
     static_cast<State *>(context)->wait(bucket);
   };
   table.world_size = state_->collective.size();
+  table.rank = state_->collective.rank();
   return table;
 }
 

@@ -310,3 +310,11 @@ func.func @all_reduce_start_rank(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %t = kiln.all_reduce_start %x {bucket = 0 : i64} : tensor<2x2xf32>
   return %t : tensor<2x2xf32>
 }
+
+// -----
+
+func.func @dropout_offset(%x: tensor<4xf32>, %c: tensor<i64>, %o: tensor<2xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.dropout' op offset must be a scalar (tensor<i64>), got 'tensor<2xi64>'}}
+  %y = kiln.dropout %x, %c offset %o {ratio = 0.5 : f32} : (tensor<4xf32>, tensor<i64>, tensor<2xi64>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

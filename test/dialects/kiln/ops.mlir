@@ -165,10 +165,14 @@ func.func @dropout(%x: tensor<8x64xf32>, %step: tensor<i64>) -> (tensor<8x64xf32
 // CHECK: %[[T:.*]] = kiln.all_reduce_start %{{.*}} {bucket = 2 : i64} : tensor<6xf32>
 // CHECK: kiln.all_reduce_wait %[[T]] {bucket = 2 : i64} : tensor<6xf32>
 // CHECK: kiln.world_size : tensor<f32>
-func.func @collectives(%g: tensor<2x3xf32>, %b: tensor<6xf32>) -> (tensor<2x3xf32>, tensor<6xf32>, tensor<f32>) {
+// CHECK: %[[R:.*]] = kiln.replica_rank : tensor<i64>
+// CHECK: kiln.dropout %{{.*}}, %{{.*}} offset %[[R]] {ratio = 5.000000e-01 : f32} : (tensor<6xf32>, tensor<i64>, tensor<i64>) -> tensor<6xf32>
+func.func @collectives(%g: tensor<2x3xf32>, %b: tensor<6xf32>) -> (tensor<2x3xf32>, tensor<6xf32>, tensor<f32>, tensor<6xf32>) {
   %s = kiln.all_reduce %g : tensor<2x3xf32>
   %t = kiln.all_reduce_start %b {bucket = 2 : i64} : tensor<6xf32>
   %r = kiln.all_reduce_wait %t {bucket = 2 : i64} : tensor<6xf32>
   %n = kiln.world_size : tensor<f32>
-  return %s, %r, %n : tensor<2x3xf32>, tensor<6xf32>, tensor<f32>
+  %rank = kiln.replica_rank : tensor<i64>
+  %d = kiln.dropout %b, %rank offset %rank {ratio = 0.5 : f32} : (tensor<6xf32>, tensor<i64>, tensor<i64>) -> tensor<6xf32>
+  return %s, %r, %n, %d : tensor<2x3xf32>, tensor<6xf32>, tensor<f32>, tensor<6xf32>
 }
