@@ -1,5 +1,7 @@
 // Collectives over loopback: averages across 2 and 4 ranks (processes and threads), a rank that
 // never shows up, one that dies and one that hangs, each reported by name within the timeout.
+#include "World.h"
+
 #include "kiln/collective.h"
 #include "kiln/tensor.h"
 
@@ -22,25 +24,8 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-class CollectiveTest : public ::testing::Test {
+class CollectiveTest : public WorldTest {
 protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/kiln-collective-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-
-  CollectiveConfig config(int rank, int size, std::chrono::milliseconds timeout = 5000ms) {
-    CollectiveConfig c;
-    c.rank = rank;
-    c.size = size;
-    c.rendezvous = dir_;
-    c.runId = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    c.timeout = timeout;
-    return c;
-  }
-
   // Runs `body` as `size` forked ranks, each killed after 30 s at the latest; returns their
   // exit statuses (0: passed).
   std::vector<int> forkRanks(int size, const std::function<int(int)> &body) {
@@ -72,7 +57,6 @@ protected:
     return statuses;
   }
 
-  std::string dir_;
 };
 
 // rank + (i % 7) on every rank averages to (size - 1) / 2 + (i % 7), exactly in floats.
@@ -126,18 +110,9 @@ TEST_F(CollectiveTest, AveragesAcrossProcesses) {
 TEST_F(CollectiveTest, AveragesAcrossThreadsOfOneProcess) {
   const int size = 2;
   std::vector<int> statuses(size, -1);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        auto collective = connectGloo(config(rank, size));
-        statuses[rank] = averageAndCheck(*collective, 1000);
-      } catch (const std::exception &e) {
-        ADD_FAILURE() << e.what();
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
+  threadRanks(size, [&](int rank) {
+    statuses[rank] = averageAndCheck(*connectGloo(config(rank, size)), 1000);
+  });
   EXPECT_EQ(statuses, std::vector<int>(size, 0));
 }
 
@@ -204,20 +179,11 @@ TEST_F(CollectiveTest, AveragesThroughATcpRendezvous) {
   ASSERT_GT(server.port(), 0);
   const int size = 3;
   std::vector<int> statuses(size, -1);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < size; ++rank)
-    threads.emplace_back([&, rank] {
-      try {
-        CollectiveConfig c = config(rank, size);
-        c.rendezvous = "tcp://127.0.0.1:" + std::to_string(server.port());
-        auto collective = connectGloo(c);
-        statuses[rank] = averageAndCheck(*collective, 1000);
-      } catch (const std::exception &e) {
-        ADD_FAILURE() << e.what();
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
+  threadRanks(size, [&](int rank) {
+    CollectiveConfig c = config(rank, size);
+    c.rendezvous = "tcp://127.0.0.1:" + std::to_string(server.port());
+    statuses[rank] = averageAndCheck(*connectGloo(c), 1000);
+  });
   EXPECT_EQ(statuses, std::vector<int>(size, 0));
 }
 

@@ -1,7 +1,12 @@
-/* A fake CUDA driver and cuBLASLt on host memory, for running the GPU executor where there is no GPU.
+/* A fake CUDA driver, cuBLASLt and NCCL on host memory, for running the GPU executor and the NCCL
+ * collective where there is no GPU.
  *
- * It exports the driver API and cuBLASLt entry points the runtime resolves (one library stands in
- * for both, so a captured CUDA graph can hold cuBLASLt work). Device memory is host memory, copies
+ * It exports the driver API, cuBLASLt and NCCL entry points the runtime resolves (one library
+ * stands in for all three, so a captured CUDA graph can hold cuBLASLt work and NCCL's work can
+ * complete the events recorded after it). NCCL communicators are ranks of one process (threads):
+ * each runs its all-reduces in order on a thread of its own, the sum made when every rank of the
+ * communicator has arrived; an event recorded on a stream completes once the NCCL work queued
+ * on it before has. Device memory is host memory, copies
  * are memcpy, and cuLaunchKernel runs host versions of a few kernels by name:
  *   fake_add(a, b, out)   out[i] = a[i] + b[i] (f32) for i < gridX * blockX
  *   fake_fail()           the launch fails with CUDA_ERROR_ILLEGAL_ADDRESS
@@ -13,6 +18,7 @@
  * ("9.0"), KILN_FAKE_CUDA_DRIVER (13000), KILN_FAKE_CUDA_NO_CAPTURE, KILN_FAKE_CUDA_NO_PINNED,
  * KILN_FAKE_CUDA_JIT_FAIL, KILN_FAKE_CUDA_NO_ALGO (each "1" to switch on).
  * kiln_fake_cuda_stat(NAME) exposes counters for the tests. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +123,8 @@ struct CUstream_st {
   int capturing;
   struct op *ops;
   int count, capacity;
+  /* NCCL work queued on the stream and finished (the only work that runs asynchronously). */
+  long nccl_queued, nccl_done;
 };
 struct CUgraph_st {
   struct op *ops;
@@ -463,6 +471,8 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dst_context, CUdeviceptr src, 
 
 struct CUevent_st {
   double milliseconds;
+  struct CUstream_st *stream; /* the NCCL work it waits for: stream's first `target` items */
+  long target;
 };
 
 CUresult cuEventCreate(struct CUevent_st **event, unsigned flags) {
@@ -484,7 +494,23 @@ CUresult cuEventRecord(struct CUevent_st *event, struct CUstream_st *stream) {
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   clock_gettime(CLOCK_MONOTONIC, &now);
   event->milliseconds = now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+  event->stream = stream;
+  event->target = stream ? __atomic_load_n(&stream->nccl_queued, __ATOMIC_SEQ_CST) : 0;
   return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(struct CUevent_st *event) {
+  if (event->stream && __atomic_load_n(&event->stream->nccl_done, __ATOMIC_SEQ_CST) < event->target)
+    return 600; /* CUDA_ERROR_NOT_READY */
+  return CUDA_SUCCESS;
+}
+
+/* Work runs as it is queued here, so a stream never waits: only NCCL's sums run later, and what
+ * reads them synchronizes first. */
+CUresult cuStreamWaitEvent(struct CUstream_st *stream, struct CUevent_st *event, unsigned flags) {
+  (void)stream;
+  (void)event;
+  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuEventElapsedTime_v2(float *milliseconds, struct CUevent_st *start, struct CUevent_st *end) {
@@ -720,4 +746,194 @@ int cublasLtMatmul(void *handle, struct lt_desc *desc, const float *alpha, const
   op.pa = (CUdeviceptr)(uintptr_t)A, op.pb = (CUdeviceptr)(uintptr_t)B;
   op.pc = (CUdeviceptr)(uintptr_t)C, op.pd = (CUdeviceptr)(uintptr_t)D;
   return enqueue(stream, &op) == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+/* ---- NCCL ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
+enum { ncclSuccess = 0, ncclSystemError = 2, ncclInvalidArgument = 4, ncclInvalidUsage = 5 };
+enum { FAKE_NCCL_MAX_RANKS = 64 };
+
+/* The ranks of one unique id. */
+struct fake_group {
+  char id[128];
+  int size, joined, arrived, failed;
+  long rounds; /* all-reduces completed */
+  float *buffers[FAKE_NCCL_MAX_RANKS];
+  size_t counts[FAKE_NCCL_MAX_RANKS];
+  pthread_mutex_t mutex;
+  pthread_cond_t changed;
+  struct fake_group *next;
+};
+static pthread_mutex_t groups_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_group *groups;
+
+struct fake_nccl_op {
+  float *data;
+  size_t count;
+  struct CUstream_st *stream;
+  struct fake_nccl_op *next;
+};
+
+struct ncclComm {
+  struct fake_group *group;
+  int rank, stopping, aborted, error;
+  struct fake_nccl_op *head, *tail;
+  pthread_t worker;
+};
+
+long kiln_fake_nccl_live_comms;
+
+static void *nccl_worker(void *arg) {
+  struct ncclComm *comm = arg;
+  struct fake_group *g = comm->group;
+  pthread_mutex_lock(&g->mutex);
+  for (;;) {
+    while (!comm->head && !comm->stopping && !comm->aborted)
+      pthread_cond_wait(&g->changed, &g->mutex);
+    if (comm->aborted || (comm->stopping && !comm->head))
+      break;
+    struct fake_nccl_op *op = comm->head;
+    comm->head = op->next;
+    if (!comm->head)
+      comm->tail = 0;
+    long round = g->rounds;
+    g->buffers[comm->rank] = op->data;
+    g->counts[comm->rank] = op->count;
+    if (++g->arrived == g->size) {
+      int same = 1;
+      for (int r = 1; r < g->size; ++r)
+        same &= g->counts[r] == g->counts[0];
+      if (same) {
+        float *sum = calloc(op->count ? op->count : 1, sizeof(float));
+        for (int r = 0; r < g->size; ++r)
+          for (size_t i = 0; i < op->count; ++i)
+            sum[i] += g->buffers[r][i];
+        for (int r = 0; r < g->size; ++r)
+          memcpy(g->buffers[r], sum, op->count * sizeof(float));
+        free(sum);
+      } else {
+        g->failed = ncclInvalidUsage; /* ranks disagree on the count */
+      }
+      g->arrived = 0;
+      ++g->rounds;
+      pthread_cond_broadcast(&g->changed);
+    } else {
+      while (g->rounds == round && !comm->aborted)
+        pthread_cond_wait(&g->changed, &g->mutex);
+    }
+    if (g->failed)
+      comm->error = g->failed;
+    if (!comm->aborted)
+      __atomic_add_fetch(&op->stream->nccl_done, 1, __ATOMIC_SEQ_CST);
+    free(op);
+  }
+  pthread_mutex_unlock(&g->mutex);
+  return 0;
+}
+
+int ncclGetVersion(int *version) {
+  *version = 22304;
+  return ncclSuccess;
+}
+
+int ncclGetUniqueId(ncclUniqueId *id) {
+  static long next;
+  memset(id, 0, sizeof *id);
+  snprintf(id->internal, sizeof id->internal, "fake-nccl-%ld", __atomic_add_fetch(&next, 1, __ATOMIC_SEQ_CST));
+  return ncclSuccess;
+}
+
+int ncclCommInitRank(struct ncclComm **out, int size, ncclUniqueId id, int rank) {
+  if (knob("KILN_FAKE_NCCL_INIT_FAIL"))
+    return ncclSystemError;
+  if (size < 1 || size > FAKE_NCCL_MAX_RANKS || rank < 0 || rank >= size)
+    return ncclInvalidArgument;
+  pthread_mutex_lock(&groups_mutex);
+  struct fake_group *g = groups;
+  while (g && memcmp(g->id, id.internal, sizeof g->id) != 0)
+    g = g->next;
+  if (!g) {
+    g = calloc(1, sizeof *g);
+    memcpy(g->id, id.internal, sizeof g->id);
+    g->size = size;
+    pthread_mutex_init(&g->mutex, 0);
+    pthread_cond_init(&g->changed, 0);
+    g->next = groups;
+    groups = g;
+  }
+  pthread_mutex_unlock(&groups_mutex);
+  struct ncclComm *comm = calloc(1, sizeof *comm);
+  comm->group = g;
+  comm->rank = rank;
+  pthread_mutex_lock(&g->mutex);
+  ++g->joined;
+  pthread_cond_broadcast(&g->changed);
+  while (g->joined < g->size) /* as NCCL: no timeout */
+    pthread_cond_wait(&g->changed, &g->mutex);
+  pthread_mutex_unlock(&g->mutex);
+  pthread_create(&comm->worker, 0, nccl_worker, comm);
+  __atomic_add_fetch(&kiln_fake_nccl_live_comms, 1, __ATOMIC_SEQ_CST);
+  *out = comm;
+  return ncclSuccess;
+}
+
+int ncclAllReduce(const void *send, void *receive, size_t count, int type, int op, struct ncclComm *comm,
+                  struct CUstream_st *stream) {
+  if (send != receive || type != 7 /* ncclFloat32 */ || op != 0 /* ncclSum */ || !stream)
+    return ncclInvalidArgument; /* only what Kiln asks for */
+  struct fake_nccl_op *work = calloc(1, sizeof *work);
+  work->data = receive;
+  work->count = count;
+  work->stream = stream;
+  __atomic_add_fetch(&stream->nccl_queued, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&comm->group->mutex);
+  if (comm->tail)
+    comm->tail->next = work;
+  else
+    comm->head = work;
+  comm->tail = work;
+  pthread_cond_broadcast(&comm->group->changed);
+  pthread_mutex_unlock(&comm->group->mutex);
+  return ncclSuccess;
+}
+
+int ncclCommGetAsyncError(struct ncclComm *comm, int *error) {
+  pthread_mutex_lock(&comm->group->mutex);
+  *error = comm->error;
+  pthread_mutex_unlock(&comm->group->mutex);
+  return ncclSuccess;
+}
+
+static int nccl_end(struct ncclComm *comm, int abort) {
+  pthread_mutex_lock(&comm->group->mutex);
+  if (abort)
+    comm->aborted = 1;
+  comm->stopping = 1;
+  pthread_cond_broadcast(&comm->group->changed);
+  pthread_mutex_unlock(&comm->group->mutex);
+  pthread_join(comm->worker, 0);
+  while (comm->head) {
+    struct fake_nccl_op *next = comm->head->next;
+    free(comm->head);
+    comm->head = next;
+  }
+  free(comm);
+  __atomic_sub_fetch(&kiln_fake_nccl_live_comms, 1, __ATOMIC_SEQ_CST);
+  return ncclSuccess;
+}
+
+int ncclCommAbort(struct ncclComm *comm) { return nccl_end(comm, 1); }
+int ncclCommDestroy(struct ncclComm *comm) { return nccl_end(comm, 0); }
+
+const char *ncclGetErrorString(int result) {
+  switch (result) {
+  case ncclSuccess: return "no error";
+  case ncclSystemError: return "unhandled system error";
+  case ncclInvalidArgument: return "invalid argument";
+  case ncclInvalidUsage: return "invalid usage";
+  default: return "unknown result code";
+  }
 }

@@ -1,6 +1,6 @@
 // Collectives among the replicas of a data-parallel train step: every rank's buffer summed or
-// averaged in place. One small interface; Gloo (TCP, host buffers: CPU replicas in one process
-// or many, on one host or many) is its back end here, NCCL (GPUs) the next.
+// averaged in place. Gloo (TCP, host buffers: CPU replicas in one process or many, on one host
+// or many) and NCCL (device buffers, one GPU per rank).
 #ifndef KILN_COLLECTIVE_H
 #define KILN_COLLECTIVE_H
 
@@ -44,6 +44,32 @@ public:
 // Connects this rank to every other through `config.rendezvous`, with Gloo over TCP. Throws
 // Error naming the rank, the rendezvous and the ranks that did not show up within the timeout.
 std::unique_ptr<Collective> connectGloo(const CollectiveConfig &config);
+
+// Sums device buffers over the ranks of a world, one GPU per rank, through NCCL (loaded with
+// dlopen, like the CUDA driver: $KILN_LIBNCCL, else libnccl.so.2). Sums run on a stream of the
+// collective's own, ordered against the caller's streams by events; the host waits for them only
+// in synchronize(), with the timeout, so a dead or hung peer is an error naming it, not a hang.
+class DeviceCollective {
+public:
+  virtual ~DeviceCollective();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Queues the in-place sum of `count` floats at device address `data`, to start once the work
+  // queued so far on `after` (a CUstream; null: the legacy default stream) is done. Returns at
+  // once; throws Error when NCCL refuses the call.
+  virtual void startAllReduce(uint64_t data, std::size_t count, void *after) = 0;
+  // Makes `stream` wait, on the device, for every sum queued so far.
+  virtual void waitOn(void *stream) = 0;
+  // Blocks until every sum queued so far is done. Throws Error naming this rank, and the peer
+  // that died where it can tell, when the timeout passes first or NCCL reports an error; the
+  // communicator is aborted then and the collective unusable.
+  virtual void synchronize() = 0;
+};
+
+// Connects rank `config.rank` on GPU `device` to the others: rank 0 makes NCCL's unique id and
+// hands it over through `config.rendezvous`. Throws Error when NCCL or the driver cannot be
+// loaded, or a rank does not join within the timeout (naming it).
+std::unique_ptr<DeviceCollective> connectNccl(const CollectiveConfig &config, int device);
 
 // The store ranks meet through when they share no file system: keys and values over TCP, kept
 // while the server lives. kiln-launch runs one on the first node for --rdzv HOST:PORT.

@@ -1,5 +1,6 @@
 // The Gloo back end of kiln::rt::Collective: a full mesh of TCP pairs, set up through Gloo's
 // file store or Kiln's TCP store; ring all-reduce on host buffers.
+#include "Rendezvous.h"
 #include "TcpStore.h"
 
 #include "kiln/collective.h"
@@ -9,8 +10,6 @@
 #include <gloo/barrier.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <cctype>
@@ -26,50 +25,28 @@ Collective::~Collective() = default;
 
 namespace {
 
-/// Store key under which a rank lists its host and process id, so that a
-/// survivor on the same host can tell which rank died. (Gloo's errors name a
-/// socket address, which identifies no rank once connections are made.)
-std::string processKey(int rank) { return "kiln-process/" + std::to_string(rank); }
-
-std::string hostName() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
-}
-
 class GlooCollective final : public Collective {
 public:
   explicit GlooCollective(const CollectiveConfig &config) : config_(config) {}
 
-  static std::unique_ptr<gloo::rendezvous::Store> openStore(const CollectiveConfig &config) {
-    std::string host;
-    int port = 0;
-    if (detail::parseTcpAddress(config.rendezvous, host, port))
-      return std::make_unique<detail::TcpStore>(host, port, config.timeout);
-    return std::make_unique<gloo::rendezvous::FileStore>(config.rendezvous);
-  }
-
   void connect() {
     gloo::transport::tcp::attr attr;
     attr.hostname = config_.host;
-    try {
-      base_ = openStore(config_);
-    } catch (const std::exception &e) {
-      throw Error(where() + ": " + e.what());
-    }
-    store_ = std::make_unique<gloo::rendezvous::PrefixStore>(config_.runId, *base_);
+    rendezvous_ = std::make_unique<detail::Rendezvous>(config_);
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
       context_ = std::make_shared<gloo::rendezvous::Context>(config_.rank, config_.size);
       context_->setTimeout(config_.timeout);
-      context_->connectFullMesh(*store_, device_);
-      std::string process = hostName() + " " + std::to_string(::getpid()) + " " + config_.host;
-      store_->set(processKey(config_.rank), std::vector<char>(process.begin(), process.end()));
+      context_->connectFullMesh(rendezvous_->store(), device_);
+      rendezvous_->publish();
     } catch (const std::exception &e) {
       std::string message = clean(e.what());
-      std::string who = missingRanks(message);
+      // Gloo waits for one rank's address (key "<rank>") at a time: probe every other rank's.
+      std::string who =
+          message.find("Wait timeout for key(s)") != std::string::npos ? rendezvous_->missing("") : "";
       if (who.empty() && peerGone(message))
-        if (int peer = deadRank(); peer >= 0)
-          who = describe(peer) + " died";
+        if (int peer = rendezvous_->deadRank(); peer >= 0)
+          who = rendezvous_->describe(peer) + " died";
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
                   " within " + std::to_string(config_.timeout.count()) + " ms" +
                   (who.empty() ? std::string() : " (" + who + ")") + ": " + message);
@@ -127,29 +104,6 @@ private:
     }
   }
 
-  /// "rank 1, 3 did not join" after Gloo's rendezvous timed out waiting for
-  /// a rank's address ("Wait timeout for key(s): [<run id>/<rank>]"): Gloo
-  /// waits for one rank at a time, so every other rank's key is probed too.
-  /// "" for other errors.
-  std::string missingRanks(const std::string &message) const {
-    if (message.find("Wait timeout for key(s)") == std::string::npos)
-      return "";
-    std::string ranks;
-    for (int peer = 0; peer < config_.size; ++peer) {
-      if (peer == config_.rank)
-        continue;
-      bool joined = true;
-      try {
-        store_->wait({std::to_string(peer)}, std::chrono::milliseconds(1));
-      } catch (const std::exception &) {
-        joined = false;
-      }
-      if (!joined)
-        ranks += (ranks.empty() ? "" : ", ") + std::to_string(peer);
-    }
-    return ranks.empty() ? "" : "rank " + ranks + " did not join";
-  }
-
   /// Whether Gloo's `message` says a connection to a peer broke (rather than,
   /// say, a bad argument): the peer died, or stopped answering in time.
   static bool peerGone(const std::string &message) {
@@ -160,63 +114,17 @@ private:
     return false;
   }
 
-  /// "rank 1 (at 10.0.0.2, pid 4242)": the rank and what it listed of itself.
-  std::string describe(int peer) {
-    std::string text = "rank " + std::to_string(peer);
-    try {
-      store_->wait({processKey(peer)}, std::chrono::milliseconds(100));
-      std::vector<char> listed = store_->get(processKey(peer));
-      std::istringstream fields(std::string(listed.begin(), listed.end()));
-      std::string host, pid, address;
-      if (fields >> host >> pid >> address)
-        text += " (at " + address + " on " + host + ", pid " + pid + ")";
-    } catch (const std::exception &) {
-      // never listed: it died while connecting
-    }
-    return text;
-  }
-
-  /// The rank that died: with two ranks the other one; else the one whose
-  /// process on this host is gone. -1 when that cannot be told (peers on
-  /// other hosts).
-  int deadRank() {
-    if (config_.size == 2)
-      return 1 - config_.rank;
-    std::string host = hostName();
-    int found = -1;
-    for (int peer = 0; peer < config_.size; ++peer) {
-      if (peer == config_.rank)
-        continue;
-      try {
-        store_->wait({processKey(peer)}, std::chrono::milliseconds(100));
-        std::vector<char> listed = store_->get(processKey(peer));
-        std::istringstream text(std::string(listed.begin(), listed.end()));
-        std::string peerHost;
-        long pid = 0;
-        if (text >> peerHost >> pid && peerHost == host && ::kill(pid, 0) != 0 && errno == ESRCH) {
-          if (found >= 0)
-            return -1; // more than one: name none rather than the wrong one
-          found = peer;
-        }
-      } catch (const std::exception &) {
-        // never listed: it died while connecting, or is elsewhere
-      }
-    }
-    return found;
-  }
-
   [[noreturn]] void fail(const char *what, const std::exception &e) {
     std::string message = clean(e.what());
-    int peer = peerGone(message) ? deadRank() : -1;
+    int peer = peerGone(message) ? rendezvous_->deadRank() : -1;
     throw Error(where() + ": " + what + " failed" +
-                (peer >= 0 ? ": " + describe(peer) + " died or stopped answering"
+                (peer >= 0 ? ": " + rendezvous_->describe(peer) + " died or stopped answering"
                            : std::string()) +
                 " (" + message + "; timeout " + std::to_string(config_.timeout.count()) + " ms)");
   }
 
   CollectiveConfig config_;
-  std::unique_ptr<gloo::rendezvous::Store> base_;
-  std::unique_ptr<gloo::rendezvous::PrefixStore> store_;
+  std::unique_ptr<detail::Rendezvous> rendezvous_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
 };

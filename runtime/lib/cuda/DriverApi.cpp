@@ -64,6 +64,8 @@ bool bindDriver(void *library, DriverApi &api, LoadFailure &failure) {
   KILN_BIND(cuEventCreate, "cuEventCreate")
   KILN_BIND(cuEventDestroy, "cuEventDestroy_v2")
   KILN_BIND(cuEventRecord, "cuEventRecord")
+  KILN_BIND(cuEventQuery, "cuEventQuery")
+  KILN_BIND(cuStreamWaitEvent, "cuStreamWaitEvent")
   KILN_BIND(cuStreamBeginCapture, "cuStreamBeginCapture_v2")
   KILN_BIND(cuStreamEndCapture, "cuStreamEndCapture")
   KILN_BIND(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
@@ -95,6 +97,18 @@ bool bindCublasLt(void *library, CublasLtApi &api, LoadFailure &failure) {
   KILN_BIND(cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute")
   KILN_BIND(cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")
   KILN_BIND(cublasLtMatmul, "cublasLtMatmul")
+  return true;
+}
+
+bool bindNccl(void *library, NcclApi &api, LoadFailure &failure) {
+  KILN_BIND(ncclGetVersion, "ncclGetVersion")
+  KILN_BIND(ncclGetUniqueId, "ncclGetUniqueId")
+  KILN_BIND(ncclCommInitRank, "ncclCommInitRank")
+  KILN_BIND(ncclAllReduce, "ncclAllReduce")
+  KILN_BIND(ncclCommGetAsyncError, "ncclCommGetAsyncError")
+  KILN_BIND(ncclCommAbort, "ncclCommAbort")
+  KILN_BIND(ncclCommDestroy, "ncclCommDestroy")
+  KILN_BIND(ncclGetErrorString, "ncclGetErrorString")
 #undef KILN_BIND
   return true;
 }
@@ -202,6 +216,40 @@ const CublasLtApi *loadCublasLtApi(LoadFailure &failure) {
       firstReason = attempt.reason;
   }
   failure.reason = firstReason;
+  return nullptr;
+}
+
+} // namespace kiln::rt::cuda
+
+namespace kiln::rt::cuda {
+
+std::string NcclApi::describe(ncclResult_t result) const {
+  const char *text = ncclGetErrorString(result);
+  return std::string(text ? text : "NCCL error") + " (" + std::to_string(result) + ")";
+}
+
+const NcclApi *loadNcclApi(LoadFailure &failure) {
+  std::vector<std::string> candidates;
+  if (const char *override = envOrNull("KILN_LIBNCCL")) {
+    candidates.push_back(override);
+  } else {
+    candidates.push_back("libnccl.so.2");
+    for (const char *root : {envOrNull("CUDA_HOME"), envOrNull("CUDA_PATH"), "/usr/local/cuda"})
+      if (root)
+        candidates.push_back(std::string(root) + "/lib/libnccl.so.2");
+  }
+  std::lock_guard<std::mutex> lock(gLoadMutex);
+  std::string reasons;
+  for (const std::string &path : candidates) {
+    const NcclApi *api = loadOne<NcclApi>(path, bindNccl, failure);
+    if (api) {
+      failure = {};
+      return api;
+    }
+    reasons += (reasons.empty() ? "" : "; ") + failure.reason;
+  }
+  failure.tried = candidates.front();
+  failure.reason = reasons;
   return nullptr;
 }
 

@@ -32,6 +32,7 @@ enum : CUresult {
   CUDA_ERROR_STUB_LIBRARY = 34,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_NOT_READY = 600,
 };
 
 enum : int {
@@ -86,6 +87,8 @@ struct DriverApi {
   CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
   CUresult (*cuEventDestroy)(CUevent event);                                  // cuEventDestroy_v2
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventQuery)(CUevent event);
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   // cuEventElapsedTime_v2 since CUDA 12.8 (what cuda.h's macro selects), else the original.
   CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
   CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);                // cuStreamBeginCapture_v2
@@ -182,10 +185,42 @@ struct LoadFailure {
   std::string reason;
 };
 
+// --- NCCL (nccl.h, 2.x) ------------------------------------------------------------------------
+
+using ncclResult_t = int;
+typedef struct ncclComm *ncclComm_t;
+struct ncclUniqueId {
+  char internal[128];
+};
+enum : ncclResult_t { ncclSuccess = 0, ncclInProgress = 7 };
+enum : int { ncclFloat32 = 7 }; // ncclDataType_t
+enum : int { ncclSum = 0 };     // ncclRedOp_t
+
+struct NcclApi {
+  std::string path;
+  ncclResult_t (*ncclGetVersion)(int *version);
+  ncclResult_t (*ncclGetUniqueId)(ncclUniqueId *id);
+  ncclResult_t (*ncclCommInitRank)(ncclComm_t *comm, int ranks, ncclUniqueId id, int rank);
+  ncclResult_t (*ncclAllReduce)(const void *send, void *receive, size_t count, int type, int op,
+                                ncclComm_t comm, CUstream stream);
+  ncclResult_t (*ncclCommGetAsyncError)(ncclComm_t comm, ncclResult_t *error);
+  ncclResult_t (*ncclCommAbort)(ncclComm_t comm);
+  ncclResult_t (*ncclCommDestroy)(ncclComm_t comm);
+  const char *(*ncclGetErrorString)(ncclResult_t result);
+
+  // "ncclSystemError: unhandled system error (7)".
+  std::string describe(ncclResult_t result) const;
+};
+
 // The driver named by $KILN_LIBCUDA, else libcuda.so.1. Loaded once per path and never unloaded
 // (a driver cannot be unloaded safely); cuInit has run (see initResult). Returns nullptr and
 // fills `failure` when dlopen or a dlsym fails.
 const DriverApi *loadDriverApi(LoadFailure &failure);
+
+// NCCL: $KILN_LIBNCCL, else libnccl.so.2 on the loader's path, then in $CUDA_HOME/lib and
+// /usr/local/cuda/lib. Loaded once per path, never unloaded; nullptr and `failure` when missing.
+const NcclApi *loadNcclApi(LoadFailure &failure);
+
 
 // cuBLASLt: $KILN_LIBCUBLASLT, else libcublasLt.so.13/.12/.11/.so on the loader's path, then in
 // $CUDA_HOME/lib64 and the toolkit's usual folders. Same contract as loadDriverApi.

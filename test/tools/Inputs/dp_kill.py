@@ -92,7 +92,12 @@ subprocess.run(["kiln-launch", "--nproc-per-node", "2", "--",
 restarted = os.path.join(work, "restarted")
 process = launch(train("restarted", *steps, "--checkpoint-dir", restarted, "--resume"), restarts=2)
 ranks, lines = pids(process, 2)
-time.sleep(1.5)  # past the first checkpoints
+# Kill once a checkpoint is written (however loaded the machine is), mid-way through the run.
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not any(
+        name.startswith("ckpt-") for name in (os.listdir(restarted) if os.path.isdir(restarted) else [])):
+    time.sleep(0.01)
+time.sleep(0.05)
 os.kill(ranks[1], 9)
 out, _ = process.communicate(timeout=120)
 text = "".join(lines) + out
