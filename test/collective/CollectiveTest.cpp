@@ -220,6 +220,36 @@ TEST_F(CollectiveTest, AnUnreachableTcpRendezvousIsNamed) {
   EXPECT_THROW(RendezvousServer("256.0.0.1", 0), Error);
 }
 
+// The hooks a data-parallel artifact calls (kiln/collective_abi.h), as the compiled step calls
+// them: buckets started in order, waited for in any order; misuse ends the step with an error.
+TEST_F(CollectiveTest, BucketReducerSumsBucketsAndReportsMisuse) {
+  threadRanks(2, [&](int rank) {
+    auto collective = connectGloo(config(rank, 2));
+    BucketReducer reducer(*collective);
+    kiln_collective_hooks hooks = reducer.hooks();
+    EXPECT_EQ(hooks.world_size, 2);
+    EXPECT_EQ(hooks.rank, rank);
+    std::vector<float> a(1000, static_cast<float>(rank + 1)), b(3, 0.5f);
+    hooks.start(hooks.context, 0, a.data(), static_cast<int64_t>(a.size()));
+    hooks.start(hooks.context, 1, b.data(), static_cast<int64_t>(b.size()));
+    hooks.wait(hooks.context, 1, b.data(), static_cast<int64_t>(b.size()));
+    hooks.wait(hooks.context, 0, a.data(), static_cast<int64_t>(a.size()));
+    reducer.finishStep();
+    EXPECT_EQ(a, std::vector<float>(1000, 3.0f));
+    EXPECT_EQ(b, std::vector<float>(3, 1.0f));
+    EXPECT_EQ(reducer.stats().buckets, 2);
+    EXPECT_EQ(reducer.stats().steps, 1);
+    // A wait for a bucket never started fails the step instead of waiting forever.
+    hooks.wait(hooks.context, 7, b.data(), 3);
+    try {
+      reducer.finishStep();
+      ADD_FAILURE() << "a wait for a bucket never started went unnoticed";
+    } catch (const Error &e) {
+      EXPECT_EQ(std::string(e.what()), "bucket 7 was waited for but never started");
+    }
+  });
+}
+
 TEST_F(CollectiveTest, RefusesABadWorld) {
   EXPECT_THROW(connectGloo(config(2, 2)), Error);
   CollectiveConfig missing = config(0, 2);

@@ -753,7 +753,7 @@ int cublasLtMatmul(void *handle, struct lt_desc *desc, const float *alpha, const
 typedef struct {
   char internal[128];
 } ncclUniqueId;
-enum { ncclSuccess = 0, ncclSystemError = 2, ncclInvalidArgument = 4, ncclInvalidUsage = 5 };
+enum { ncclSuccess = 0, ncclSystemError = 2, ncclInvalidArgument = 4, ncclInvalidUsage = 5, ncclRemoteError = 6 };
 enum { FAKE_NCCL_MAX_RANKS = 64 };
 
 /* The ranks of one unique id. */
@@ -821,7 +821,7 @@ static void *nccl_worker(void *arg) {
       ++g->rounds;
       pthread_cond_broadcast(&g->changed);
     } else {
-      while (g->rounds == round && !comm->aborted)
+      while (g->rounds == round && !comm->aborted && !g->failed)
         pthread_cond_wait(&g->changed, &g->mutex);
     }
     if (g->failed)
@@ -909,8 +909,12 @@ int ncclCommGetAsyncError(struct ncclComm *comm, int *error) {
 
 static int nccl_end(struct ncclComm *comm, int abort) {
   pthread_mutex_lock(&comm->group->mutex);
-  if (abort)
+  if (abort) {
     comm->aborted = 1;
+    /* The group cannot complete a sum without this rank any more: the others fail as NCCL's
+     * peers of an aborted rank do (ncclRemoteError). */
+    comm->group->failed = 6;
+  }
   comm->stopping = 1;
   pthread_cond_broadcast(&comm->group->changed);
   pthread_mutex_unlock(&comm->group->mutex);
@@ -934,6 +938,7 @@ const char *ncclGetErrorString(int result) {
   case ncclSystemError: return "unhandled system error";
   case ncclInvalidArgument: return "invalid argument";
   case ncclInvalidUsage: return "invalid usage";
+  case ncclRemoteError: return "remote process exited or there was a network error";
   default: return "unknown result code";
   }
 }

@@ -38,7 +38,7 @@ world in its environment:
   KILN_LOCAL_RANK    its rank on this node
   KILN_WORLD_SIZE    processes in the world, nnodes * nproc-per-node
   KILN_RENDEZVOUS    where the processes meet: tcp://HOST:PORT or a directory
-  KILN_RUN_ID        separates the attempts of one run
+  KILN_RUN_ID        separates runs and the attempts of one run (--run-id)
   KILN_HOST          the address peers reach it on
 When a process fails, the others stop within the collective timeout with a message
 naming it; any still running after the grace period are terminated.
@@ -51,6 +51,8 @@ Options:
                        HOST:PORT (node 0's address, which every node reaches)
   --rdzv-dir DIR       or through a directory; across nodes a shared file system every
                        node mounts (default on one node: a fresh temporary directory)
+  --run-id ID          names this run's keys in the rendezvous; every node gives the same
+                       (default kiln; a --rdzv-dir that holds files needs a new one)
   --host ADDR          the address this node's processes listen on (default 127.0.0.1;
                        across nodes, one the other nodes reach)
   --max-restarts K     start the whole group again up to K times after a failure; give the
@@ -73,7 +75,8 @@ Example (two CPU replicas on this host):
 struct Options {
   int perNode = 1, nodes = 1, nodeRank = 0, maxRestarts = 0;
   double grace = 15;
-  std::string rendezvous, tcp, host = "127.0.0.1";
+  std::string rendezvous, tcp, host = "127.0.0.1", runId = "kiln";
+  bool runIdGiven = false;
   std::vector<std::string> command;
 };
 
@@ -122,6 +125,12 @@ Options parseOptions(int argc, char **argv) {
       o.rendezvous = v;
     else if (flag.name == "--rdzv")
       o.tcp = v;
+    else if (flag.name == "--run-id") {
+      if (v.empty() || v.find_first_of("/ \t") != std::string::npos)
+        usageError("--run-id: expected a name without '/' or spaces, got '" + v + "'");
+      o.runId = v;
+      o.runIdGiven = true;
+    }
     else if (flag.name == "--host")
       o.host = v;
     else if (flag.name == "--grace") {
@@ -218,7 +227,7 @@ int runGroup(const Options &o, const std::string &rendezvous, int attempt) {
       ::setenv("KILN_LOCAL_RANK", std::to_string(local).c_str(), 1);
       ::setenv("KILN_WORLD_SIZE", std::to_string(world).c_str(), 1);
       ::setenv("KILN_RENDEZVOUS", rendezvous.c_str(), 1);
-      ::setenv("KILN_RUN_ID", ("attempt-" + std::to_string(attempt)).c_str(), 1);
+      ::setenv("KILN_RUN_ID", (o.runId + "-attempt-" + std::to_string(attempt)).c_str(), 1);
       ::setenv("KILN_HOST", o.host.c_str(), 1);
       std::vector<char *> args;
       for (const std::string &arg : o.command)
@@ -236,7 +245,7 @@ int runGroup(const Options &o, const std::string &rendezvous, int attempt) {
 
   // Until one fails (or all succeed), or the launcher is told to stop.
   const Child *failed = nullptr;
-  while (!failed && reap(children, true)) {
+  while (!failed && !gSignal && reap(children, true)) {
     if (gSignal)
       break;
     for (const Child &c : children)
@@ -323,6 +332,14 @@ int main(int argc, char **argv) {
     if (ec) {
       std::fprintf(stderr, "kiln-launch: --rdzv-dir %s: %s\n", rendezvous.c_str(), ec.message().c_str());
       return 1;
+    }
+    // The file store keeps its keys: an earlier run's addresses would be read as this one's.
+    if (o.nodeRank == 0 && !o.runIdGiven && !std::filesystem::is_empty(rendezvous, ec)) {
+      std::fprintf(stderr,
+                   "kiln-launch: --rdzv-dir %s holds files of an earlier run; give an empty "
+                   "directory, or the same new --run-id to every node\n",
+                   rendezvous.c_str());
+      return 2;
     }
   }
   int result = 0;

@@ -87,9 +87,9 @@ Replicas::Replicas(const World &world, TrainStep &first, const std::string &path
   std::string base = (std::filesystem::temp_directory_path() / "kiln-train-XXXXXX").string();
   if (!::mkdtemp(base.data()))
     throw Error("cannot make a temporary directory for the replicas: " + std::string(std::strerror(errno)));
-  copies_ = base;
+  copies_.path = base;
   for (int i = 1; i < world.local; ++i) {
-    std::string copy = copies_ + "/replica-" + std::to_string(world.firstRank() + i) + ".kiln";
+    std::string copy = copies_.path + "/replica-" + std::to_string(world.firstRank() + i) + ".kiln";
     std::error_code ec;
     std::filesystem::copy_file(path, copy, ec);
     if (ec)
@@ -103,7 +103,7 @@ Replicas::Replicas(const World &world, TrainStep &first, const std::string &path
     rt::CollectiveConfig config;
     config.rank = world.firstRank() + i;
     config.size = world.size();
-    config.rendezvous = world.processes > 1 ? world.rendezvous : copies_;
+    config.rendezvous = world.processes > 1 ? world.rendezvous : copies_.path;
     config.runId = world.runId;
     config.host = world.host;
     config.timeout = world.timeout;
@@ -134,10 +134,43 @@ Replicas::~Replicas() {
       step->artifact().setCollective(nullptr);
   links_.clear();
   owned_.clear();
-  if (!copies_.empty()) {
+}
+
+Replicas::TempDir::~TempDir() {
+  if (!path.empty()) {
     std::error_code ignored;
-    std::filesystem::remove_all(copies_, ignored);
+    std::filesystem::remove_all(path, ignored);
   }
+}
+
+void Replicas::checkSameStep() {
+  if (links_.empty())
+    return;
+  // Each rank writes its step into its own two slots (24-bit halves: exact in f32); the sum
+  // shows every rank all the steps.
+  const int world = world_.size();
+  std::vector<std::vector<float>> views(links_.size(), std::vector<float>(2 * world, 0.0f));
+  std::vector<std::future<void>> sums;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    int64_t step = steps_[i]->step();
+    int rank = world_.firstRank() + static_cast<int>(i);
+    views[i][2 * rank] = static_cast<float>(step >> 24);
+    views[i][2 * rank + 1] = static_cast<float>(step & 0xffffff);
+    sums.push_back(std::async(std::launch::async, [this, i, &views] {
+      links_[i]->collective->allReduce(views[i].data(), views[i].size(), /*average=*/false);
+    }));
+  }
+  for (auto &sum : sums)
+    sum.get();
+  auto stepOf = [&](int rank) {
+    return (static_cast<int64_t>(views[0][2 * rank]) << 24) + static_cast<int64_t>(views[0][2 * rank + 1]);
+  };
+  for (int rank = 1; rank < world; ++rank)
+    if (stepOf(rank) != stepOf(0))
+      throw Error("rank " + std::to_string(rank) + " starts at step " + std::to_string(stepOf(rank)) +
+                  " but rank 0 at step " + std::to_string(stepOf(0)) +
+                  ": every process must resume from the same checkpoint (give them one "
+                  "--checkpoint-dir on a shared file system)");
 }
 
 float Replicas::run() {

@@ -67,12 +67,21 @@ public:
   void initialize();
   void restore(const Checkpoint &checkpoint, const std::string &source);
 
+  /// Checks that every replica of the world starts from the same step (they
+  /// restore checkpoints each from its own file system). Throws rt::Error
+  /// naming the rank that differs.
+  void checkSameStep();
+
   /// "communication 12.3 ms per step, 81% of it hidden behind computation".
   std::string overlapSummary() const;
 
 private:
   World world_;
-  std::string copies_; // directory of the private copies, removed at the end
+  /// The directory of the private copies, removed however the replicas end.
+  struct TempDir {
+    std::string path;
+    ~TempDir();
+  } copies_;
   std::vector<TrainStep *> steps_;
   std::vector<std::unique_ptr<TrainStep>> owned_;
   struct Link;

@@ -204,6 +204,7 @@ Session::Session(const Options &o)
   int64_t startStep = step_.step();
   if (startStep < 0)
     throw Error(o.artifact + ": the step counter is negative (" + std::to_string(startStep) + ")");
+  replicas_->checkSameStep();
   if (!world_.leader()) // the leader writes the logs and checkpoints
     return;
   if (!o.logdir.empty()) {
@@ -238,7 +239,7 @@ void Session::resume() {
       if (saved.metadata.count("replicas") && saved.metadata["replicas"] != runInfo_["replicas"] &&
           world_.leader())
         std::fprintf(stderr,
-                     "kiln-train: warning: %s was written by %s replicas, this run has %s: from "
+                     "kiln-train: warning: %s was written with %s replica(s), this run has %s: from "
                      "here on the batches hold %lld examples, and the order they come in differs "
                      "from the run that wrote it\n",
                      path.c_str(), saved.metadata["replicas"].c_str(), runInfo_["replicas"].c_str(),

@@ -4,9 +4,9 @@
 // wait(bucket) where it first needs the sums. Starts go to a queue that one
 // thread works through in order, which is the same order on every rank
 // since every rank runs the same code; a wait blocks until its bucket is
-// through. The first error ends the step's collectives: later starts are
-// dropped and every wait returns at once (the hooks cannot fail the step),
-// and finishStep() throws it.
+// through. The first error ends the step's collectives: later starts and
+// queued buckets are dropped, every wait returns as soon as its bucket is not
+// being summed (the hooks cannot fail the step), and finishStep() throws it.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/collective.h"
@@ -69,7 +69,12 @@ struct BucketReducer::State {
         error = "bucket " + std::to_string(bucket) + " was waited for but never started";
       return;
     }
-    changed.wait(lock, [&] { return !error.empty() || buckets[bucket] == Bucket::Done; });
+    // After an error a bucket still queued is dropped (the step's results are garbage anyway),
+    // but one being summed is waited for: its buffer is in use until the collective returns,
+    // which its timeout bounds.
+    changed.wait(lock, [&] {
+      return buckets[bucket] == Bucket::Done || (!error.empty() && inFlight != bucket);
+    });
     stats.exposedSeconds += seconds(Clock::now() - begin);
   }
 
@@ -81,6 +86,12 @@ struct BucketReducer::State {
         return; // stopping
       Job job = queue.front();
       queue.pop_front();
+      if (!error.empty()) { // the step failed: its buffers may be gone, and so may the peers
+        buckets[job.bucket] = Bucket::Done;
+        changed.notify_all();
+        continue;
+      }
+      inFlight = job.bucket;
       lock.unlock();
       Clock::time_point begin = Clock::now();
       std::string failure;
@@ -90,6 +101,7 @@ struct BucketReducer::State {
         failure = e.what();
       }
       lock.lock();
+      inFlight = -1;
       stats.communicationSeconds += seconds(Clock::now() - begin);
       if (!failure.empty() && error.empty())
         error = failure;
@@ -122,6 +134,7 @@ struct BucketReducer::State {
   std::deque<Job> queue;
   std::map<int64_t, Bucket> buckets;
   std::string error; // sticky: the collective is unusable after a failure
+  int64_t inFlight = -1; // the bucket being summed
   bool stopping = false;
   Stats stats;
   std::thread worker; // last: starts once the rest is ready

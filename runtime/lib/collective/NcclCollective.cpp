@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -28,11 +29,13 @@ public:
   NcclCollective(const CollectiveConfig &config, int device) : config_(config), device_(device) {}
 
   ~NcclCollective() override {
-    if (!driver_)
+    if (!driver_ || !context_)
       return;
     Current current(*this);
-    if (comm_)
-      aborted_ ? (void)0 : (void)nccl_->ncclCommDestroy(comm_);
+    // Destroying waits for the work queued; with sums never waited for (a step that failed),
+    // a dead peer would make that forever: abort instead.
+    if (comm_ && !aborted_)
+      pending_.empty() ? (void)nccl_->ncclCommDestroy(comm_) : (void)nccl_->ncclCommAbort(comm_);
     for (CUevent event : pending_)
       driver_->cuEventDestroy(event);
     if (stream_)
@@ -61,37 +64,63 @@ public:
     gloo::rendezvous::Store &store = rendezvous_->store();
     ncclUniqueId id{};
     const std::string idKey = "nccl-id";
+    if (config_.rank == 0)
+      checkNccl(nccl_->ncclGetUniqueId(&id), "ncclGetUniqueId");
     try {
       if (config_.rank == 0) {
-        checkNccl(nccl_->ncclGetUniqueId(&id), "ncclGetUniqueId");
         store.set(idKey, std::vector<char>(id.internal, id.internal + sizeof id.internal));
       } else {
+        store.wait({idKey}, config_.timeout);
         std::vector<char> bytes = store.get(idKey);
         if (bytes.size() != sizeof id.internal)
-          throw Error("the rendezvous holds a malformed NCCL id");
+          throw std::runtime_error("the rendezvous holds a malformed NCCL id");
         std::memcpy(id.internal, bytes.data(), sizeof id.internal);
       }
       rendezvous_->publish();
-    } catch (const Error &) {
-      throw;
     } catch (const std::exception &e) {
-      std::string who = config_.rank == 0 ? "" : " (rank 0 did not join)";
+      bool timedOut = std::string(e.what()).find("Wait timeout") != std::string::npos;
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
-                  " within " + std::to_string(config_.timeout.count()) + " ms" + who + ": " + e.what());
+                  " within " + std::to_string(config_.timeout.count()) + " ms" +
+                  (timedOut ? " (rank 0 did not join)" : "") + ": " + e.what());
     }
     // ncclCommInitRank waits for every rank with no timeout of its own: wait for it here. A
-    // rank stuck in it past the timeout is left to end with the process.
-    auto state = std::make_shared<std::promise<std::pair<ncclResult_t, ncclComm_t>>>();
-    std::future<std::pair<ncclResult_t, ncclComm_t>> done = state->get_future();
-    std::thread([state, api = nccl_, driver = driver_, context = context_, id, config = config_] {
-      driver->cuCtxPushCurrent(context);
+    // thread stuck in it past the timeout holds its own reference to the context, and aborts
+    // the communicator should it still come.
+    struct Init {
+      std::mutex mutex;
+      bool abandoned = false;
+      std::promise<std::pair<ncclResult_t, ncclComm_t>> result;
+    };
+    auto init = std::make_shared<Init>();
+    std::future<std::pair<ncclResult_t, ncclComm_t>> done = init->result.get_future();
+    std::thread([init, api = nccl_, driver = driver_, device = cudaDevice_, id, config = config_] {
+      CUcontext context = nullptr;
       ncclComm_t comm = nullptr;
-      ncclResult_t result = api->ncclCommInitRank(&comm, config.size, id, config.rank);
-      CUcontext ignored;
-      driver->cuCtxPopCurrent(&ignored);
-      state->set_value({result, comm});
+      ncclResult_t result = ncclInternalError; // unless the context comes
+      if (driver->cuDevicePrimaryCtxRetain(&context, device) == CUDA_SUCCESS) {
+        driver->cuCtxPushCurrent(context);
+        result = api->ncclCommInitRank(&comm, config.size, id, config.rank);
+        CUcontext ignored;
+        driver->cuCtxPopCurrent(&ignored);
+      }
+      std::lock_guard<std::mutex> lock(init->mutex);
+      if (init->abandoned) {
+        if (comm)
+          api->ncclCommAbort(comm);
+      } else {
+        init->result.set_value({result, comm});
+      }
+      if (context)
+        driver->cuDevicePrimaryCtxRelease(device);
     }).detach();
-    if (done.wait_for(config_.timeout) != std::future_status::ready) {
+    bool late;
+    {
+      done.wait_for(config_.timeout);
+      std::lock_guard<std::mutex> lock(init->mutex); // the thread answers under it, or not at all
+      late = done.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+      init->abandoned = late;
+    }
+    if (late) {
       std::string who = rendezvous_->missing("kiln-process/");
       throw Error(where() + ": NCCL could not connect the ranks within " +
                   std::to_string(config_.timeout.count()) + " ms" + (who.empty() ? "" : " (" + who + ")"));
@@ -165,12 +194,15 @@ public:
 private:
   /// The device's primary context, current while this lives.
   struct Current {
-    explicit Current(NcclCollective &c) : driver(c.driver_) { driver->cuCtxPushCurrent(c.context_); }
+    explicit Current(NcclCollective &c)
+        : driver(c.driver_), pushed(c.context_ && driver->cuCtxPushCurrent(c.context_) == CUDA_SUCCESS) {}
     ~Current() {
       CUcontext ignored;
-      driver->cuCtxPopCurrent(&ignored);
+      if (pushed) // never the caller's own
+        driver->cuCtxPopCurrent(&ignored);
     }
     const DriverApi *driver;
+    bool pushed;
   };
 
   std::string where() const {

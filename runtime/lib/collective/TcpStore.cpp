@@ -12,12 +12,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -79,8 +81,10 @@ bool recvField(int fd, std::string &out, const std::atomic<bool> *stop = nullptr
   return recvAll(fd, out.data(), length, stop);
 }
 
-/// A TCP socket connected to host:port, or -1 with `error` set.
-int connectTo(const std::string &host, int port, std::string &error) {
+/// A TCP socket connected to host:port within `timeout`, whose sends and
+/// receives also give up after `timeout` (a host that vanished sends no
+/// reset: without this a read waits forever); -1 with `error` set.
+int connectTo(const std::string &host, int port, std::chrono::milliseconds timeout, std::string &error) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -90,10 +94,21 @@ int connectTo(const std::string &host, int port, std::string &error) {
   }
   int fd = -1;
   for (addrinfo *a = found; a; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0)
       continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd ready{fd, POLLOUT, 0};
+      int soError = 0;
+      socklen_t length = sizeof soError;
+      if (::poll(&ready, 1, static_cast<int>(timeout.count())) == 1 &&
+          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length) == 0 && soError == 0)
+        rc = 0;
+      else
+        errno = soError ? soError : ETIMEDOUT;
+    }
+    if (rc == 0)
       break;
     error = std::strerror(errno);
     ::close(fd);
@@ -101,8 +116,13 @@ int connectTo(const std::string &host, int port, std::string &error) {
   }
   ::freeaddrinfo(found);
   if (fd >= 0) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    timeval limit{static_cast<time_t>(timeout.count() / 1000),
+                  static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   }
   return fd;
 }
@@ -132,7 +152,7 @@ TcpStore::TcpStore(const std::string &host, int port, std::chrono::milliseconds 
     : where_(host + ":" + std::to_string(port)), timeout_(timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string error;
-  while ((fd_ = connectTo(host, port, error)) < 0) {
+  while ((fd_ = connectTo(host, port, timeout, error)) < 0) {
     if (std::chrono::steady_clock::now() >= deadline)
       throw Error("cannot reach the rendezvous at " + where_ + " within " +
                   std::to_string(timeout.count()) + " ms: " + error);
@@ -151,12 +171,14 @@ bool TcpStore::request(char op, const std::string &key, const std::vector<char> 
   bool sent = sendAll(fd_, &op, 1) && sendField(fd_, key.data(), key.size()) &&
               (op != 'S' || sendField(fd_, value.data(), value.size()));
   char present = 0;
+  const std::string lost = "the rendezvous at " + where_ + " closed the connection or did not answer " +
+                           "within " + std::to_string(timeout_.count()) + " ms (its kiln-launch ended?)";
   if (!sent || !recvAll(fd_, &present, 1))
-    throw Error("the rendezvous at " + where_ + " closed the connection (its kiln-launch ended?)");
+    throw Error(lost);
   if (present && op == 'G') {
     std::string data;
     if (!recvField(fd_, data))
-      throw Error("the rendezvous at " + where_ + " closed the connection (its kiln-launch ended?)");
+      throw Error(lost);
     if (reply)
       reply->assign(data.begin(), data.end());
   }
@@ -259,7 +281,10 @@ struct RendezvousServer::State {
   }
 };
 
-RendezvousServer::RendezvousServer(const std::string &host, int port) : state_(std::make_unique<State>()) {
+RendezvousServer::RendezvousServer(const std::string &address, int port) : state_(std::make_unique<State>()) {
+  std::string host = address; // "[::1]" as in a URL is "::1" to getaddrinfo
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   addrinfo hints{}, *found = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

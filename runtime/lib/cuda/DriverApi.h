@@ -192,7 +192,7 @@ typedef struct ncclComm *ncclComm_t;
 struct ncclUniqueId {
   char internal[128];
 };
-enum : ncclResult_t { ncclSuccess = 0, ncclInProgress = 7 };
+enum : ncclResult_t { ncclSuccess = 0, ncclInternalError = 3, ncclInProgress = 7 };
 enum : int { ncclFloat32 = 7 }; // ncclDataType_t
 enum : int { ncclSum = 0 };     // ncclRedOp_t
 
