@@ -30,10 +30,22 @@ namespace {
 
 constexpr uint32_t kMaxField = 64u << 20;
 
-bool sendAll(int fd, const void *data, size_t size) {
-  const char *p = static_cast<const char *>(data);
+/// Moves exactly `size` bytes with `transfer` (a send or a recv of at most
+/// that many bytes); false when the peer closed, an error or the socket's
+/// timeout came first, or (with `stop`, checked every 100 ms while waiting to
+/// read) once `stop` is set.
+template <typename Transfer>
+bool transferAll(int fd, char *p, size_t size, Transfer transfer, const std::atomic<bool> *stop = nullptr) {
   while (size > 0) {
-    ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+    if (stop) {
+      pollfd ready{fd, POLLIN, 0};
+      int r = ::poll(&ready, 1, 100);
+      if (stop->load())
+        return false;
+      if (r == 0 || (r < 0 && errno == EINTR))
+        continue;
+    }
+    ssize_t n = transfer(p, size);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -44,28 +56,14 @@ bool sendAll(int fd, const void *data, size_t size) {
   return true;
 }
 
-/// Reads exactly `size` bytes; with `stop`, gives up (false) once it is set, checking every
-/// 100 ms.
+bool sendAll(int fd, const void *data, size_t size) {
+  return transferAll(fd, const_cast<char *>(static_cast<const char *>(data)), size,
+                     [fd](char *p, size_t n) { return ::send(fd, p, n, MSG_NOSIGNAL); });
+}
+
 bool recvAll(int fd, void *data, size_t size, const std::atomic<bool> *stop = nullptr) {
-  char *p = static_cast<char *>(data);
-  while (size > 0) {
-    if (stop) {
-      pollfd ready{fd, POLLIN, 0};
-      int r = ::poll(&ready, 1, 100);
-      if (stop->load())
-        return false;
-      if (r == 0 || (r < 0 && errno == EINTR))
-        continue;
-    }
-    ssize_t n = ::recv(fd, p, size, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+  return transferAll(fd, static_cast<char *>(data), size,
+                     [fd](char *p, size_t n) { return ::recv(fd, p, n, 0); }, stop);
 }
 
 bool sendField(int fd, const char *data, size_t size) {
