@@ -13,13 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-./setup.sh
-# A fresh build leaves the tests out; an existing one keeps its setting (a
-# developer's build with tests must not be switched off under them).
-tests=(-DKILN_BUILD_TESTS=OFF)
-[[ -f build/CMakeCache.txt ]] && tests=()
-cmake -S . -B build -G Ninja "${tests[@]}" >/dev/null
-ninja -C build kilnc kiln-train kiln-run
+./examples/build.sh kilnc kiln-train kiln-run
 
 python=python3
 [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3 # Debian's, with python3-onnx

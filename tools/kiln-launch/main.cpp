@@ -246,8 +246,6 @@ int runGroup(const Options &o, const std::string &rendezvous, int attempt) {
   // Until one fails (or all succeed), or the launcher is told to stop.
   const Child *failed = nullptr;
   while (!failed && !gSignal && reap(children, true)) {
-    if (gSignal)
-      break;
     for (const Child &c : children)
       if (!c.running && !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) {
         failed = &c;

@@ -44,9 +44,9 @@ World World::fromEnvironment(const std::string &devices, double timeoutSeconds) 
     for (;;) {
       size_t end = devices.find(',', begin);
       std::string device = devices.substr(begin, end == std::string::npos ? end : end - begin);
-      char *rest = nullptr;
-      if (device.rfind("cpu:", 0) != 0 || device.size() == 4 ||
-          (std::strtol(device.c_str() + 4, &rest, 10), *rest))
+      bool index = device.size() > 4 &&
+                   device.find_first_not_of("0123456789", 4) == std::string::npos;
+      if (device.rfind("cpu:", 0) != 0 || !index)
         throw Error("--devices: '" + device + "' is not a device (expected cpu:N; GPU replicas " +
                     "need the NCCL back end, not built yet)");
       ++w.local;
