@@ -186,18 +186,17 @@ private:
     return sizes;
   }
 
-  /// The size of `tiles` or a few more equal tiles of a matmul dimension of
-  /// `range`, a multiple of kMatmulTileMultiple if one divides evenly; 0
-  /// (untiled) if none does. A partial last tile would have a dynamic shape,
-  /// which no BLAS call takes: it would run as scalar loops.
-  static int64_t evenTileSize(int64_t range, int64_t tiles) {
-    int64_t aligned = llvm::alignTo(llvm::divideCeil(range, tiles), kMatmulTileMultiple);
-    if (aligned < range && range % aligned == 0)
+  /// The size of `tiles` tiles of a matmul dimension of `range`, rounded up
+  /// to a multiple of kMatmulTileMultiple when that keeps the last, partial
+  /// tile at least half full, else equal tiles; 0 (untiled) for a dimension
+  /// too small to split. A partial last tile has a dynamic size, which the
+  /// BLAS call takes at run time.
+  static int64_t matmulTileSize(int64_t range, int64_t tiles) {
+    int64_t even = llvm::divideCeil(range, tiles);
+    int64_t aligned = llvm::alignTo(even, kMatmulTileMultiple);
+    if (aligned < range && range - (llvm::divideCeil(range, aligned) - 1) * aligned >= aligned / 2)
       return aligned;
-    for (int64_t count = tiles; count <= 4 * tiles && count < range; ++count)
-      if (range % count == 0)
-        return range / count;
-    return 0;
+    return even < range ? even : 0;
   }
 
   /// Whether an op of the fusion indexes an operand with a negative
@@ -262,11 +261,11 @@ private:
           sizes[i] = 1;
         return sizes;
       }
-      // The larger matrix dimension, or the other one if it has no even split.
+      // The larger matrix dimension.
       SmallVector<int64_t> matrix(llvm::ArrayRef<int64_t>(parallel).take_back(matrixLoops));
       llvm::stable_sort(matrix, [&](int64_t a, int64_t b) { return ranges[a] > ranges[b]; });
       for (int64_t i : matrix)
-        if ((sizes[i] = evenTileSize(ranges[i], tiles)) != 0)
+        if ((sizes[i] = matmulTileSize(ranges[i], tiles)) != 0)
           break;
       return sizes;
     }

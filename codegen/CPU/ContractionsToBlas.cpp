@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNCONTRACTIONSTOBLASPASS
@@ -82,9 +83,13 @@ std::optional<std::pair<int64_t, int64_t>> strideAndDilation(AffineExpr expr, in
   return std::make_pair(coefficients.lookup(spatial), coefficients.lookup(window));
 }
 
-/// How each operand's dimensions map to the loops (batch..., m, n, k).
+/// How each operand's dimensions map to the loops (batch..., m, n, k). A
+/// product by a vector has no m loop (x^T W, a batch-1 layer: A is one row)
+/// or no n loop (W x: B is one column); it is still one sgemm call, which
+/// oneDNN runs as a matrix-vector kernel.
 struct GemmMatch {
   int64_t batchLoops;
+  bool hasM = true, hasN = true;
   /// For A, B and C: the loop each leading (batch) dimension follows, or -1
   /// for a broadcast dimension of size one.
   SmallVector<int64_t> batchOf[3];
@@ -98,7 +103,7 @@ bool isDim(AffineExpr expr, int64_t dim) {
   return d && d.getPosition() == dim;
 }
 
-/// Whether the value is a 2-D row-major view (innermost stride 1).
+/// Whether the value is a view of rank `rank` whose innermost stride is 1.
 bool hasUnitInnerStride(Value value, int64_t rank) {
   auto type = cast<MemRefType>(value.getType());
   if (type.getRank() != rank)
@@ -108,49 +113,83 @@ bool hasUnitInnerStride(Value value, int64_t rank) {
   return succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
-bool isStaticF32Buffers(linalg::GenericOp op) {
+/// Whether `op` reads two f32 buffers and accumulates into a third. Sizes
+/// may be dynamic: the last tile of a dimension that the tile size does not
+/// divide is smaller, and the calls take their sizes at run time.
+bool isF32Buffers(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return false;
   return llvm::all_of(op->getOperands(), [](Value operand) {
-    auto type = cast<MemRefType>(operand.getType());
-    return type.getElementType().isF32() && type.hasStaticShape();
+    return cast<MemRefType>(operand.getType()).getElementType().isF32();
   });
 }
 
-std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
-  if (!isStaticF32Buffers(op))
-    return std::nullopt;
+/// A constant upper bound of a size (a dimension of a partial tile), or
+/// ShapedType::kDynamic when none can be derived.
+int64_t upperBound(const ValueBoundsConstraintSet::Variable &size) {
+  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, size, /*stopCondition=*/nullptr, /*closedUB=*/true);
+  return succeeded(bound) ? *bound : ShapedType::kDynamic;
+}
+
+/// The trip counts of `op`'s loops at `b`'s insertion point: constants where
+/// static, `memref.dim`s of its operands where not.
+SmallVector<OpFoldResult> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
+  return llvm::map_to_vector(op.createLoopRanges(b, loc), [](Range range) { return range.size; });
+}
+
+/// The product of `sizes`, folded when they are all constants.
+OpFoldResult product(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
+  AffineExpr expr = getAffineConstantExpr(1, b.getContext());
+  for (size_t i = 0; i < sizes.size(); ++i)
+    expr = expr * getAffineSymbolExpr(i, b.getContext());
+  return affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(0, sizes.size(), expr),
+                                               sizes);
+}
+
+/// matchGemm with the m loop present or not, and the n loop present or not.
+std::optional<GemmMatch> matchGemmForm(linalg::GenericOp op, bool hasM, bool hasN) {
   int64_t loops = op.getNumLoops();
-  if (loops < 3)
+  int64_t matrixLoops = 1 + hasM + hasN;
+  if (loops < matrixLoops)
     return std::nullopt;
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (int64_t i = 0; i + 1 < loops; ++i)
-    if (iterators[i] != utils::IteratorType::parallel)
-      return std::nullopt;
-  if (iterators.back() != utils::IteratorType::reduction)
-    return std::nullopt;
-  int64_t m = loops - 3, n = loops - 2, k = loops - 1;
-
-  if (!isMultiplyAccumulate(op))
-    return std::nullopt;
-
   GemmMatch match;
-  match.batchLoops = m;
+  match.batchLoops = loops - matrixLoops;
+  match.hasM = hasM;
+  match.hasN = hasN;
+  int64_t m = match.batchLoops, n = m + hasM, k = loops - 1;
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  // The trailing two results of each map: A (m, k), B (k, n), C (m, n); A
-  // and B may also be stored transposed, (k, m) and (n, k).
-  int64_t inner[3][2] = {{m, k}, {k, n}, {m, n}};
+  // The trailing results of each map: A (m, k), B (k, n), C (m, n); A and B
+  // may also be stored transposed, (k, m) and (n, k). A missing loop drops
+  // its dimension.
+  SmallVector<int64_t> inner[3];
+  if (hasM)
+    inner[0].push_back(m);
+  inner[0].push_back(k);
+  inner[1].push_back(k);
+  if (hasN)
+    inner[1].push_back(n);
+  if (hasM)
+    inner[2].push_back(m);
+  if (hasN)
+    inner[2].push_back(n);
   bool *transposed[3] = {&match.transA, &match.transB, nullptr};
   for (int operand = 0; operand < 3; ++operand) {
     ArrayRef<AffineExpr> results = maps[operand].getResults();
-    if (results.size() < 2)
+    size_t count = inner[operand].size();
+    if (results.size() < count)
       return std::nullopt;
-    AffineExpr rows = results[results.size() - 2], cols = results.back();
-    if (transposed[operand] && isDim(rows, inner[operand][1]) && isDim(cols, inner[operand][0]))
+    ArrayRef<AffineExpr> trailing = results.take_back(count);
+    bool straight = llvm::all_of(llvm::zip(trailing, inner[operand]), [](auto pair) {
+      return isDim(std::get<0>(pair), std::get<1>(pair));
+    });
+    if (!straight) {
+      if (!transposed[operand] || count != 2 || !isDim(trailing[0], inner[operand][1]) ||
+          !isDim(trailing[1], inner[operand][0]))
+        return std::nullopt;
       *transposed[operand] = true;
-    else if (!isDim(rows, inner[operand][0]) || !isDim(cols, inner[operand][1]))
-      return std::nullopt;
-    for (AffineExpr expr : results.drop_back(2)) {
+    }
+    for (AffineExpr expr : results.drop_back(count)) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr); dim && dim.getPosition() < m) {
         match.batchOf[operand].push_back(dim.getPosition());
       } else if (auto constant = dyn_cast<AffineConstantExpr>(expr);
@@ -166,6 +205,19 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
   if (match.batchOf[2].size() != static_cast<size_t>(m))
     return std::nullopt; // C has every batch dimension
   return match;
+}
+
+std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
+  if (!isF32Buffers(op) || op.getNumLoops() < 2 || !isMultiplyAccumulate(op))
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (llvm::count(iterators, utils::IteratorType::reduction) != 1 ||
+      iterators.back() != utils::IteratorType::reduction)
+    return std::nullopt;
+  for (auto [hasM, hasN] : {std::pair(true, true), {false, true}, {true, false}})
+    if (std::optional<GemmMatch> match = matchGemmForm(op, hasM, hasN))
+      return match;
+  return std::nullopt;
 }
 
 /// Whether `value` views a constant global (weights), through any chain of
@@ -216,6 +268,13 @@ Value toI32(OpBuilder &b, Location loc, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
 
+/// `size` as a value of integer type `type`.
+Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
+  if (std::optional<int64_t> constant = getConstantIntValue(size))
+    return arith::ConstantIntOp::create(b, loc, type, *constant);
+  return arith::IndexCastOp::create(b, loc, type, cast<Value>(size));
+}
+
 /// The address of element [0, 0] of the 2-D view `view` and its leading
 /// dimension, as C values.
 std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value view) {
@@ -223,7 +282,7 @@ std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value v
   return {pointer, toI32(b, loc, strides[0])};
 }
 
-/// The 2-D matrix of `operand` at batch indices `ivs` (no copy).
+/// The matrix (or vector) of `operand` at batch indices `ivs` (no copy).
 Value matrixAt(OpBuilder &b, Location loc, Value operand, ArrayRef<int64_t> batchOf,
                ValueRange ivs) {
   auto type = cast<MemRefType>(operand.getType());
@@ -235,12 +294,13 @@ Value matrixAt(OpBuilder &b, Location loc, Value operand, ArrayRef<int64_t> batc
     offsets.push_back(loop < 0 ? OpFoldResult(b.getIndexAttr(0)) : OpFoldResult(ivs[loop]));
     sizes.push_back(b.getIndexAttr(1));
   }
-  for (int64_t i = rank - 2; i < rank; ++i) {
+  int64_t inner = rank - static_cast<int64_t>(batchOf.size());
+  for (int64_t i = rank - inner; i < rank; ++i) {
     offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
+    sizes.push_back(memref::getMixedSize(b, loc, operand, i));
   }
   auto resultType = memref::SubViewOp::inferRankReducedResultType(
-      type.getShape().take_back(2), type, offsets, sizes, strides);
+      type.getShape().take_back(inner), type, offsets, sizes, strides);
   return memref::SubViewOp::create(b, loc, cast<MemRefType>(resultType), operand, offsets,
                                    sizes, strides);
 }
@@ -320,11 +380,11 @@ struct KilnContractionsToBlasPass
 
   /// Opens a loop nest over `ranges` at `b`'s insertion point, leaves `b`
   /// inside it and returns the induction variables.
-  static SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<int64_t> ranges) {
+  static SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> ranges) {
     SmallVector<Value> ivs;
-    for (int64_t range : ranges) {
+    for (OpFoldResult range : ranges) {
       auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                                     arith::ConstantIndexOp::create(b, loc, range),
+                                     getValueOrCreateConstantIndexOp(b, loc, range),
                                      arith::ConstantIndexOp::create(b, loc, 1));
       ivs.push_back(loop.getInductionVar());
       b.setInsertionPointToStart(loop.getBody());
@@ -333,17 +393,13 @@ struct KilnContractionsToBlasPass
   }
 
   /// C += op(A) * op(B) for row-major matrices, op transposing where asked.
-  static void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, int64_t m, int64_t n,
-                        int64_t k, bool transA, Value a, Value lda, bool transB, Value bMatrix,
-                        Value ldb, Value c, Value ldc) {
-    auto i32 = [&](int64_t value) -> Value {
-      return arith::ConstantIntOp::create(b, loc, value, 32);
-    };
+  static void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m,
+                        OpFoldResult n, OpFoldResult k, bool transA, Value a, Value lda,
+                        bool transB, Value bMatrix, Value ldb, Value c, Value ldc) {
+    auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
     Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
     if (sgemm.getName() == kDnnlSgemm) {
-      auto i64 = [&](int64_t value) -> Value {
-        return arith::ConstantIntOp::create(b, loc, value, 64);
-      };
+      auto i64 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI64Type(), value); };
       auto wide = [&](Value v) -> Value {
         return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
       };
@@ -355,45 +411,50 @@ struct KilnContractionsToBlasPass
                                       wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
       return;
     }
-    auto flag = [&](bool trans) { return i32(trans ? kCblasTrans : kCblasNoTrans); };
+    auto flag = [&](bool trans) { return i32(b.getIndexAttr(trans ? kCblasTrans : kCblasNoTrans)); };
     func::CallOp::create(b, loc, sgemm,
-                         ValueRange{i32(kCblasRowMajor), flag(transA), flag(transB), i32(m), i32(n),
+                         ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB), i32(m), i32(n),
                                     i32(k), one, a, lda, bMatrix, ldb, one, c, ldc});
   }
 
   void rewrite(linalg::GenericOp op, const GemmMatch &match, func::FuncOp sgemm) {
     OpBuilder b(op);
     Location loc = op.getLoc();
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t m = match.batchLoops;
+    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
+    int64_t batch = match.batchLoops;
     Value a = op.getDpsInputs()[0], bMatrix = op.getDpsInputs()[1], c = op.getDpsInits()[0];
-
-    int64_t mSize = ranges[m], nSize = ranges[m + 1], kSize = ranges[m + 2];
-    if (m == 0 && constantB && library == "onednn" && mSize > 1 && kSize > 1 && !match.transA &&
-        !match.transB && isConstantBuffer(bMatrix)) {
-      callWithConstantB(b, loc, op, mSize, nSize, kSize);
-      return;
-    }
+    OpFoldResult one = b.getIndexAttr(1);
+    OpFoldResult mSize = match.hasM ? sizes[batch] : one;
+    OpFoldResult nSize = match.hasN ? sizes[batch + match.hasM] : one;
+    OpFoldResult kSize = sizes.back();
+    auto isOne = [](OpFoldResult size) { return isConstantIntValue(size, 1); };
 
     // One call per batch element, in a loop nest over the batch dimensions.
-    SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(ranges).take_front(m));
+    SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(sizes).take_front(batch));
     auto [pa, lda] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, a, match.batchOf[0], ivs));
     auto [pb, ldb] =
         pointerAndLeadingDim(b, loc, matrixAt(b, loc, bMatrix, match.batchOf[1], ivs));
     auto [pc, ldc] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, c, match.batchOf[2], ivs));
-    auto i32 = [&](int64_t value) -> Value {
-      return arith::ConstantIntOp::create(b, loc, value, 32);
-    };
     // A single row or column may have any stride; BLAS wants ld >= width
-    // (the stored width: k for A, m for A^T, n for B, k for B^T).
-    if (match.transA ? kSize == 1 : mSize == 1)
-      lda = i32(std::max<int64_t>(match.transA ? mSize : kSize, 1));
-    if (match.transB ? nSize == 1 : kSize == 1)
-      ldb = i32(std::max<int64_t>(match.transB ? kSize : nSize, 1));
-    if (mSize == 1)
-      ldc = i32(std::max<int64_t>(nSize, 1));
-    callSgemm(b, loc, sgemm, mSize, nSize, kSize, match.transA, pa, lda, match.transB, pb, ldb,
-              pc, ldc);
+    // (the stored width: k for A, m for A^T, n for B, k for B^T). A vector
+    // that is one column (B or C without n) keeps its element stride, 1.
+    auto width = [&](OpFoldResult size) {
+      std::optional<int64_t> constant = getConstantIntValue(size);
+      return asInteger(b, loc, b.getI32Type(),
+                       constant ? b.getIndexAttr(std::max<int64_t>(*constant, 1)) : size);
+    };
+    if (match.transA ? isOne(kSize) : isOne(mSize))
+      lda = width(match.transA ? mSize : kSize);
+    if (match.transB ? isOne(nSize) : isOne(kSize))
+      ldb = width(match.transB ? kSize : nSize);
+    if (isOne(mSize))
+      ldc = width(nSize);
+    if (batch == 0 && match.hasN && constantB && library == "onednn" && !isOne(kSize) &&
+        !match.transA && isConstantBuffer(bMatrix))
+      callWithConstantB(b, loc, match.transB, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
+    else
+      callSgemm(b, loc, sgemm, mSize, nSize, kSize, match.transA, pa, lda, match.transB, pb, ldb,
+                pc, ldc);
     op->erase();
   }
 
@@ -418,25 +479,22 @@ struct KilnContractionsToBlasPass
 
   /// A matrix product whose B is constant: kiln_matmul_constant_b with the
   /// call site's own zeroed 8-byte slot, a private global.
-  void callWithConstantB(OpBuilder &b, Location loc, linalg::GenericOp op, int64_t m, int64_t n,
-                         int64_t k) {
+  void callWithConstantB(OpBuilder &b, Location loc, bool transB, OpFoldResult m,
+                         OpFoldResult n, OpFoldResult k, Value a, Value lda, Value bMatrix,
+                         Value ldb, Value c, Value ldc) {
     ModuleOp module = getOperation();
     MLIRContext *ctx = b.getContext();
     Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
     func::FuncOp callee = declare(
         module, kConstantB,
-        FunctionType::get(ctx, {ptr, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}, {}));
+        FunctionType::get(ctx, {ptr, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}, {}));
     Value slotAddress = siteSlot(b, loc);
-    auto wide = [&](Value v) -> Value { return arith::IndexCastOp::create(b, loc, i64, v); };
-    auto constant = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, loc, v, 64); };
-    auto [pa, aStrides] = addressOf(b, loc, op.getDpsInputs()[0]);
-    auto [pb, bStrides] = addressOf(b, loc, op.getDpsInputs()[1]);
-    auto [pc, cStrides] = addressOf(b, loc, op.getDpsInits()[0]);
+    auto wide = [&](Value v) -> Value { return arith::ExtSIOp::create(b, loc, i64, v); };
+    auto constant = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     func::CallOp::create(b, loc, callee,
-                         ValueRange{slotAddress, constant(m), constant(n), constant(k), pa,
-                                    wide(aStrides[0]), pb, wide(bStrides[0]), pc,
-                                    wide(cStrides[0])});
-    op->erase();
+                         ValueRange{slotAddress, constant(b.getIndexAttr(transB)), constant(m),
+                                    constant(n), constant(k), a, wide(lda), bMatrix, wide(ldb),
+                                    c, wide(ldc)});
   }
 
   /// A convolution tile becomes an im2col copy of its image into a
@@ -449,24 +507,28 @@ struct KilnContractionsToBlasPass
     OpBuilder b(op);
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
     Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
 
-    // The column buffer's loops: batch, window, spatial.
+    // The column buffer's loops: batch, window, spatial. A band of output
+    // rows that is the last, partial tile has a dynamic row count.
     SmallVector<int64_t> colLoops(loops.batch);
     llvm::append_range(colLoops, loops.window);
     llvm::append_range(colLoops, loops.spatial);
-    SmallVector<int64_t> colShape;
-    SmallVector<AffineExpr> renumber(ranges.size(), getAffineConstantExpr(0, ctx));
+    SmallVector<OpFoldResult> colSizes;
+    SmallVector<AffineExpr> renumber(sizes.size(), getAffineConstantExpr(0, ctx));
     for (auto [position, loop] : llvm::enumerate(colLoops)) {
-      colShape.push_back(ranges[loop]);
+      colSizes.push_back(sizes[loop]);
       renumber[loop] = getAffineDimExpr(position, ctx);
     }
     AffineMap imageMap = op.getIndexingMapsArray()[0].replaceDimsAndSymbols(
         renumber, {}, colLoops.size(), 0);
+    SmallVector<int64_t> colShape;
+    SmallVector<Value> dynamicSizes;
+    dispatchIndexOpFoldResults(colSizes, dynamicSizes, colShape);
     auto colType = MemRefType::get(colShape, b.getF32Type());
-    Value col = memref::AllocOp::create(b, loc, colType, b.getI64IntegerAttr(64));
-    if (!copyWindows(b, loc, image, imageMap, colShape, loops.batch.size() + loops.window.size(),
+    Value col = memref::AllocOp::create(b, loc, colType, dynamicSizes, b.getI64IntegerAttr(64));
+    if (!copyWindows(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(),
                      col))
       linalg::GenericOp::create(
           b, loc, ValueRange{image}, ValueRange{col},
@@ -476,23 +538,22 @@ struct KilnContractionsToBlasPass
             linalg::YieldOp::create(nb, nloc, args[0]);
           });
 
-    int64_t m = loops.channel ? ranges[*loops.channel] : 1;
-    int64_t n = 1, k = 1;
-    for (int64_t loop : loops.spatial)
-      n *= ranges[loop];
-    for (int64_t loop : loops.window)
-      k *= ranges[loop];
+    OpFoldResult m = loops.channel ? sizes[*loops.channel] : b.getIndexAttr(1);
+    OpFoldResult n = product(b, loc, llvm::map_to_vector(loops.spatial, [&](int64_t loop) {
+                               return sizes[loop];
+                             }));
+    OpFoldResult k = product(b, loc, llvm::map_to_vector(loops.window, [&](int64_t loop) {
+                               return sizes[loop];
+                             }));
     {
       OpBuilder::InsertionGuard guard(b);
       SmallVector<Value> batchIvs = loopNest(
-          b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return ranges[loop]; }));
+          b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return sizes[loop]; }));
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       auto indicesOf = [&](AffineMap map) {
         return batchIndices(map, loops.batch, batchIvs, zero);
       };
-      auto i32 = [&](int64_t value) -> Value {
-        return arith::ConstantIntOp::create(b, loc, value, 32);
-      };
+      auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
       SmallVector<AffineMap> maps = op.getIndexingMapsArray();
       auto [pa, filterStrides] = addressOf(b, loc, filter, indicesOf(maps[1]));
       auto [pc, outputStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
@@ -500,8 +561,8 @@ struct KilnContractionsToBlasPass
       colIndices.resize(colLoops.size(), zero);
       Value pb = addressOf(b, loc, col, colIndices).first;
       // Leading dimensions: the channel's strides; a single row's is its width.
-      auto leadingDim = [&](AffineMap map, ArrayRef<Value> strides, int64_t width) {
-        if (!loops.channel || m == 1)
+      auto leadingDim = [&](AffineMap map, ArrayRef<Value> strides, OpFoldResult width) {
+        if (!loops.channel || isConstantIntValue(m, 1))
           return i32(width);
         unsigned position = *map.getResultPosition(getAffineDimExpr(*loops.channel, ctx));
         return toI32(b, loc, strides[position]);
@@ -523,17 +584,19 @@ struct KilnContractionsToBlasPass
   /// scalar, LLVM unsure that the buffers do not overlap. Returns false,
   /// creating nothing, for any other image map.
   static bool copyWindows(OpBuilder &b, Location loc, Value image, AffineMap imageMap,
-                          ArrayRef<int64_t> colShape, unsigned outerDims, Value col) {
+                          ArrayRef<OpFoldResult> colSizes, unsigned outerDims, Value col) {
     MLIRContext *ctx = b.getContext();
-    unsigned rank = colShape.size(), nextSpatial = outerDims;
+    unsigned rank = colSizes.size(), nextSpatial = outerDims;
     SmallVector<AffineExpr> offsets;
-    SmallVector<int64_t> sizes, strides;
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<int64_t> strides;
     for (AffineExpr expr : imageMap.getResults()) {
       llvm::SmallDenseMap<unsigned, int64_t> coefficients;
       if (!linearInDims(expr, coefficients))
         return false;
       AffineExpr offset = getAffineConstantExpr(0, ctx);
-      int64_t size = 1, stride = 1;
+      OpFoldResult size = b.getIndexAttr(1);
+      int64_t stride = 1;
       for (unsigned dim = 0; dim < rank; ++dim) {
         int64_t coefficient = coefficients.lookup(dim);
         if (coefficient == 0)
@@ -542,9 +605,9 @@ struct KilnContractionsToBlasPass
           offset = offset + getAffineDimExpr(dim, ctx) * coefficient;
           continue;
         }
-        if (dim != nextSpatial || size != 1)
+        if (dim != nextSpatial || !isConstantIntValue(size, 1))
           return false;
-        size = colShape[dim];
+        size = colSizes[dim];
         stride = coefficient;
         ++nextSpatial;
       }
@@ -556,30 +619,32 @@ struct KilnContractionsToBlasPass
       return false;
 
     OpBuilder::InsertionGuard guard(b);
-    SmallVector<Value> ivs = loopNest(b, loc, colShape.take_front(outerDims));
+    SmallVector<Value> ivs = loopNest(b, loc, colSizes.take_front(outerDims));
     SmallVector<OpFoldResult> imageOffsets;
     for (AffineExpr offset : offsets)
       imageOffsets.push_back(
           affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(outerDims, 0, offset),
                                                 getAsOpFoldResult(ValueRange(ivs))));
-    ArrayRef<int64_t> spatialShape = colShape.drop_front(outerDims);
+    ArrayRef<OpFoldResult> spatialSizes = colSizes.drop_front(outerDims);
+    SmallVector<int64_t> spatialShape;
+    SmallVector<Value> dynamic;
+    dispatchIndexOpFoldResults(spatialSizes, dynamic, spatialShape);
     auto imageType = cast<MemRefType>(image.getType());
-    SmallVector<OpFoldResult> imageSizes = getAsIndexOpFoldResult(ctx, sizes);
     SmallVector<OpFoldResult> imageStrides = getAsIndexOpFoldResult(ctx, strides);
     auto windowType = memref::SubViewOp::inferRankReducedResultType(
-        spatialShape, imageType, imageOffsets, imageSizes, imageStrides);
+        spatialShape, imageType, imageOffsets, sizes, imageStrides);
     Value window = memref::SubViewOp::create(b, loc, cast<MemRefType>(windowType), image,
-                                             imageOffsets, imageSizes, imageStrides);
+                                             imageOffsets, sizes, imageStrides);
     SmallVector<OpFoldResult> colOffsets = getAsOpFoldResult(ValueRange(ivs));
-    colOffsets.append(spatialShape.size(), b.getIndexAttr(0));
-    SmallVector<int64_t> colSizes(outerDims, 1);
-    llvm::append_range(colSizes, spatialShape);
+    colOffsets.append(spatialSizes.size(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sliceSizes(outerDims, b.getIndexAttr(1));
+    llvm::append_range(sliceSizes, spatialSizes);
     SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
     auto colType = cast<MemRefType>(col.getType());
-    auto sliceType = memref::SubViewOp::inferRankReducedResultType(
-        spatialShape, colType, colOffsets, getAsIndexOpFoldResult(ctx, colSizes), unit);
+    auto sliceType = memref::SubViewOp::inferRankReducedResultType(spatialShape, colType,
+                                                                   colOffsets, sliceSizes, unit);
     Value slice = memref::SubViewOp::create(b, loc, cast<MemRefType>(sliceType), col, colOffsets,
-                                            getAsIndexOpFoldResult(ctx, colSizes), unit);
+                                            sliceSizes, unit);
     memref::CopyOp::create(b, loc, window, slice);
     return true;
   }
@@ -608,6 +673,11 @@ struct KilnContractionsToBlasPass
         !isDim(filterExprs.back(), kw) || !isDim(outputExprs.take_back(3)[0], f) ||
         !isDim(outputExprs.take_back(2)[0], oh) || !isDim(outputExprs.back(), ow))
       return false;
+    // Channels and the window are whole in every tile; a band of output
+    // rows may be the last, shorter one.
+    if (llvm::any_of(ArrayRef<int64_t>{f, c, kh, kw},
+                     [&](int64_t loop) { return ShapedType::isDynamic(ranges[loop]); }))
+      return false;
     auto vertical = strideAndDilation(imageExprs.take_back(2)[0], oh, kh);
     auto horizontal = strideAndDilation(imageExprs.back(), ow, kw);
     if (!vertical || !horizontal)
@@ -618,10 +688,6 @@ struct KilnContractionsToBlasPass
         failed(filterType.getStridesAndOffset(filterStrides, offset)) ||
         failed(outputType.getStridesAndOffset(outputStrides, offset)) ||
         imageStrides.back() != 1 || outputStrides.back() != 1 ||
-        ShapedType::isDynamic(imageStrides.end()[-2]) ||
-        ShapedType::isDynamic(imageStrides.end()[-3]) ||
-        ShapedType::isDynamic(outputStrides.end()[-2]) ||
-        ShapedType::isDynamic(outputStrides.end()[-3]) ||
         filterStrides.end()[-4] != ranges[c] * ranges[kh] * ranges[kw])
       return false;
     bool winograd = ranges[kh] == 3 && ranges[kw] == 3 && vertical->first == 1 &&
@@ -629,8 +695,18 @@ struct KilnContractionsToBlasPass
                     ranges[c] % kWinogradChannelBlock == 0 &&
                     ranges[f] % kWinogradChannelBlock == 0 &&
                     ranges[c] >= kWinogradMinChannels && ranges[f] >= kWinogradMinChannels;
-    if (!winograd || ranges[f] * ranges[oh] * ranges[ow] * ranges[c] * ranges[kh] * ranges[kw] <
-                         kMinPrimitiveConvolution)
+    // The work of the largest tile decides, a partial tile's row count
+    // being bounded by the tile size.
+    int64_t outputRank = outputType.getRank();
+    auto extent = [&](int64_t dim) {
+      return outputType.isDynamicDim(dim)
+                 ? upperBound(ValueBoundsConstraintSet::Variable(output, dim))
+                 : outputType.getDimSize(dim);
+    };
+    int64_t rows = extent(outputRank - 2), columns = extent(outputRank - 1);
+    if (!winograd || ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
+        ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
+            kMinPrimitiveConvolution)
       return false;
 
     OpBuilder b(op);
@@ -643,24 +719,26 @@ struct KilnContractionsToBlasPass
     func::FuncOp callee =
         declare(getOperation(), kConvolution, FunctionType::get(ctx, argTypes, {}));
     Value slot = siteSlot(b, loc);
+    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
     SmallVector<Value> batchIvs = loopNest(
-        b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return ranges[loop]; }));
+        b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return sizes[loop]; }));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     auto indicesOf = [&](AffineMap map) {
       return batchIndices(map, loops.batch, batchIvs, zero);
     };
-    auto constant = [&](int64_t v) -> Value { return arith::ConstantIntOp::create(b, loc, v, 64); };
-    auto wide = [&](Value v) -> Value { return arith::IndexCastOp::create(b, loc, i64, v); };
+    auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
+    auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
     auto [pin, inStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
     Value pw = addressOf(b, loc, filter, indicesOf(maps[1])).first;
     auto [pout, outStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
     int64_t imageRank = imageType.getRank();
     func::CallOp::create(
         b, loc, callee,
-        ValueRange{slot, constant(ranges[c]), constant(imageType.getDimSize(imageRank - 2)),
-                   constant(imageType.getDimSize(imageRank - 1)), constant(ranges[f]),
-                   constant(ranges[kh]), constant(ranges[kw]), constant(ranges[oh]),
-                   constant(ranges[ow]), constant(vertical->first), constant(horizontal->first),
+        ValueRange{slot, constant(ranges[c]),
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), constant(ranges[f]),
+                   constant(ranges[kh]), constant(ranges[kw]), wide(sizes[oh]), wide(sizes[ow]),
+                   constant(vertical->first), constant(horizontal->first),
                    constant(vertical->second), constant(horizontal->second), pin,
                    wide(inStrides.end()[-3]), wide(inStrides.end()[-2]), pw, pout,
                    wide(outStrides.end()[-3]), wide(outStrides.end()[-2])});
@@ -671,21 +749,28 @@ struct KilnContractionsToBlasPass
   /// matchConvolution, on buffers whose window (filter) and spatial (output)
   /// dimensions are dense and trailing, as BLAS matrices need.
   static std::optional<ConvolutionLoops> matchBufferConvolution(linalg::GenericOp op) {
-    if (!isStaticF32Buffers(op))
+    if (!isF32Buffers(op))
       return std::nullopt;
     std::optional<ConvolutionLoops> loops = matchConvolution(op);
     if (!loops)
       return std::nullopt;
+    // Only the outermost of the dimensions may be dynamic (a partial band of
+    // rows): the strides of the others must be known to be dense.
     auto denseTrailing = [](Value operand, size_t count) {
       auto type = cast<MemRefType>(operand.getType());
       SmallVector<int64_t> strides;
       int64_t offset;
       if (failed(type.getStridesAndOffset(strides, offset)))
         return false;
-      int64_t expected = 1;
-      for (int64_t i = type.getRank() - 1; i >= type.getRank() - static_cast<int64_t>(count); --i) {
+      int64_t expected = 1, outermost = type.getRank() - static_cast<int64_t>(count);
+      for (int64_t i = type.getRank() - 1; i >= outermost; --i) {
         if (type.getDimSize(i) != 1 && strides[i] != expected)
           return false;
+        if (type.isDynamicDim(i)) {
+          if (i != outermost)
+            return false;
+          continue;
+        }
         expected *= type.getDimSize(i);
       }
       return true;

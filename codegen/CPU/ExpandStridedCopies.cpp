@@ -17,11 +17,12 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-/// Whether `type`'s innermost dimension is static with unit stride.
+/// Whether `type`'s innermost dimension is static with unit stride (outer
+/// ones may be dynamic: the last tile of a band of rows).
 bool hasContiguousRows(MemRefType type) {
   SmallVector<int64_t> strides;
   int64_t offset;
-  return type.getRank() >= 2 && type.hasStaticShape() &&
+  return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1) &&
          succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
@@ -48,10 +49,11 @@ struct StridedCopyToLinalg : OpRewritePattern<memref::CopyOp> {
     ArrayRef<int64_t> shape = source.getShape();
     int64_t rank = source.getRank();
     SmallVector<OpFoldResult> offsets;
-    for (int64_t extent : shape.drop_back()) {
+    for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+      Value extent = getValueOrCreateConstantIndexOp(
+          rewriter, loc, memref::getMixedSize(rewriter, loc, op.getSource(), dim));
       auto loop = scf::ForOp::create(rewriter, loc, arith::ConstantIndexOp::create(rewriter, loc, 0),
-                                     arith::ConstantIndexOp::create(rewriter, loc, extent),
-                                     arith::ConstantIndexOp::create(rewriter, loc, 1));
+                                     extent, arith::ConstantIndexOp::create(rewriter, loc, 1));
       offsets.push_back(loop.getInductionVar());
       rewriter.setInsertionPointToStart(loop.getBody());
     }

@@ -28,6 +28,9 @@
 
 enum { C, IH, IW, F, KH, KW, OH, OW, SH, SW, DH, DW, IN_C, IN_H, OUT_F, OUT_H, SHAPE };
 
+/* One shape of a call site. A site sees as many shapes as its kernel has
+ * tile shapes: a band of rows that the tile size does not divide ends in a
+ * shorter one. */
 typedef struct ConvSite {
   KilnSite base;
   int64_t shape[SHAPE];
@@ -35,12 +38,18 @@ typedef struct ConvSite {
   dnnl_primitive_t conv, srcReorder, dstReorder;
   dnnl_memory_desc_t userSrc, userDst, userWeights, src, dst, weights;
   dnnl_memory_desc_t convScratch, srcScratch, dstScratch;
-  KilnPackedWeights *packed;
+  /* This shape's packed filters, or those of an earlier shape that packs
+   * them the same way. */
+  KilnPackedWeights *ownPacked, **packed;
+  struct ConvSite *nextShape;
 } ConvSite;
+
+/* Shapes a site keeps primitives for; more are computed plainly. */
+enum { MAX_SHAPES = 4 };
 
 static void release(KilnSite *base) {
   ConvSite *site = (ConvSite *)base;
-  kilnDnnlFreePacked(site->packed);
+  kilnDnnlFreePacked(site->ownPacked);
   dnnl_primitive_t primitives[] = {site->conv, site->srcReorder, site->dstReorder};
   for (int i = 0; i < 3; ++i)
     if (primitives[i])
@@ -156,16 +165,26 @@ kiln_conv2d_constant_w(void **slot, int64_t c, int64_t ih, int64_t iw, int64_t f
                                 sh, sw, dh, dw, inC, inH, outF, outH};
   pthread_mutex_lock(&kilnDnnlLock);
   ConvSite *site = (ConvSite *)*slot;
-  if (!site && (site = calloc(1, sizeof(ConvSite)))) {
+  int shapes = 0;
+  for (; site && memcmp(site->shape, shape, sizeof(shape)) != 0; site = site->nextShape)
+    ++shapes;
+  if (!site && shapes < MAX_SHAPES && (site = calloc(1, sizeof(ConvSite)))) {
     site->base.release = release;
     memcpy(site->shape, shape, sizeof(shape));
     build(site);
+    site->packed = &site->ownPacked;
+    for (ConvSite *other = (ConvSite *)*slot; other && !site->failed; other = other->nextShape)
+      if (!other->failed && dnnl_memory_desc_equal(&other->weights, &site->weights)) {
+        site->packed = &other->ownPacked;
+        break;
+      }
     kilnDnnlRegister(&site->base);
+    site->nextShape = (ConvSite *)*slot;
     *slot = site;
   }
-  int usable = site && !site->failed && memcmp(site->shape, shape, sizeof(shape)) == 0;
+  int usable = site && !site->failed;
   KilnPackedWeights *weights =
-      usable ? kilnDnnlPack(&site->packed, w, &site->userWeights, &site->weights) : NULL;
+      usable ? kilnDnnlPack(site->packed, w, &site->userWeights, &site->weights) : NULL;
   pthread_mutex_unlock(&kilnDnnlLock);
 
   dnnl_memory_t userSrc = NULL, src = NULL, dst = NULL, userDst = NULL;

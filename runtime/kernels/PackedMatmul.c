@@ -20,25 +20,39 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* One shape of a call site. A site sees as many shapes as its kernel has
+ * tile shapes: a dimension that the tile size does not divide ends in a
+ * smaller tile. */
 typedef struct MatmulSite {
   KilnSite base;
-  int64_t m, n, k, lda, ldb, ldc;
+  int64_t transB, m, n, k, lda, ldb, ldc;
   int failed; /* fall back to dnnl_sgemm */
   dnnl_primitive_t matmul;
   dnnl_memory_desc_t aDesc, bDesc, cDesc, packedDesc, scratchDesc;
-  KilnPackedWeights *weights;
+  /* This shape's packed weights, or those of an earlier shape that packs
+   * them the same way. */
+  KilnPackedWeights *ownWeights, **weights;
+  struct MatmulSite *nextShape;
 } MatmulSite;
+
+/* Shapes a site keeps primitives for; more are computed by dnnl_sgemm. */
+enum { MAX_SHAPES = 4 };
 
 static void release(KilnSite *base) {
   MatmulSite *site = (MatmulSite *)base;
-  kilnDnnlFreePacked(site->weights);
+  kilnDnnlFreePacked(site->ownWeights);
   if (site->matmul)
     dnnl_primitive_destroy(site->matmul);
   free(site);
 }
 
-static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64_t ld) {
+/* A rows x cols matrix stored row-major with leading dimension ld, or, when
+ * `transposed`, column-major (its transpose stored row-major). */
+static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64_t ld,
+                     int transposed) {
   dnnl_dims_t dims = {rows, cols}, strides = {ld, 1};
+  if (transposed)
+    strides[0] = 1, strides[1] = ld;
   dnnl_memory_desc_init_by_strides(desc, 2, dims, dnnl_f32, strides);
 }
 
@@ -46,9 +60,9 @@ static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64
  * prefers (the sum post-op keeps the accumulate semantics of the loops it
  * replaces). With kilnDnnlLock held. */
 static void build(MatmulSite *site) {
-  describe(&site->aDesc, site->m, site->k, site->lda);
-  describe(&site->bDesc, site->k, site->n, site->ldb);
-  describe(&site->cDesc, site->m, site->n, site->ldc);
+  describe(&site->aDesc, site->m, site->k, site->lda, 0);
+  describe(&site->bDesc, site->k, site->n, site->ldb, site->transB != 0);
+  describe(&site->cDesc, site->m, site->n, site->ldc, 0);
   dnnl_memory_desc_t anyB;
   dnnl_dims_t bDims = {site->k, site->n};
   dnnl_matmul_desc_t desc;
@@ -76,25 +90,38 @@ static void build(MatmulSite *site) {
 }
 
 /* C[m x n] += A[m x k] * B[k x n], row-major with leading dimensions lda,
- * ldb, ldc; B constant for the artifact's lifetime. `slot` is the call
- * site's zero-initialized 8 bytes. */
+ * ldb, ldc, B stored transposed (n x k) when `transB`; B constant for the
+ * artifact's lifetime. `slot` is the call site's zero-initialized 8 bytes. */
 __attribute__((visibility("default"))) void
-kiln_matmul_constant_b(void **slot, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                       const float *b, int64_t ldb, float *c, int64_t ldc) {
+kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                       int64_t ldc) {
   pthread_mutex_lock(&kilnDnnlLock);
   MatmulSite *site = (MatmulSite *)*slot;
-  if (!site && (site = calloc(1, sizeof(MatmulSite)))) {
+  int shapes = 0;
+  for (; site && !(site->transB == transB && site->m == m && site->n == n && site->k == k &&
+                   site->lda == lda && site->ldb == ldb && site->ldc == ldc);
+       site = site->nextShape)
+    ++shapes;
+  if (!site && shapes < MAX_SHAPES && (site = calloc(1, sizeof(MatmulSite)))) {
     site->base.release = release;
+    site->transB = transB;
     site->m = m, site->n = n, site->k = k, site->lda = lda, site->ldb = ldb, site->ldc = ldc;
     build(site);
+    site->weights = &site->ownWeights;
+    for (MatmulSite *other = (MatmulSite *)*slot; other && !site->failed; other = other->nextShape)
+      if (!other->failed && dnnl_memory_desc_equal(&other->bDesc, &site->bDesc) &&
+          dnnl_memory_desc_equal(&other->packedDesc, &site->packedDesc)) {
+        site->weights = &other->ownWeights;
+        break;
+      }
     kilnDnnlRegister(&site->base);
+    site->nextShape = (MatmulSite *)*slot;
     *slot = site;
   }
-  /* One site always sees one shape; anything else is computed plainly. */
-  int usable = site && !site->failed && site->m == m && site->n == n && site->k == k &&
-               site->lda == lda && site->ldb == ldb && site->ldc == ldc;
+  int usable = site && !site->failed;
   KilnPackedWeights *weights =
-      usable ? kilnDnnlPack(&site->weights, b, &site->bDesc, &site->packedDesc) : NULL;
+      usable ? kilnDnnlPack(site->weights, b, &site->bDesc, &site->packedDesc) : NULL;
   pthread_mutex_unlock(&kilnDnnlLock);
 
   dnnl_memory_t aMemory = NULL, cMemory = NULL;
@@ -111,5 +138,5 @@ kiln_matmul_constant_b(void **slot, int64_t m, int64_t n, int64_t k, const float
   if (cMemory)
     dnnl_memory_destroy(cMemory);
   if (!done)
-    dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+    dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
 }

@@ -2,17 +2,18 @@
 // RUN: kiln-opt %s -split-input-file -kiln-contractions-to-blas=constant-b=0 -canonicalize -cse | FileCheck %s --check-prefix=OFF
 
 // Two tiles of constant weights: each call site gets its own zeroed 8-byte
-// slot (renamed apart) and calls kiln_matmul_constant_b with the sizes and the
-// leading dimensions of A, B (the weights' row stride, 1024) and C.
+// slot (renamed apart) and calls kiln_matmul_constant_b with whether B is
+// transposed (0), the sizes and the leading dimensions of A, B (the weights'
+// row stride, 1024) and C.
 // CHECK-DAG: memref.global "private" @[[SITE0:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-DAG: memref.global "private" @[[SITE1:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-LABEL: func.func @weights
 // CHECK-NOT: dnnl_sgemm
 // CHECK: memref.get_global @[[SITE1]]
-// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
 // CHECK: memref.get_global @[[SITE0]]
-// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
-// CHECK: func.func private @kiln_matmul_constant_b(!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64)
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
+// CHECK: func.func private @kiln_matmul_constant_b(!llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64)
 // OFF-LABEL: func.func @weights
 // OFF-NOT: kiln_matmul_constant_b
 // OFF-COUNT-2: call @dnnl_sgemm
@@ -33,6 +34,29 @@ func.func @weights(%a: memref<64x784xf32>, %c0: memref<64x512xf32>, %c1: memref<
   }
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %right : memref<64x784xf32>, memref<784x512xf32, strided<[1024, 1], offset: 512>>) outs(%c1 : memref<64x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Weights stored transposed (Gemm with transB = 1, n x k) are packed too:
+// the flag is 1 and ldb is the stored row's length, k.
+// CHECK-LABEL: func.func @transposed_weights
+// CHECK-NOT: dnnl_sgemm
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c1_i64, %c8_i64, %c1000_i64, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c1000_i64)
+#at = affine_map<(m, n, k) -> (m, k)>
+#bt = affine_map<(m, n, k) -> (n, k)>
+#ct = affine_map<(m, n, k) -> (m, n)>
+memref.global "private" constant @fc : memref<1000x2048xf32> = dense<0.5>
+func.func @transposed_weights(%a: memref<8x2048xf32>, %c: memref<8x1000xf32>) {
+  %w = memref.get_global @fc : memref<1000x2048xf32>
+  linalg.generic {indexing_maps = [#at, #bt, #ct], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : memref<8x2048xf32>, memref<1000x2048xf32>) outs(%c : memref<8x1000xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
@@ -154,6 +178,36 @@ func.func @not_winograd(%band16: memref<16x18x98xf32>, %out16: memref<16x16x96xf
   linalg.generic {indexing_maps = [#in3, #w, #out],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
       ins(%band3, %filters : memref<32x10x50xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The last, shorter band of rows of a Winograd convolution calls the same
+// kernel with its row count and input height read at run time (the site
+// keeps one primitive per shape it meets).
+// CHECK-LABEL: func.func @winograd_partial_band
+// CHECK-DAG: %[[IH:.*]] = memref.dim %arg0, %c1
+// CHECK-DAG: %[[OH:.*]] = affine.min
+// CHECK-DAG: %[[IH64:.*]] = arith.index_cast %[[IH]] : index to i64
+// CHECK-DAG: %[[OH64:.*]] = arith.index_cast %[[OH]] : index to i64
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %[[IH64]], %c50_i64, %c32_i64, %c3_i64, %c3_i64, %[[OH64]], %c48_i64,
+#in4 = affine_map<(f, y, x, c, i, j) -> (c, y + i, x + j)>
+#w4 = affine_map<(f, y, x, c, i, j) -> (f, c, i, j)>
+#out4 = affine_map<(f, y, x, c, i, j) -> (f, y, x)>
+memref.global "private" constant @filters4 : memref<32x32x3x3xf32> = dense<0.5>
+func.func @winograd_partial_band(%band: memref<32x?x50xf32>, %image: memref<32x47x48xf32>, %row: index) {
+  %w = memref.get_global @filters4 : memref<32x32x3x3xf32>
+  %rows = affine.min affine_map<(r) -> (-r + 47, 4)>(%row)
+  %out = memref.subview %image[0, %row, 0] [32, %rows, 48] [1, 1, 1] : memref<32x47x48xf32> to memref<32x?x48xf32, strided<[2256, 48, 1], offset: ?>>
+  linalg.generic {indexing_maps = [#in4, #w4, #out4],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band, %w : memref<32x?x50xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x?x48xf32, strided<[2256, 48, 1], offset: ?>>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

@@ -181,3 +181,55 @@ func.func @gemm_transposed(%a: memref<64x784xf32>, %b: memref<512x64xf32>, %c: m
   }
   return
 }
+
+// -----
+
+// The last tile of a dimension that the tile size does not divide is
+// smaller, so its size is dynamic: the sgemm takes it at run time instead of
+// the product falling back to scalar loops.
+// DNNL-LABEL: func.func @gemm_partial_tile
+// DNNL: %[[M:.*]] = memref.dim %arg0, %c0
+// DNNL: %[[M64:.*]] = arith.index_cast %[[M]] : index to i64
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %[[M64]], %c512_i64, %c784_i64
+// DNNL-NOT: linalg.generic
+#a4 = affine_map<(m, n, k) -> (m, k)>
+#b4 = affine_map<(m, n, k) -> (k, n)>
+#c4 = affine_map<(m, n, k) -> (m, n)>
+func.func @gemm_partial_tile(%a: memref<?x784xf32, strided<[784, 1], offset: ?>>, %b: memref<784x512xf32>, %c: memref<?x512xf32, strided<[512, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#a4, #b4, #c4], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<?x784xf32, strided<[784, 1], offset: ?>>, memref<784x512xf32>) outs(%c : memref<?x512xf32, strided<[512, 1], offset: ?>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// The last band of output rows of a 17x17 image cut in bands of 3 rows has
+// two: im2col into a column buffer with a dynamic row count, and an sgemm
+// with N = rows * 17.
+// DNNL-LABEL: func.func @conv_partial_band
+// DNNL: %[[ROWS:.*]] = memref.dim %arg2, %c1
+// DNNL: %[[COL:.*]] = memref.alloc(%[[ROWS]]) {alignment = 64 : i64} : memref<64x3x3x?x17xf32>
+// DNNL: memref.copy %{{.*}}, %{{.*}} : memref<?x17xf32, strided<[19, 1], offset: ?>> to memref<?x17xf32, strided<[17, 1], offset: ?>>
+// DNNL: %[[N:.*]] = affine.apply #{{.*}}()[%[[ROWS]]]
+// DNNL: %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c64_i64, %[[N64]], %c576_i64
+// DNNL: memref.dealloc %[[COL]]
+// DNNL-NOT: linalg.generic
+#image5 = affine_map<(f, oh, ow, c, kh, kw) -> (c, oh + kh, ow + kw)>
+#filter5 = affine_map<(f, oh, ow, c, kh, kw) -> (f, c, kh, kw)>
+#out5 = affine_map<(f, oh, ow, c, kh, kw) -> (f, oh, ow)>
+func.func @conv_partial_band(%x: memref<64x?x19xf32>, %w: memref<64x64x3x3xf32>, %y: memref<64x?x17xf32, strided<[289, 17, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#image5, #filter5, #out5], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<64x?x19xf32>, memref<64x64x3x3xf32>) outs(%y : memref<64x?x17xf32, strided<[289, 17, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -68,3 +68,17 @@ func.func @contiguous_copies_kept(%a: memref<4xf32>, %b: memref<4xf32>, %c: memr
   memref.copy %a, %v : memref<4xf32> to memref<4xf32, strided<[1], offset: 4>>
   return
 }
+
+// -----
+
+// A band of rows whose count is dynamic (the last tile): the loop runs to
+// the band's size, read at run time.
+// CHECK-LABEL: func @dynamic_band
+// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: scf.for %{{.*}} = %c0 to %[[ROWS]] step %c1
+// CHECK:   memref.copy %{{.*}}, %{{.*}} : memref<17xf32, strided<[1], offset: ?>> to memref<17xf32, strided<[1], offset: ?>>
+// CHECK-NOT: linalg.copy
+func.func @dynamic_band(%a: memref<?x17xf32, strided<[19, 1], offset: ?>>, %b: memref<?x17xf32, strided<[17, 1], offset: ?>>) {
+  memref.copy %a, %b : memref<?x17xf32, strided<[19, 1], offset: ?>> to memref<?x17xf32, strided<[17, 1], offset: ?>>
+  return
+}

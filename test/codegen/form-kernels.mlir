@@ -60,18 +60,21 @@ func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: 
 
 // -----
 
-// A matmul dimension that no multiple of 16 divides into two is split into
-// equal tiles (2 x 500) rather than 512 + 488: a partial tile would have a
-// dynamic shape, which no BLAS call takes. 1009 columns (a prime) have no
-// split into 2 to 8 equal tiles, so the 32 rows are split instead.
+// The larger matmul dimension is split into one tile per thread, rounded up
+// to a multiple of 16 when the last tile stays at least half full: 1000
+// columns become 512 + 488, the last tile's width dynamic (the BLAS call
+// takes it at run time). 1009 columns (a prime) are split the same way. 40
+// columns would leave 8 in a second tile of 32, so they are split evenly,
+// 20 + 20.
 // CHECK-LABEL: func.func @even_tiles
-// CHECK: scf.forall (%[[J:.*]]) = (0) to (1000) step (500)
-// CHECK: tensor.extract_slice %{{.*}}[0, %[[J]]] [512, 500]
-// CHECK-NOT: affine.min
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (1000) step (512)
+// CHECK: %[[W:.*]] = affine.min #{{.*}}(%[[J]])
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[J]]] [512, %[[W]]]
 // CHECK-LABEL: func.func @other_dimension
-// CHECK: scf.forall (%[[I:.*]]) = (0) to (32) step (16)
-// CHECK: tensor.extract_slice %{{.*}}[%[[I]], 0] [16, 512]
-// CHECK-NOT: affine.min
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (1009) step (512)
+// CHECK-LABEL: func.func @narrow
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (40) step (20)
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[J]]] [4096, 20]
 func.func @even_tiles(%x: tensor<64x512xf32>, %w: tensor<512x1000xf32>) -> tensor<64x1000xf32> {
   %0 = kiln.fusion output(%x, %w) : (tensor<64x512xf32>, tensor<512x1000xf32>) -> tensor<64x1000xf32> {
   ^bb0(%a: tensor<64x512xf32>, %c: tensor<512x1000xf32>):
@@ -87,6 +90,14 @@ func.func @other_dimension(%x: tensor<32x512xf32>, %w: tensor<512x1009xf32>) -> 
     kiln.yield %m : tensor<32x1009xf32>
   }
   return %0 : tensor<32x1009xf32>
+}
+func.func @narrow(%x: tensor<32x4096xf32>, %w: tensor<4096x40xf32>) -> tensor<32x40xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<32x4096xf32>, tensor<4096x40xf32>) -> tensor<32x40xf32> {
+  ^bb0(%a: tensor<32x4096xf32>, %c: tensor<4096x40xf32>):
+    %m = kiln.matmul %a, %c : (tensor<32x4096xf32>, tensor<4096x40xf32>) -> tensor<32x40xf32>
+    kiln.yield %m : tensor<32x40xf32>
+  }
+  return %0 : tensor<32x40xf32>
 }
 
 // -----

@@ -12,7 +12,11 @@ Outputs of one model, all on fixed pseudo-random data:
             1x4x19x20: small, so untiled, still im2col + sgemm;
   y_wino:   Relu(Conv 3x3, pad 1 + input) on 1x32x24x48: 32 channels in and
             out, so bands of rows call oneDNN's Winograd F(2x2, 3x3), whose
-            transforms only add, subtract and halve, exact on these values.
+            transforms only add, subtract and halve, exact on these values;
+  y_odd:    Conv 3x3, pad 1 on 1x8x37x37: bands of rows that do not divide 37,
+            so the last band is shorter (im2col + sgemm with a run-time size);
+  y_wino_odd: Conv 3x3, pad 1 on 1x32x23x47: Winograd bands, the last one
+            shorter, so its call site meets two shapes.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -71,6 +75,10 @@ w_stride = tensor((4, 8, 5, 5), 0.2)
 w_plain, b_plain = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
 x3 = tensor((1, 32, 24, 48))
 w_wino, b_wino = tensor((32, 32, 3, 3), 0.3), tensor((32,), 0.1)
+x4 = tensor((1, 8, 37, 37))
+w_odd, b_odd = tensor((16, 8, 3, 3), 0.3), tensor((16,), 0.1)
+x5 = tensor((1, 32, 23, 47))
+w_wino_odd = tensor((32, 32, 3, 3), 0.3)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -86,16 +94,25 @@ nodes = [
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     helper.make_node("Add", ["c_wino", "x3"], ["s_wino"], name="add_wino"),
     helper.make_node("Relu", ["s_wino"], ["y_wino"], name="relu_wino"),
+    helper.make_node("Conv", ["x4", "w_odd", "b_odd"], ["y_odd"], name="conv_odd",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Conv", ["x5", "w_wino_odd"], ["y_wino_odd"], name="conv_wino_odd",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
 y_plain = conv_reference(x1, w_plain, b_plain, [1, 1, 1, 1])
 y_stride = conv_reference(x1, w_stride, None, [1, 2, 0, 1], strides=(2, 2))
 y_wino = np.maximum(conv_reference(x3, w_wino, b_wino, [1, 1, 1, 1]) + x3, 0.0)
+y_odd = conv_reference(x4, w_odd, b_odd, [1, 1, 1, 1])
+y_wino_odd = conv_reference(x5, w_wino_odd, None, [1, 1, 1, 1])
 
-model_files.save(HERE, "conv_tiles", nodes, [("x1", x1), ("x2", x2), ("x3", x3)],
+model_files.save(HERE, "conv_tiles", nodes,
+                 [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
-                  ("y_stride", y_stride), ("y_wino", y_wino)],
+                  ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
+                  ("y_wino_odd", y_wino_odd)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
-                  ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino)])
+                  ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
+                  ("w_odd", w_odd), ("b_odd", b_odd), ("w_wino_odd", w_wino_odd)])
