@@ -42,6 +42,11 @@ constexpr int64_t kTilesPerThread = 4;
 /// under this size, so that it is still in L2 when sgemm packs it (measured
 /// on the ResNet block of bench/: 512 KiB beat 256 KiB and 1 MiB).
 constexpr int64_t kIm2colBytes = 1 << 19;
+/// Output positions per band of a convolution below which its tiles split
+/// the output channels instead (measured on ResNet-50's 1x1 and 3x3 layers:
+/// bands of one or two rows of a 7x7 or 14x14 image ran 3x slower than two
+/// halves of the channels; 28x28 images in bands of 4 rows were level).
+constexpr int64_t kMinBandColumns = 64;
 /// Multiply-adds (iterations of a kernel's whole loop nest) above which a
 /// kernel with a small result is still split over threads.
 constexpr int64_t kMinParallelWork = 1 << 22;
@@ -169,18 +174,38 @@ private:
       sizes[loop] = 1;
       batch *= ranges[loop];
     }
-    if (batch >= threadCount())
-      return sizes;
-    int64_t rowLoop = loops->spatial.front();
-    int64_t rowElements = 1, window = 1;
-    for (int64_t loop : ArrayRef(loops->spatial).drop_front())
-      rowElements *= ranges[loop];
+    int64_t spatialElements = 1, window = 1;
+    for (int64_t loop : loops->spatial)
+      spatialElements *= ranges[loop];
     for (int64_t loop : loops->window)
       window *= convRanges[loop];
+    if (batch >= threadCount()) {
+      // Many batch elements (images, or a depthwise convolution's channels):
+      // one run of them per thread (each call has a fixed cost), as long as
+      // the tile's im2col buffer stays in L2.
+      int64_t inner = loops->batch.back();
+      int64_t outer = batch / ranges[inner];
+      int64_t innerTiles = llvm::divideCeil(threadCount(), outer);
+      int64_t fitting = kIm2colBytes / (sizeof(float) * window * spatialElements);
+      sizes[inner] = std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
+      return sizes;
+    }
+    int64_t rowLoop = loops->spatial.front();
+    int64_t rowElements = spatialElements / ranges[rowLoop];
     int64_t bands = llvm::divideCeil(kTilesPerThread * threadCount(), batch);
     int64_t rows = llvm::divideCeil(ranges[rowLoop], bands);
     rows = std::min<int64_t>(
         rows, std::max<int64_t>(1, kIm2colBytes / (sizeof(float) * window * rowElements)));
+    // Every band multiplies by all the filters, so on a small image (ResNet's
+    // last stages: 7x7 or 14x14) the bands are a few columns wide and each
+    // reads the filters again: the output channels are split instead, each
+    // thread reading its share of the filters once.
+    if (rows * rowElements < kMinBandColumns && loops->channel)
+      if (int64_t channels =
+              matmulTileSize(ranges[*loops->channel], llvm::divideCeil(threadCount(), batch))) {
+        sizes[*loops->channel] = channels;
+        return sizes;
+      }
     if (rows < ranges[rowLoop])
       sizes[rowLoop] = rows;
     return sizes;

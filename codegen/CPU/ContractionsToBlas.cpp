@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -47,6 +48,18 @@ constexpr int64_t kWinogradChannelBlock = 16;
 /// measured per thread on a band of 4x48 outputs it beats a direct
 /// convolution by 15 % at 16 channels, 50 % at 32 and 80 % at 64.
 constexpr int64_t kWinogradMinChannels = 32;
+/// Largest window (multiply-adds per output) of a single-channel convolution
+/// (depthwise: one per group) computed by loops rather than im2col and an
+/// sgemm of one row, which would spend more on the call and the copy than on
+/// the arithmetic (a 3x3 depthwise layer of MobileNetV2 ran 3 to 6 times
+/// slower that way than as loops vectorized along the output row).
+constexpr int64_t kMaxLoopWindow = 64;
+/// Largest output (positions per channel) of a depthwise convolution tile
+/// given to oneDNN: its depthwise kernels want channels innermost, and
+/// reordering a larger image there and back costs more than the loops do
+/// (MobileNetV2 on AVX-512: at 14x14 oneDNN took half the loops' time, at
+/// 112x112 four times it).
+constexpr int64_t kMaxDepthwisePrimitivePositions = 32 * 32;
 /// Smallest convolution call (multiply-adds) worth a oneDNN primitive: below
 /// it, its fixed cost per call (three primitives, four memory objects, about
 /// 1 us) outweighs what it saves over im2col and sgemm.
@@ -504,6 +517,8 @@ struct KilnContractionsToBlasPass
   void rewrite(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
     if (constantB && library == "onednn" && callConvolution(op, loops))
       return;
+    if (loopsVectorizeBetter(op, loops))
+      return;
     OpBuilder b(op);
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
@@ -573,6 +588,33 @@ struct KilnContractionsToBlasPass
     }
     memref::DeallocOp::create(b, loc, col);
     op->erase();
+  }
+
+  /// A single-channel convolution with a small window (depthwise) stays a
+  /// loop nest, reordered so that the output row is the innermost loop
+  /// (batch..., rows, window..., columns): each weight is loaded once per
+  /// row and the row's multiply-adds vectorize. Returns false, changing
+  /// nothing, for any other convolution.
+  static bool loopsVectorizeBetter(linalg::GenericOp op, const ConvolutionLoops &loops) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (loops.channel && ranges[*loops.channel] != 1)
+      return false;
+    int64_t window = 1;
+    for (int64_t loop : loops.window)
+      window *= ranges[loop];
+    if (ShapedType::isDynamic(window) || window > kMaxLoopWindow || loops.spatial.empty())
+      return false;
+    SmallVector<unsigned> order(loops.batch.begin(), loops.batch.end());
+    if (loops.channel)
+      order.push_back(*loops.channel);
+    llvm::append_range(order, ArrayRef(loops.spatial).drop_back());
+    llvm::append_range(order, loops.window);
+    order.push_back(loops.spatial.back());
+    if (order.size() != ranges.size())
+      return false;
+    IRRewriter rewriter(op.getContext());
+    rewriter.setInsertionPoint(op);
+    return succeeded(linalg::interchangeGenericOp(rewriter, op, order));
   }
 
   /// The im2col copy as one `memref.copy` per (batch..., window...) index of
@@ -649,11 +691,14 @@ struct KilnContractionsToBlasPass
     return true;
   }
 
-  /// A 3x3 convolution at stride 1 by constant filters, wide and large
-  /// enough for Winograd: kiln_conv2d_constant_w per batch element. Returns
-  /// false, changing nothing, for any other convolution.
+  /// A convolution by constant filters through oneDNN, per batch element
+  /// (kiln_conv2d_constant_w): a 3x3 one at stride 1, wide and large enough
+  /// for Winograd, or a depthwise one (one channel per group; oneDNN's
+  /// depthwise kernels vectorize across channels, which Kiln's NCHW loops
+  /// cannot), whose tile passes its groups in one call. Returns false,
+  /// changing nothing, for any other convolution.
   bool callConvolution(linalg::GenericOp op, const ConvolutionLoops &loops) {
-    if (!loops.channel || loops.window.size() != 3 || loops.spatial.size() != 2)
+    if (loops.spatial.size() != 2)
       return false;
     Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
     if (!isConstantBuffer(filter))
@@ -665,18 +710,30 @@ struct KilnContractionsToBlasPass
     auto outputType = cast<MemRefType>(output.getType());
     ArrayRef<AffineExpr> imageExprs = maps[0].getResults(), filterExprs = maps[1].getResults(),
                          outputExprs = maps[2].getResults();
-    int64_t f = *loops.channel, c = loops.window[0], kh = loops.window[1], kw = loops.window[2];
     int64_t oh = loops.spatial[0], ow = loops.spatial[1];
-    if (imageExprs.size() < 3 || filterExprs.size() < 4 || outputExprs.size() < 3 ||
-        !isDim(imageExprs.take_back(3)[0], c) || !isDim(filterExprs.take_back(4)[0], f) ||
-        !isDim(filterExprs.take_back(3)[0], c) || !isDim(filterExprs.take_back(2)[0], kh) ||
-        !isDim(filterExprs.back(), kw) || !isDim(outputExprs.take_back(3)[0], f) ||
-        !isDim(outputExprs.take_back(2)[0], oh) || !isDim(outputExprs.back(), ow))
+    // Depthwise: no channel loop or input-channel loop; the innermost batch
+    // loop is the group (channel) of image, filter and output.
+    bool depthwise = !loops.channel && loops.window.size() == 2 && !loops.batch.empty();
+    if (!depthwise && (!loops.channel || loops.window.size() != 3))
       return false;
-    // Channels and the window are whole in every tile; a band of output
-    // rows may be the last, shorter one.
-    if (llvm::any_of(ArrayRef<int64_t>{f, c, kh, kw},
-                     [&](int64_t loop) { return ShapedType::isDynamic(ranges[loop]); }))
+    // The loops of the output channel and the input channel (the group's in
+    // a depthwise convolution), and of the window.
+    int64_t f = depthwise ? loops.batch.back() : *loops.channel;
+    int64_t c = depthwise ? f : loops.window[0];
+    int64_t kh = loops.window.end()[-2], kw = loops.window.back();
+    size_t filterRank = depthwise ? 3 : 4;
+    if (imageExprs.size() < 3 || filterExprs.size() < filterRank || outputExprs.size() < 3 ||
+        !isDim(imageExprs.take_back(3)[0], c) || !isDim(filterExprs.take_back(filterRank)[0], f) ||
+        (!depthwise && !isDim(filterExprs.take_back(3)[0], c)) ||
+        !isDim(filterExprs.take_back(2)[0], kh) || !isDim(filterExprs.back(), kw) ||
+        !isDim(outputExprs.take_back(3)[0], f) || !isDim(outputExprs.take_back(2)[0], oh) ||
+        !isDim(outputExprs.back(), ow))
+      return false;
+    // The window is whole in every tile, and so are the channels but for a
+    // depthwise convolution's groups; a band of output rows may be the last,
+    // shorter one.
+    if (ShapedType::isDynamic(ranges[kh]) || ShapedType::isDynamic(ranges[kw]) ||
+        (!depthwise && (ShapedType::isDynamic(ranges[f]) || ShapedType::isDynamic(ranges[c]))))
       return false;
     auto vertical = strideAndDilation(imageExprs.take_back(2)[0], oh, kh);
     auto horizontal = strideAndDilation(imageExprs.back(), ow, kw);
@@ -684,13 +741,14 @@ struct KilnContractionsToBlasPass
       return false;
     SmallVector<int64_t> imageStrides, filterStrides, outputStrides;
     int64_t offset;
+    int64_t filterChannelStride = (depthwise ? 1 : ranges[c]) * ranges[kh] * ranges[kw];
     if (failed(imageType.getStridesAndOffset(imageStrides, offset)) ||
         failed(filterType.getStridesAndOffset(filterStrides, offset)) ||
         failed(outputType.getStridesAndOffset(outputStrides, offset)) ||
         imageStrides.back() != 1 || outputStrides.back() != 1 ||
-        filterStrides.end()[-4] != ranges[c] * ranges[kh] * ranges[kw])
+        filterStrides.end()[-static_cast<int64_t>(filterRank)] != filterChannelStride)
       return false;
-    bool winograd = ranges[kh] == 3 && ranges[kw] == 3 && vertical->first == 1 &&
+    bool winograd = !depthwise && ranges[kh] == 3 && ranges[kw] == 3 && vertical->first == 1 &&
                     horizontal->first == 1 && vertical->second == 1 && horizontal->second == 1 &&
                     ranges[c] % kWinogradChannelBlock == 0 &&
                     ranges[f] % kWinogradChannelBlock == 0 &&
@@ -704,39 +762,48 @@ struct KilnContractionsToBlasPass
                  : outputType.getDimSize(dim);
     };
     int64_t rows = extent(outputRank - 2), columns = extent(outputRank - 1);
-    if (!winograd || ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-        ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
-            kMinPrimitiveConvolution)
+    if (!winograd && !depthwise)
+      return false;
+    if (depthwise && (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
+                      rows * columns > kMaxDepthwisePrimitivePositions))
+      return false;
+    if (winograd && (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
+                     ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
+                         kMinPrimitiveConvolution))
       return false;
 
     OpBuilder b(op);
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
-    // (slot, c, ih, iw, f, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF, outH)
-    SmallVector<Type> argTypes(20, i64);
-    argTypes[0] = argTypes[13] = argTypes[16] = argTypes[17] = ptr;
+    // (slot, groups, c, ih, iw, f, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF,
+    // outH)
+    SmallVector<Type> argTypes(21, i64);
+    argTypes[0] = argTypes[14] = argTypes[17] = argTypes[18] = ptr;
     func::FuncOp callee =
         declare(getOperation(), kConvolution, FunctionType::get(ctx, argTypes, {}));
     Value slot = siteSlot(b, loc);
     SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
+    // A depthwise tile's groups go to one call; other batch loops are looped.
+    ArrayRef<int64_t> looped = ArrayRef(loops.batch).drop_back(depthwise ? 1 : 0);
     SmallVector<Value> batchIvs = loopNest(
-        b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return sizes[loop]; }));
+        b, loc, llvm::map_to_vector(looped, [&](int64_t loop) { return sizes[loop]; }));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    auto indicesOf = [&](AffineMap map) {
-      return batchIndices(map, loops.batch, batchIvs, zero);
-    };
+    auto indicesOf = [&](AffineMap map) { return batchIndices(map, looped, batchIvs, zero); };
     auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
     auto [pin, inStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
     Value pw = addressOf(b, loc, filter, indicesOf(maps[1])).first;
     auto [pout, outStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
     int64_t imageRank = imageType.getRank();
+    Value groups = depthwise ? wide(sizes[f]) : constant(1);
+    Value inChannels = depthwise ? constant(1) : constant(ranges[c]);
+    Value outChannels = depthwise ? constant(1) : constant(ranges[f]);
     func::CallOp::create(
         b, loc, callee,
-        ValueRange{slot, constant(ranges[c]),
+        ValueRange{slot, groups, inChannels,
                    wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
-                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), constant(ranges[f]),
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), outChannels,
                    constant(ranges[kh]), constant(ranges[kw]), wide(sizes[oh]), wide(sizes[ow]),
                    constant(vertical->first), constant(horizontal->first),
                    constant(vertical->second), constant(horizontal->second), pin,

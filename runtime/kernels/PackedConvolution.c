@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { C, IH, IW, F, KH, KW, OH, OW, SH, SW, DH, DW, IN_C, IN_H, OUT_F, OUT_H, SHAPE };
+/* C and F are channels per group; the image has G * C of them, the output
+ * G * F (a depthwise convolution: C = F = 1). */
+enum { G, C, IH, IW, F, KH, KW, OH, OW, SH, SW, DH, DW, IN_C, IN_H, OUT_F, OUT_H, SHAPE };
 
 /* One shape of a call site. A site sees as many shapes as its kernel has
  * tile shapes: a band of rows that the tile size does not divide ends in a
@@ -82,9 +84,20 @@ static int reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
 
 /* A primitive descriptor for the site's convolution by `algorithm`, in the
  * layouts oneDNN prefers, or NULL. */
+/* The filters' dimensions: (G, F, C, KH, KW) with groups, else (F, C, KH, KW). */
+static int weightDimsOf(const int64_t *s, dnnl_dims_t dims) {
+  if (s[G] == 1) {
+    dims[0] = s[F], dims[1] = s[C], dims[2] = s[KH], dims[3] = s[KW];
+    return 4;
+  }
+  dims[0] = s[G], dims[1] = s[F], dims[2] = s[C], dims[3] = s[KH], dims[4] = s[KW];
+  return 5;
+}
+
 static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorithm) {
-  dnnl_dims_t srcDims = {1, s[C], s[IH], s[IW]}, dstDims = {1, s[F], s[OH], s[OW]};
-  dnnl_dims_t weightDims = {s[F], s[C], s[KH], s[KW]};
+  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]}, dstDims = {1, s[G] * s[F], s[OH], s[OW]};
+  dnnl_dims_t weightDims;
+  int weightRank = weightDimsOf(s, weightDims);
   dnnl_dims_t strides = {s[SH], s[SW]}, dilates = {s[DH] - 1, s[DW] - 1}, pads = {0, 0};
   dnnl_memory_desc_t anySrc, anyDst, anyWeights;
   dnnl_convolution_desc_t desc;
@@ -92,7 +105,7 @@ static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorith
   dnnl_primitive_desc_t convDesc = NULL;
   if (kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anySrc, 4, srcDims, dnnl_f32, dnnl_format_tag_any)) &&
       kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyDst, 4, dstDims, dnnl_f32, dnnl_format_tag_any)) &&
-      kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyWeights, 4, weightDims, dnnl_f32,
+      kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyWeights, weightRank, weightDims, dnnl_f32,
                                               dnnl_format_tag_any)) &&
       kilnDnnlOk(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference,
                                                             algorithm, &anySrc, &anyWeights, NULL,
@@ -108,18 +121,20 @@ static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorith
 /* With kilnDnnlLock held. */
 static void build(ConvSite *site) {
   const int64_t *s = site->shape;
-  dnnl_dims_t srcDims = {1, s[C], s[IH], s[IW]}, dstDims = {1, s[F], s[OH], s[OW]};
-  dnnl_dims_t weightDims = {s[F], s[C], s[KH], s[KW]};
-  dnnl_dims_t srcStrides = {s[C] * s[IN_C], s[IN_C], s[IN_H], 1};
-  dnnl_dims_t dstStrides = {s[F] * s[OUT_F], s[OUT_F], s[OUT_H], 1};
+  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]}, dstDims = {1, s[G] * s[F], s[OH], s[OW]};
+  dnnl_dims_t weightDims;
+  int weightRank = weightDimsOf(s, weightDims);
+  dnnl_dims_t srcStrides = {s[G] * s[C] * s[IN_C], s[IN_C], s[IN_H], 1};
+  dnnl_dims_t dstStrides = {s[G] * s[F] * s[OUT_F], s[OUT_F], s[OUT_H], 1};
   site->failed = 1;
   if (!kilnDnnlInit() ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_strides(&site->userSrc, 4, srcDims, dnnl_f32, srcStrides)) ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_strides(&site->userDst, 4, dstDims, dnnl_f32, dstStrides)) ||
-      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, 4, weightDims, dnnl_f32,
-                                               dnnl_oihw)))
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, weightRank, weightDims, dnnl_f32,
+                                               weightRank == 4 ? dnnl_oihw : dnnl_goihw)))
     return;
-  int winograd = s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 && s[DH] == 1 && s[DW] == 1;
+  int winograd = s[G] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
+                 s[DH] == 1 && s[DW] == 1;
   dnnl_primitive_desc_t convDesc = winograd ? describe(s, dnnl_convolution_winograd) : NULL;
   if (!convDesc)
     convDesc = describe(s, dnnl_convolution_direct);
@@ -137,32 +152,35 @@ static void build(ConvSite *site) {
 
 /* The convolution by plain loops, for a site oneDNN could not build. */
 static void direct(const int64_t *s, const float *in, const float *w, float *out) {
-  for (int64_t f = 0; f < s[F]; ++f)
-    for (int64_t c = 0; c < s[C]; ++c)
-      for (int64_t i = 0; i < s[KH]; ++i)
-        for (int64_t j = 0; j < s[KW]; ++j) {
-          float weight = w[((f * s[C] + c) * s[KH] + i) * s[KW] + j];
-          for (int64_t y = 0; y < s[OH]; ++y) {
-            const float *row = in + c * s[IN_C] + (y * s[SH] + i * s[DH]) * s[IN_H] + j * s[DW];
-            float *result = out + f * s[OUT_F] + y * s[OUT_H];
-            for (int64_t x = 0; x < s[OW]; ++x)
-              result[x] += weight * row[x * s[SW]];
+  for (int64_t g = 0; g < s[G]; ++g)
+    for (int64_t f = 0; f < s[F]; ++f)
+      for (int64_t c = 0; c < s[C]; ++c)
+        for (int64_t i = 0; i < s[KH]; ++i)
+          for (int64_t j = 0; j < s[KW]; ++j) {
+            float weight = w[(((g * s[F] + f) * s[C] + c) * s[KH] + i) * s[KW] + j];
+            for (int64_t y = 0; y < s[OH]; ++y) {
+              const float *row = in + (g * s[C] + c) * s[IN_C] +
+                                 (y * s[SH] + i * s[DH]) * s[IN_H] + j * s[DW];
+              float *result = out + (g * s[F] + f) * s[OUT_F] + y * s[OUT_H];
+              for (int64_t x = 0; x < s[OW]; ++x)
+                result[x] += weight * row[x * s[SW]];
+            }
           }
-        }
 }
 
-/* out[f][y][x] += sum over c, i, j of in[c][y*sh + i*dh][x*sw + j*dw] *
- * w[f][c][i][j], for one image: `in` is c x ih x iw with strides (inC, inH,
- * 1), already padded; `out` is f x oh x ow with strides (outF, outH, 1); `w`
- * is dense and constant for the artifact's lifetime. `slot` is the call
- * site's zero-initialized 8 bytes. */
+/* out[g*f + o][y][x] += sum over c, i, j of in[g*c + k][y*sh + i*dh][x*sw +
+ * j*dw] * w[g][o][k][i][j], for one image and `groups` groups of c input and
+ * f output channels each: `in` is (groups*c) x ih x iw with strides (inC,
+ * inH, 1), already padded; `out` is (groups*f) x oh x ow with strides (outF,
+ * outH, 1); `w` is dense and constant for the artifact's lifetime. `slot` is
+ * the call site's zero-initialized 8 bytes. */
 __attribute__((visibility("default"))) void
-kiln_conv2d_constant_w(void **slot, int64_t c, int64_t ih, int64_t iw, int64_t f, int64_t kh,
-                       int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
-                       int64_t dw, const float *in, int64_t inC, int64_t inH, const float *w,
-                       float *out, int64_t outF, int64_t outH) {
-  const int64_t shape[SHAPE] = {c,  ih, iw, f,  kh, kw,  oh,  ow,
-                                sh, sw, dh, dw, inC, inH, outF, outH};
+kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64_t iw, int64_t f,
+                       int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
+                       int64_t dh, int64_t dw, const float *in, int64_t inC, int64_t inH,
+                       const float *w, float *out, int64_t outF, int64_t outH) {
+  const int64_t shape[SHAPE] = {groups, c,  ih, iw, f,  kh,  kw,  oh,  ow,
+                                sh,     sw, dh, dw, inC, inH, outF, outH};
   pthread_mutex_lock(&kilnDnnlLock);
   ConvSite *site = (ConvSite *)*slot;
   int shapes = 0;

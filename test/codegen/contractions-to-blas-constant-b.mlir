@@ -215,3 +215,28 @@ func.func @winograd_partial_band(%band: memref<32x?x50xf32>, %image: memref<32x4
   }
   return
 }
+
+// -----
+
+// A depthwise tile (16 of the 48 channels of a 14x14 image, each its own
+// group) is one call with 16 groups of one input and one output channel.
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT: call @dnnl_sgemm
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c16_i64, %c1_i64, %c16_i64, %c16_i64, %c1_i64, %c3_i64, %c3_i64, %c14_i64, %c14_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c256_i64, %c16_i64, %{{.*}}, %{{.*}}, %c196_i64, %c14_i64)
+// CHECK-NOT: call @dnnl_sgemm
+#ind = affine_map<(g, y, x, i, j) -> (g, y + i, x + j)>
+#wd = affine_map<(g, y, x, i, j) -> (g, i, j)>
+#outd = affine_map<(g, y, x, i, j) -> (g, y, x)>
+memref.global "private" constant @dw : memref<16x3x3xf32> = dense<0.5>
+func.func @depthwise(%band: memref<16x16x16xf32>, %out: memref<16x14x14xf32, strided<[196, 14, 1], offset: ?>>) {
+  %w = memref.get_global @dw : memref<16x3x3xf32>
+  linalg.generic {indexing_maps = [#ind, #wd, #outd],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%band, %w : memref<16x16x16xf32>, memref<16x3x3xf32>) outs(%out : memref<16x14x14xf32, strided<[196, 14, 1], offset: ?>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

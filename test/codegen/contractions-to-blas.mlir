@@ -233,3 +233,29 @@ func.func @conv_partial_band(%x: memref<64x?x19xf32>, %w: memref<64x64x3x3xf32>,
   }
   return
 }
+
+// -----
+
+// A depthwise convolution (one channel per group, a 3x3 window) whose tile
+// oneDNN does not take (here: filters computed at run time) stays a loop
+// nest, reordered so that the output row is innermost: groups, rows, window,
+// columns. An im2col and an sgemm of one row would cost more than the
+// arithmetic.
+// DNNL-LABEL: func.func @depthwise_loops
+// DNNL-NOT: call @dnnl_sgemm
+// DNNL: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
+// DNNL-NOT: call @dnnl_sgemm
+#ind6 = affine_map<(g, y, x, i, j) -> (g, y + i, x + j)>
+#wd6 = affine_map<(g, y, x, i, j) -> (g, i, j)>
+#outd6 = affine_map<(g, y, x, i, j) -> (g, y, x)>
+func.func @depthwise_loops(%band: memref<16x58x58xf32>, %w: memref<16x3x3xf32>, %out: memref<16x56x56xf32>) {
+  linalg.generic {indexing_maps = [#ind6, #wd6, #outd6],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%band, %w : memref<16x58x58xf32>, memref<16x3x3xf32>) outs(%out : memref<16x56x56xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
