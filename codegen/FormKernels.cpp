@@ -42,11 +42,9 @@ constexpr int64_t kTilesPerThread = 4;
 /// under this size, so that it is still in L2 when sgemm packs it (measured
 /// on the ResNet block of bench/: 512 KiB beat 256 KiB and 1 MiB).
 constexpr int64_t kIm2colBytes = 1 << 19;
-/// Output positions per band of a convolution below which its tiles split
-/// the output channels instead (measured on ResNet-50's 1x1 and 3x3 layers:
-/// bands of one or two rows of a 7x7 or 14x14 image ran 3x slower than two
-/// halves of the channels; 28x28 images in bands of 4 rows were level).
-constexpr int64_t kMinBandColumns = 64;
+/// Largest im2col buffer (a whole image's) of a convolution whose tiles
+/// split the output channels rather than bands of rows.
+constexpr int64_t kMaxChannelTileIm2colBytes = 8 << 20;
 /// Multiply-adds (iterations of a kernel's whole loop nest) above which a
 /// kernel with a small result is still split over threads.
 constexpr int64_t kMinParallelWork = 1 << 22;
@@ -196,16 +194,24 @@ private:
     int64_t rows = llvm::divideCeil(ranges[rowLoop], bands);
     rows = std::min<int64_t>(
         rows, std::max<int64_t>(1, kIm2colBytes / (sizeof(float) * window * rowElements)));
-    // Every band multiplies by all the filters, so on a small image (ResNet's
-    // last stages: 7x7 or 14x14) the bands are a few columns wide and each
-    // reads the filters again: the output channels are split instead, each
-    // thread reading its share of the filters once.
-    if (rows * rowElements < kMinBandColumns && loops->channel)
-      if (int64_t channels =
-              matmulTileSize(ranges[*loops->channel], llvm::divideCeil(threadCount(), batch))) {
-        sizes[*loops->channel] = channels;
-        return sizes;
-      }
+    // Every band multiplies by all the filters, while a tile of output
+    // channels needs the whole image's im2col: whichever reads less memory
+    // wins. The channels are split on small images with many filters
+    // (ResNet's 7x7 and 14x14 stages: bands of one or two rows ran 3x
+    // slower; a 512->1000 1x1 classifier), rows on large images with few.
+    if (loops->channel) {
+      int64_t channels = ranges[*loops->channel];
+      int64_t filterBytes = sizeof(float) * channels * window;
+      int64_t colBytes = sizeof(float) * window * spatialElements;
+      int64_t bandCount = llvm::divideCeil(ranges[rowLoop], rows);
+      int64_t channelTiles = llvm::divideCeil(threadCount(), batch);
+      if (colBytes <= kMaxChannelTileIm2colBytes &&
+          filterBytes + channelTiles * colBytes < bandCount * filterBytes + colBytes)
+        if (int64_t size = matmulTileSize(channels, channelTiles)) {
+          sizes[*loops->channel] = size;
+          return sizes;
+        }
+    }
     if (rows < ranges[rowLoop])
       sizes[rowLoop] = rows;
     return sizes;

@@ -233,6 +233,30 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
   return std::nullopt;
 }
 
+/// Whether the trailing `count` dimensions of the buffer `operand` are dense
+/// (row-major, no gaps), so they can be read as one matrix dimension. Only
+/// the outermost of them may be dynamic (a partial band of rows): the
+/// strides of the others must be known to be dense.
+bool isDenseTrailing(Value operand, size_t count) {
+  auto type = cast<MemRefType>(operand.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  int64_t expected = 1, outermost = type.getRank() - static_cast<int64_t>(count);
+  for (int64_t i = type.getRank() - 1; i >= outermost; --i) {
+    if (type.getDimSize(i) != 1 && strides[i] != expected)
+      return false;
+    if (type.isDynamicDim(i)) {
+      if (i != outermost)
+        return false;
+      continue;
+    }
+    expected *= type.getDimSize(i);
+  }
+  return true;
+}
+
 /// Whether `value` views a constant global (weights), through any chain of
 /// subviews and casts.
 bool isConstantBuffer(Value value) {
@@ -525,6 +549,20 @@ struct KilnContractionsToBlasPass
     SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
     Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
 
+    // A convolution whose window is the input channels alone (1x1 at stride
+    // 1) reads a tile's image in place as B[channel][position] when the
+    // positions are contiguous: the im2col copy would be the image itself.
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    ArrayRef<AffineExpr> imageExprs = maps[0].getResults();
+    size_t matrixDims = 1 + loops.spatial.size();
+    bool inPlace = loops.window.size() == 1 && imageExprs.size() >= matrixDims &&
+                   isDim(imageExprs.take_back(matrixDims)[0], loops.window[0]) &&
+                   llvm::all_of(llvm::enumerate(loops.spatial), [&](auto spatial) {
+                     return isDim(imageExprs.take_back(loops.spatial.size())[spatial.index()],
+                                  spatial.value());
+                   }) &&
+                   isDenseTrailing(image, loops.spatial.size());
+
     // The column buffer's loops: batch, window, spatial. A band of output
     // rows that is the last, partial tile has a dynamic row count.
     SmallVector<int64_t> colLoops(loops.batch);
@@ -542,8 +580,11 @@ struct KilnContractionsToBlasPass
     SmallVector<Value> dynamicSizes;
     dispatchIndexOpFoldResults(colSizes, dynamicSizes, colShape);
     auto colType = MemRefType::get(colShape, b.getF32Type());
-    Value col = memref::AllocOp::create(b, loc, colType, dynamicSizes, b.getI64IntegerAttr(64));
-    if (!copyWindows(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(),
+    Value col;
+    if (!inPlace)
+      col = memref::AllocOp::create(b, loc, colType, dynamicSizes, b.getI64IntegerAttr(64));
+    if (!inPlace &&
+        !copyWindows(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(),
                      col))
       linalg::GenericOp::create(
           b, loc, ValueRange{image}, ValueRange{col},
@@ -569,12 +610,18 @@ struct KilnContractionsToBlasPass
         return batchIndices(map, loops.batch, batchIvs, zero);
       };
       auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
-      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
       auto [pa, filterStrides] = addressOf(b, loc, filter, indicesOf(maps[1]));
       auto [pc, outputStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
-      SmallVector<Value> colIndices(batchIvs);
-      colIndices.resize(colLoops.size(), zero);
-      Value pb = addressOf(b, loc, col, colIndices).first;
+      Value pb, ldb = i32(n);
+      if (inPlace) {
+        auto [imageAddress, imageStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
+        pb = imageAddress;
+        ldb = toI32(b, loc, imageStrides[imageExprs.size() - matrixDims]);
+      } else {
+        SmallVector<Value> colIndices(batchIvs);
+        colIndices.resize(colLoops.size(), zero);
+        pb = addressOf(b, loc, col, colIndices).first;
+      }
       // Leading dimensions: the channel's strides; a single row's is its width.
       auto leadingDim = [&](AffineMap map, ArrayRef<Value> strides, OpFoldResult width) {
         if (!loops.channel || isConstantIntValue(m, 1))
@@ -584,9 +631,10 @@ struct KilnContractionsToBlasPass
       };
       Value lda = leadingDim(maps[1], filterStrides, k);
       Value ldc = leadingDim(maps[2], outputStrides, n);
-      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, false, pb, i32(n), pc, ldc);
+      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, false, pb, ldb, pc, ldc);
     }
-    memref::DeallocOp::create(b, loc, col);
+    if (col)
+      memref::DeallocOp::create(b, loc, col);
     op->erase();
   }
 
@@ -821,29 +869,8 @@ struct KilnContractionsToBlasPass
     std::optional<ConvolutionLoops> loops = matchConvolution(op);
     if (!loops)
       return std::nullopt;
-    // Only the outermost of the dimensions may be dynamic (a partial band of
-    // rows): the strides of the others must be known to be dense.
-    auto denseTrailing = [](Value operand, size_t count) {
-      auto type = cast<MemRefType>(operand.getType());
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      if (failed(type.getStridesAndOffset(strides, offset)))
-        return false;
-      int64_t expected = 1, outermost = type.getRank() - static_cast<int64_t>(count);
-      for (int64_t i = type.getRank() - 1; i >= outermost; --i) {
-        if (type.getDimSize(i) != 1 && strides[i] != expected)
-          return false;
-        if (type.isDynamicDim(i)) {
-          if (i != outermost)
-            return false;
-          continue;
-        }
-        expected *= type.getDimSize(i);
-      }
-      return true;
-    };
-    if (!denseTrailing(op.getDpsInputs()[1], loops->window.size()) ||
-        !denseTrailing(op.getDpsInits()[0], loops->spatial.size()))
+    if (!isDenseTrailing(op.getDpsInputs()[1], loops->window.size()) ||
+        !isDenseTrailing(op.getDpsInits()[0], loops->spatial.size()))
       return std::nullopt;
     return loops;
   }

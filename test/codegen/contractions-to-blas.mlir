@@ -259,3 +259,27 @@ func.func @depthwise_loops(%band: memref<16x58x58xf32>, %w: memref<16x3x3xf32>, 
   }
   return
 }
+
+// -----
+
+// A 1x1 convolution at stride 1 (the window is the input channels alone) on
+// a band of 4 contiguous rows reads the image in place as B[channel][position]
+// with ldb = the channel stride (28x28 = 784): no column buffer, no copy.
+// DNNL-LABEL: func.func @conv1x1_in_place
+// DNNL-NOT: memref.alloc
+// DNNL-NOT: memref.copy
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c64_i64, %c112_i64, %c256_i64, %cst, %{{.*}}, %c256_i64, %{{.*}}, %c784_i64, %cst, %{{.*}}, %c784_i64)
+// DNNL-NOT: memref.dealloc
+#image7 = affine_map<(f, oh, ow, c) -> (c, oh, ow)>
+#filter7 = affine_map<(f, oh, ow, c) -> (f, c)>
+#out7 = affine_map<(f, oh, ow, c) -> (f, oh, ow)>
+func.func @conv1x1_in_place(%x: memref<256x4x28xf32, strided<[784, 28, 1], offset: ?>>, %w: memref<64x256xf32>, %y: memref<64x4x28xf32, strided<[784, 28, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#image7, #filter7, #out7], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<256x4x28xf32, strided<[784, 28, 1], offset: ?>>, memref<64x256xf32>) outs(%y : memref<64x4x28xf32, strided<[784, 28, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

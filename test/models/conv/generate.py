@@ -20,7 +20,9 @@ Outputs of one model, all on fixed pseudo-random data:
   y_dw_small: depthwise Conv 3x3, pad 1 on 1x40x14x14: tiles of groups through
             oneDNN's depthwise kernel, the last tile with fewer groups;
   y_dw_large: depthwise Conv 3x3 stride 2, pad 1 on 1x24x65x65: loops ordered
-            with the output row innermost.
+            with the output row innermost;
+  y_1x1:    Conv 1x1 48->32 on 1x48x30x30: the image read in place as the
+            sgemm's B, no column buffer.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -87,6 +89,8 @@ x6 = tensor((1, 40, 14, 14))
 w_dw_small, b_dw_small = tensor((40, 1, 3, 3), 0.3), tensor((40,), 0.1)
 x7 = tensor((1, 24, 65, 65))
 w_dw_large = tensor((24, 1, 3, 3), 0.3)
+x8 = tensor((1, 48, 30, 30))
+w_1x1, b_1x1 = tensor((32, 48, 1, 1), 0.3), tensor((32,), 0.1)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -110,6 +114,7 @@ nodes = [
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=40),
     helper.make_node("Conv", ["x7", "w_dw_large"], ["y_dw_large"], name="conv_dw_large",
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], group=24),
+    helper.make_node("Conv", ["x8", "w_1x1", "b_1x1"], ["y_1x1"], name="conv_1x1", kernel_shape=[1, 1]),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -120,16 +125,18 @@ y_odd = conv_reference(x4, w_odd, b_odd, [1, 1, 1, 1])
 y_wino_odd = conv_reference(x5, w_wino_odd, None, [1, 1, 1, 1])
 y_dw_small = conv_reference(x6, w_dw_small, b_dw_small, [1, 1, 1, 1], group=40)
 y_dw_large = conv_reference(x7, w_dw_large, None, [1, 1, 1, 1], strides=(2, 2), group=24)
+y_1x1 = conv_reference(x8, w_1x1, b_1x1, [0, 0, 0, 0])
 
 model_files.save(HERE, "conv_tiles", nodes,
-                 [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7)],
+                 [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
+                  ("x8", x8)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
-                  ("y_dw_large", y_dw_large)],
+                  ("y_dw_large", y_dw_large), ("y_1x1", y_1x1)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
                   ("w_odd", w_odd), ("b_odd", b_odd), ("w_wino_odd", w_wino_odd),
                   ("w_dw_small", w_dw_small), ("b_dw_small", b_dw_small),
-                  ("w_dw_large", w_dw_large)])
+                  ("w_dw_large", w_dw_large), ("w_1x1", w_1x1), ("b_1x1", b_1x1)])
