@@ -54,6 +54,32 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
 }
 
+def KilnCloneDestinationsPass
+    : Pass<"kiln-clone-destinations", "mlir::func::FuncOp"> {
+  let summary = "Gives every kernel its own tensor.empty (and zero fill) before bufferization";
+  let description = [{
+    CSE merges the identical `tensor.empty` and `linalg.fill` ops that the
+    kernels of a graph write their results into, so a graph of n kernels of
+    one shape reaches bufferization with one destination shared by all of
+    them. One-shot bufferization then checks each in-place write against
+    every other use of that destination (time quadratic in the graph: a
+    chain of 2000 nodes spent 10 s there) and must copy the shared zero
+    fill for all writers but one. This pass clones such a destination (a
+    `tensor.empty`, or a `linalg.fill` of a constant into one) once per
+    user, right before it, so each kernel writes into its own.
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<32x64xf32>
+    %z = linalg.fill ins(%cst : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+    %a = linalg.generic ... outs(%z : tensor<32x64xf32>)
+    %b = linalg.generic ... outs(%z : tensor<32x64xf32>)
+    ```
+    After: `%b` writes into a fill of a `tensor.empty` of its own.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def KilnExpandStridedCopiesPass
     : Pass<"kiln-expand-strided-copies", "mlir::func::FuncOp"> {
   let summary = "Rewrites copies between strided buffers into linalg.copy";

@@ -14,6 +14,8 @@ namespace kiln {
 
 // Up to the matrix products.
 static constexpr const char *kBeforeContractions =
+    // Each kernel writes into a destination of its own (CSE merged them).
+    "func.func(kiln-clone-destinations),"
     // Tensors to buffers. Function results become out-parameters and static
     // result allocations are the caller's buffers, so outputs are written in
     // place.
