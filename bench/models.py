@@ -37,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 
+from selection import choose
+
 HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
 FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile"]
@@ -54,19 +56,36 @@ def _vision(lib, name, size=224):
     return build
 
 
+def _keywords(model, names, output):
+    """`model` called with its inputs by name (positional order differs between transformers
+    versions), returning one output tensor."""
+    import torch
+
+    class Keywords(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            return getattr(self.model(**dict(zip(names, args))), output)
+    return Keywords()
+
+
 def _bert(batch, seq=128):
     from transformers import BertConfig, BertModel
     config = BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                         intermediate_size=3072, attn_implementation="eager")
-    return BertModel(config, add_pooling_layer=False), (
-        ("input_ids", (batch, seq), "int64"), ("attention_mask", (batch, seq), "int64"),
-        ("token_type_ids", (batch, seq), "int64"))
+    spec = (("input_ids", (batch, seq), "int64"), ("attention_mask", (batch, seq), "int64"),
+            ("token_type_ids", (batch, seq), "int64"))
+    model = BertModel(config, add_pooling_layer=False)
+    return _keywords(model, [name for name, _, _ in spec], "last_hidden_state"), spec
 
 
 def _gpt2(batch, seq=128):
     from transformers import GPT2Config, GPT2LMHeadModel
     config = GPT2Config(n_embd=768, n_layer=12, n_head=12, use_cache=False, attn_implementation="eager")
-    return GPT2LMHeadModel(config), (("input_ids", (batch, seq), "int64"),)
+    spec = (("input_ids", (batch, seq), "int64"), ("attention_mask", (batch, seq), "int64"))
+    return _keywords(GPT2LMHeadModel(config), [name for name, _, _ in spec], "logits"), spec
 
 
 MODELS = {
@@ -316,10 +335,7 @@ def main(argv):
         for name, (desc, _) in MODELS.items():
             print(f"{name:16} {desc}")
         return 0
-    models = list(MODELS) if args.models == "all" else args.models.split(",")
-    unknown = [m for m in models if m not in MODELS]
-    if unknown:
-        p.error(f"unknown model {', '.join(unknown)} (see --list)")
+    models = choose(args.models, MODELS, "model", p)
     frameworks = args.frameworks.split(",")
     batches = [int(b) for b in args.batches.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)

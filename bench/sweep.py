@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from selection import choose
+
 HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
 
@@ -192,10 +194,7 @@ def main(argv):
         for name, (desc, sizes, _) in FAMILIES.items():
             print(f"{name:14} {desc}  [{sizes[0]}..{sizes[-1]}]")
         return 0
-    families = list(FAMILIES) if args.family == "all" else args.family.split(",")
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        p.error(f"unknown family {', '.join(unknown)} (see --list)")
+    families = choose(args.family, FAMILIES, "family", p)
     args.out.mkdir(parents=True, exist_ok=True)
     plot_dir = args.plot_dir or args.out
     print(f"# bench/sweep.py {' '.join(argv)}  (load average {os.getloadavg()[0]:.2f}, {args.threads} threads)")
