@@ -185,7 +185,8 @@ private:
       int64_t outer = batch / ranges[inner];
       int64_t innerTiles = llvm::divideCeil(threadCount(), outer);
       int64_t fitting = kIm2colBytes / (sizeof(float) * window * spatialElements);
-      sizes[inner] = std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
+      sizes[inner] =
+          std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
       return sizes;
     }
     int64_t rowLoop = loops->spatial.front();

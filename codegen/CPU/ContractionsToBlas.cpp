@@ -448,10 +448,13 @@ struct KilnContractionsToBlasPass
                                       wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
       return;
     }
-    auto flag = [&](bool trans) { return i32(b.getIndexAttr(trans ? kCblasTrans : kCblasNoTrans)); };
+    auto flag = [&](bool trans) {
+      return i32(b.getIndexAttr(trans ? kCblasTrans : kCblasNoTrans));
+    };
     func::CallOp::create(b, loc, sgemm,
-                         ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB), i32(m), i32(n),
-                                    i32(k), one, a, lda, bMatrix, ldb, one, c, ldc});
+                         ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB),
+                                    i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
+                                    ldc});
   }
 
   void rewrite(linalg::GenericOp op, const GemmMatch &match, func::FuncOp sgemm) {

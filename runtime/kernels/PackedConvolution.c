@@ -95,7 +95,8 @@ static int weightDimsOf(const int64_t *s, dnnl_dims_t dims) {
 }
 
 static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorithm) {
-  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]}, dstDims = {1, s[G] * s[F], s[OH], s[OW]};
+  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]};
+  dnnl_dims_t dstDims = {1, s[G] * s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims;
   int weightRank = weightDimsOf(s, weightDims);
   dnnl_dims_t strides = {s[SH], s[SW]}, dilates = {s[DH] - 1, s[DW] - 1}, pads = {0, 0};
@@ -121,7 +122,8 @@ static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorith
 /* With kilnDnnlLock held. */
 static void build(ConvSite *site) {
   const int64_t *s = site->shape;
-  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]}, dstDims = {1, s[G] * s[F], s[OH], s[OW]};
+  dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]};
+  dnnl_dims_t dstDims = {1, s[G] * s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims;
   int weightRank = weightDimsOf(s, weightDims);
   dnnl_dims_t srcStrides = {s[G] * s[C] * s[IN_C], s[IN_C], s[IN_H], 1};
