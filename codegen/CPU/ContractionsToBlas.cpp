@@ -301,10 +301,6 @@ std::pair<Value, SmallVector<Value>> addressOf(OpBuilder &b, Location loc, Value
   return {pointer, SmallVector<Value>(metadata.getStrides())};
 }
 
-Value toI32(OpBuilder &b, Location loc, Value index) {
-  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
-}
-
 /// `size` as a value of integer type `type`.
 Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
   if (std::optional<int64_t> constant = getConstantIntValue(size))
@@ -316,7 +312,7 @@ Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
 /// dimension, as C values.
 std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value view) {
   auto [pointer, strides] = addressOf(b, loc, view);
-  return {pointer, toI32(b, loc, strides[0])};
+  return {pointer, asInteger(b, loc, b.getI32Type(), strides[0])};
 }
 
 /// The matrix (or vector) of `operand` at batch indices `ivs` (no copy).
@@ -619,7 +615,7 @@ struct KilnContractionsToBlasPass
       if (inPlace) {
         auto [imageAddress, imageStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
         pb = imageAddress;
-        ldb = toI32(b, loc, imageStrides[imageExprs.size() - matrixDims]);
+        ldb = asInteger(b, loc, b.getI32Type(), imageStrides[imageExprs.size() - matrixDims]);
       } else {
         SmallVector<Value> colIndices(batchIvs);
         colIndices.resize(colLoops.size(), zero);
@@ -630,7 +626,7 @@ struct KilnContractionsToBlasPass
         if (!loops.channel || isConstantIntValue(m, 1))
           return i32(width);
         unsigned position = *map.getResultPosition(getAffineDimExpr(*loops.channel, ctx));
-        return toI32(b, loc, strides[position]);
+        return asInteger(b, loc, b.getI32Type(), strides[position]);
       };
       Value lda = leadingDim(maps[1], filterStrides, k);
       Value ldc = leadingDim(maps[2], outputStrides, n);
