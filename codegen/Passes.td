@@ -56,7 +56,7 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
 
 def KilnCloneDestinationsPass
     : Pass<"kiln-clone-destinations", "mlir::func::FuncOp"> {
-  let summary = "Gives every kernel its own tensor.empty (and zero fill) before bufferization";
+  let summary = "Gives every kernel and function result its own destination before bufferization";
   let description = [{
     CSE merges the identical `tensor.empty` and `linalg.fill` ops that the
     kernels of a graph write their results into, so a graph of n kernels of
@@ -76,6 +76,11 @@ def KilnCloneDestinationsPass
     %b = linalg.generic ... outs(%z : tensor<32x64xf32>)
     ```
     After: `%b` writes into a fill of a `tensor.empty` of its own.
+
+    Function results get buffers of their own in the same way: a value
+    returned twice (a graph listing one tensor as two outputs, or an output
+    and an `Identity` of it) is copied into a new tensor for its second
+    result, since each result becomes its own out-parameter.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }

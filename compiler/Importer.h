@@ -90,11 +90,33 @@ struct Importer {
     return mlir::failure();
   }
   Location fileLoc() { return FileLineColLoc::get(&context, path, 0, 0); }
+  /// Fails, naming `what`, when a tensor of `shape` would have more bytes
+  /// than Kiln addresses (its byte offsets and sizes are int64 arithmetic).
+  LogicalResult checkSize(Location loc, ArrayRef<int64_t> shape, Type element,
+                          const Twine &what);
+  static constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
   Location nodeLoc(const onnx::NodeProto &node, int index);
 
   // Types and constants.
   FailureOr<Type> elementType(int32_t onnxType, Location loc, const Twine &what);
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor, Location loc);
+  /// Creates an OpT whose result types its type inference derives, like
+  /// OpT::create, except that invalid operands or attributes make it return
+  /// failure (the inference has reported why at `loc`) where OpT::create
+  /// would abort: the importer builds ops from untrusted models.
+  template <typename OpT, typename... Args>
+  FailureOr<OpT> create(Location loc, Args &&...args) {
+    OperationState state(loc, OpT::getOperationName());
+    OpT::build(builder, state, TypeRange(), std::forward<Args>(args)...);
+    SmallVector<Type, 1> types;
+    if (failed(OpT::inferReturnTypes(&context, loc, state.operands,
+                                     state.attributes.getDictionary(&context),
+                                     state.getRawProperties(), state.regions, types)))
+      return mlir::failure();
+    state.addTypes(types);
+    return cast<OpT>(builder.create(state));
+  }
+
   Value constant(Location loc, DenseElementsAttr value) {
     return ConstantOp::create(builder, loc, value);
   }
@@ -135,6 +157,13 @@ using Results = Importer::Results;
 using Handler = Importer::Handler;
 
 inline Results one(Value v) { return SmallVector<Value>{v}; }
+/// The result of an op that Importer::create may have refused.
+template <typename OpT>
+Results one(FailureOr<OpT> op) {
+  if (failed(op))
+    return mlir::failure();
+  return one(op->getResult());
+}
 
 /// Adds the handlers of ONNX's loss functions (SoftmaxCrossEntropyLoss,
 /// NegativeLogLikelihoodLoss) to `table`.

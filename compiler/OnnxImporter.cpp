@@ -28,7 +28,6 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <functional>
 #include <numeric>
@@ -37,6 +36,18 @@ using namespace mlir;
 
 namespace kiln {
 namespace onnx_import {
+
+LogicalResult Importer::checkSize(Location loc, ArrayRef<int64_t> shape, Type element,
+                                  const Twine &what) {
+  uint64_t bits = element.isInteger(1) ? 8 : element.getIntOrFloatBitWidth();
+  int64_t bytes = static_cast<int64_t>(bits / 8);
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(bytes, d, bytes) || bytes > kMaxTensorBytes)
+      return fail(loc, ImportFailure::Invalid,
+                  what + " of shape " + describeShape(shape) +
+                      " is larger than the 2^48 bytes Kiln can address");
+  return success();
+}
 
 Location Importer::nodeLoc(const onnx::NodeProto &node, int index) {
   std::string name = node.name();
@@ -94,14 +105,13 @@ FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tenso
   if (failed(element))
     return mlir::failure();
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) {
-      (void)fail(loc, ImportFailure::Invalid, what + " has a negative dimension");
-      return mlir::failure();
-    }
-    count *= d;
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; })) {
+    (void)fail(loc, ImportFailure::Invalid, what + " has a negative dimension");
+    return mlir::failure();
   }
+  if (failed(checkSize(loc, shape, *element, what)))
+    return mlir::failure();
+  int64_t count = llvm::product_of(shape);
   auto type = RankedTensorType::get(shape, *element);
   unsigned bytes = element->isInteger(1) ? 1 : element->getIntOrFloatBitWidth() / 8;
   // Collect the data as little-endian bytes, one element per `bytes`.
@@ -214,7 +224,7 @@ FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t ra
 template <typename Op>
 Handler unaryOp() {
   return [](Importer &im, Node &n) -> Results {
-    return one(Op::create(im.builder, n.loc, n.input(0)));
+    return one(im.create<Op>(n.loc, n.input(0)));
   };
 }
 
@@ -223,17 +233,19 @@ Handler unaryOp() {
 template <typename Op>
 Handler paramOp(std::vector<std::pair<const char *, float>> params) {
   return [params](Importer &im, Node &n) -> Results {
-    auto op = Op::create(im.builder, n.loc, n.input(0));
+    FailureOr<Op> op = im.create<Op>(n.loc, n.input(0));
+    if (failed(op))
+      return failure();
     for (auto [name, dflt] : params)
-      op->setAttr(name, im.builder.getF32FloatAttr(n.getFloat(name, dflt)));
-    return one(op);
+      (*op)->setAttr(name, im.builder.getF32FloatAttr(n.getFloat(name, dflt)));
+    return one(*op);
   };
 }
 
 template <typename Op>
 Handler binaryOp() {
   return [](Importer &im, Node &n) -> Results {
-    return one(Op::create(im.builder, n.loc, n.input(0), n.input(1)));
+    return one(im.create<Op>(n.loc, n.input(0), n.input(1)));
   };
 }
 
@@ -244,8 +256,12 @@ Handler variadicOp(bool mean = false) {
     if (n.inputs.empty())
       return im.failNode(n, ImportFailure::Invalid, "needs at least one input");
     Value acc = n.inputs.front();
-    for (Value v : ArrayRef(n.inputs).drop_front())
-      acc = Op::create(im.builder, n.loc, acc, v);
+    for (Value v : ArrayRef(n.inputs).drop_front()) {
+      FailureOr<Op> op = im.create<Op>(n.loc, acc, v);
+      if (failed(op))
+        return failure();
+      acc = *op;
+    }
     if (mean && n.inputs.size() > 1)
       acc = DivOp::create(im.builder, n.loc, acc,
                           im.splat(n.loc, typeOf(acc).getElementType(), n.inputs.size()));
@@ -360,22 +376,22 @@ Results importMod(Importer &im, Node &n) {
   bool fmod = n.getInt("fmod", 0) != 0;
   if (!fmod && llvm::isa<FloatType>(typeOf(n.input(0)).getElementType()))
     return im.failNode(n, ImportFailure::Invalid, "fmod must be 1 for floating-point inputs");
-  return one(ModOp::create(im.builder, n.loc, n.input(0), n.input(1), fmod));
+  return one(im.create<ModOp>(n.loc, n.input(0), n.input(1), fmod));
 }
 
 Results importWhere(Importer &im, Node &n) {
-  return one(WhereOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2)));
+  return one(im.create<WhereOp>(n.loc, n.input(0), n.input(1), n.input(2)));
 }
 
 Results importMatMul(Importer &im, Node &n) {
-  return one(MatMulOp::create(im.builder, n.loc, n.input(0), n.input(1)));
+  return one(im.create<MatMulOp>(n.loc, n.input(0), n.input(1)));
 }
 
 Results importGemm(Importer &im, Node &n) {
-  return one(GemmOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2),
-                            llvm::APFloat(n.getFloat("alpha", 1.0f)),
-                            llvm::APFloat(n.getFloat("beta", 1.0f)),
-                            n.getInt("transA", 0) != 0, n.getInt("transB", 0) != 0));
+  return one(im.create<GemmOp>(n.loc, n.input(0), n.input(1), n.input(2),
+                               llvm::APFloat(n.getFloat("alpha", 1.0f)),
+                               llvm::APFloat(n.getFloat("beta", 1.0f)),
+                               n.getInt("transA", 0) != 0, n.getInt("transB", 0) != 0));
 }
 
 /// Resolves ONNX's auto_pad for a 2-D window op into explicit pads.
@@ -423,8 +439,8 @@ Results importConv(Importer &im, Node &n) {
       windowPads(im, n, x.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  return one(ConvOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2), strides,
-                            *pads, dilations, n.getInt("group", 1)));
+  return one(im.create<ConvOp>(n.loc, n.input(0), n.input(1), n.input(2), strides, *pads,
+                               dilations, n.getInt("group", 1)));
 }
 
 template <typename Op>
@@ -447,10 +463,12 @@ Results importPool(Importer &im, Node &n) {
   if (failed(pads))
     return failure();
   bool ceil = n.getInt("ceil_mode", 0) != 0;
-  auto op = Op::create(im.builder, n.loc, n.input(0), *kernel, strides, *pads, dilations, ceil);
+  FailureOr<Op> op = im.create<Op>(n.loc, n.input(0), *kernel, strides, *pads, dilations, ceil);
+  if (failed(op))
+    return failure();
   if constexpr (std::is_same_v<Op, AveragePoolOp>)
-    op.setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
-  return one(op);
+    op->setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
+  return one(*op);
 }
 
 template <typename Op>
@@ -459,7 +477,7 @@ Results importGlobalPool(Importer &im, Node &n) {
   SmallVector<int64_t> axes;
   for (int64_t i = 2; i < rank; ++i)
     axes.push_back(i);
-  return one(Op::create(im.builder, n.loc, n.input(0), axes, true));
+  return one(im.create<Op>(n.loc, n.input(0), axes, true));
 }
 
 // In training mode the node normalizes with the batch's statistics and may
@@ -469,9 +487,12 @@ Results importGlobalPool(Importer &im, Node &n) {
 Results importBatchNorm(Importer &im, Node &n) {
   bool training = n.getInt("training_mode", 0) != 0;
   float momentum = n.getFloat("momentum", 0.9f);
-  SmallVector<Value> results = {BatchNormOp::create(
-      im.builder, n.loc, n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
-      llvm::APFloat(n.getFloat("epsilon", 1e-5f)), llvm::APFloat(momentum), training)};
+  FailureOr<BatchNormOp> normalized = im.create<BatchNormOp>(
+      n.loc, n.input(0), n.input(1), n.input(2), n.input(3), n.input(4),
+      llvm::APFloat(n.getFloat("epsilon", 1e-5f)), llvm::APFloat(momentum), training);
+  if (failed(normalized))
+    return failure();
+  SmallVector<Value> results = {*normalized};
   if (n.proto.output_size() > 1) {
     if (!training)
       return im.failNode(n, ImportFailure::Invalid,
@@ -503,9 +524,11 @@ Results importLayerNorm(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", -1);
   if (axis < 0)
     axis += rank;
-  auto op = LayerNormOp::create(im.builder, n.loc, n.input(0), n.input(1), n.input(2), axis,
-                                llvm::APFloat(n.getFloat("epsilon", 1e-5f)));
-  return SmallVector<Value>(op->getResults().begin(), op->getResults().end());
+  FailureOr<LayerNormOp> op = im.create<LayerNormOp>(n.loc, n.input(0), n.input(1), n.input(2),
+                                                     axis, llvm::APFloat(n.getFloat("epsilon", 1e-5f)));
+  if (failed(op))
+    return failure();
+  return SmallVector<Value>((*op)->getResults());
 }
 
 template <typename Op>
@@ -531,8 +554,7 @@ Handler reduceOp() {
     FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(axes, rank);
     if (failed(normalized))
       return im.failNode(n, ImportFailure::Invalid, "axes out of range");
-    return one(Op::create(im.builder, n.loc, n.input(0), *normalized,
-                          n.getInt("keepdims", 1) != 0));
+    return one(im.create<Op>(n.loc, n.input(0), *normalized, n.getInt("keepdims", 1) != 0));
   };
 }
 
@@ -542,8 +564,8 @@ Results importArgReduce(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", 0);
   if (axis < 0)
     axis += rank;
-  return one(Op::create(im.builder, n.loc, n.input(0), axis, n.getInt("keepdims", 1) != 0,
-                        n.getInt("select_last_index", 0) != 0));
+  return one(im.create<Op>(n.loc, n.input(0), axis, n.getInt("keepdims", 1) != 0,
+                           n.getInt("select_last_index", 0) != 0));
 }
 
 template <typename Op>
@@ -557,7 +579,7 @@ Results importSoftmax(Importer &im, Node &n) {
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
     return im.failNode(n, ImportFailure::Invalid, "axis out of range");
   if (n.opset >= 13 || axis == rank - 1)
-    return one(Op::create(im.builder, n.loc, x, axis));
+    return one(im.create<Op>(n.loc, x, axis));
   // Before opset 13 the input is coerced to a matrix split at `axis`.
   auto flat = FlattenOp::create(im.builder, n.loc, x, axis);
   Value y = Op::create(im.builder, n.loc, flat, 1);
@@ -611,7 +633,7 @@ Results importFlatten(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", 1);
   if (axis < 0)
     axis += rank;
-  return one(FlattenOp::create(im.builder, n.loc, n.input(0), axis));
+  return one(im.create<FlattenOp>(n.loc, n.input(0), axis));
 }
 
 /// Axes from the `axes` attribute (before opset 13) or the second operand.
@@ -633,7 +655,7 @@ Results importSqueeze(Importer &im, Node &n) {
   FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(*axes, type.getRank());
   if (failed(normalized))
     return im.failNode(n, ImportFailure::Invalid, "axes out of range");
-  return one(SqueezeOp::create(im.builder, n.loc, n.input(0), *normalized));
+  return one(im.create<SqueezeOp>(n.loc, n.input(0), *normalized));
 }
 
 Results importUnsqueeze(Importer &im, Node &n) {
@@ -644,7 +666,7 @@ Results importUnsqueeze(Importer &im, Node &n) {
   FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(*axes, rank);
   if (failed(normalized) || normalized->size() != axes->size())
     return im.failNode(n, ImportFailure::Invalid, "axes out of range or repeated");
-  return one(UnsqueezeOp::create(im.builder, n.loc, n.input(0), *normalized));
+  return one(im.create<UnsqueezeOp>(n.loc, n.input(0), *normalized));
 }
 
 Results importTranspose(Importer &im, Node &n) {
@@ -656,7 +678,7 @@ Results importTranspose(Importer &im, Node &n) {
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
   }
-  return one(TransposeOp::create(im.builder, n.loc, n.input(0), perm));
+  return one(im.create<TransposeOp>(n.loc, n.input(0), perm));
 }
 
 Results importConcat(Importer &im, Node &n) {
@@ -666,7 +688,7 @@ Results importConcat(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", 0);
   if (axis < 0)
     axis += rank;
-  return one(ConcatOp::create(im.builder, n.loc, ValueRange(n.inputs), axis));
+  return one(im.create<ConcatOp>(n.loc, ValueRange(n.inputs), axis));
 }
 
 /// A kiln.slice of `x` taking, along each dimension, ONNX's
@@ -683,17 +705,25 @@ Value sliceOf(Importer &im, Location loc, Value x, ArrayRef<int64_t> starts,
       s += dim;
     if (e < 0)
       e += dim;
+    // After clamping, the distance between start and end is at most
+    // dim + 1; a step at least that long takes one element. (Exporters
+    // write INT64_MAX and INT64_MIN for "to the end".)
+    int64_t distance;
     if (st > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      size[axis] = e > s ? (e - s + st - 1) / st : 0;
+      distance = e - s;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      size[axis] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+      distance = s - e;
     }
+    uint64_t stride = st > 0 ? uint64_t(st) : -uint64_t(st);
+    size[axis] = distance <= 0 ? 0 : (uint64_t(distance) - 1) / stride + 1;
     start[axis] = size[axis] == 0 ? 0 : s;
-    step[axis] = st;
+    // A step that takes at most one element is 1 (INT64_MIN is also MLIR's
+    // marker of a dynamic stride).
+    step[axis] = size[axis] <= 1 ? 1 : st;
   }
   auto resultType = RankedTensorType::get(size, type.getElementType());
   return SliceOp::create(im.builder, loc, resultType, x, start, step);
@@ -774,7 +804,7 @@ Results importGather(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", 0);
   if (axis < 0)
     axis += rank;
-  return one(GatherOp::create(im.builder, n.loc, n.input(0), n.input(1), axis));
+  return one(im.create<GatherOp>(n.loc, n.input(0), n.input(1), axis));
 }
 
 Results importExpand(Importer &im, Node &n) {
@@ -803,9 +833,18 @@ Results importTile(Importer &im, Node &n) {
     return im.failNode(n, ImportFailure::Invalid, "repeats must have one value per dimension");
   SmallVector<int64_t> split, expanded, result;
   for (auto [size, r] : llvm::zip(type.getShape(), *repeats)) {
+    int64_t tiled;
+    if (r < 0 || llvm::MulOverflow(r, size, tiled))
+      return im.failNode(n, ImportFailure::Invalid,
+                         "repeats must be >= 0 and keep sizes in range, got [" +
+                             llvm::join(llvm::map_range(*repeats, [](int64_t r) {
+                                          return std::to_string(r);
+                                        }),
+                                        ", ") +
+                             "]");
     split.append({1, size});
     expanded.append({r, size});
-    result.push_back(r * size);
+    result.push_back(tiled);
   }
   Type element = type.getElementType();
   Value v = ReshapeOp::create(im.builder, n.loc, RankedTensorType::get(split, element),
@@ -823,7 +862,7 @@ Results importTrilu(Importer &im, Node &n) {
                             : im.failNode(n, ImportFailure::Invalid, "k must be a scalar");
     k = values->front();
   }
-  return one(TriluOp::create(im.builder, n.loc, n.input(0), n.getInt("upper", 1) != 0, k));
+  return one(im.create<TriluOp>(n.loc, n.input(0), n.getInt("upper", 1) != 0, k));
 }
 
 // Shapes are static, so Shape and Size are constants.
@@ -1085,6 +1124,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
     return mlir::failure();
   }
   foldNewOps(previous, *results);
+  for (auto [i, value] : llvm::enumerate(*results)) {
+    auto type = dyn_cast_if_present<RankedTensorType>(value ? value.getType() : Type());
+    if (type && failed(checkSize(loc, type.getShape(), type.getElementType(),
+                                 proto.op_type() + " output " + Twine(i))))
+      return mlir::failure();
+  }
   if (results->size() < static_cast<size_t>(proto.output_size())) {
     for (int i = results->size(); i < proto.output_size(); ++i)
       if (!proto.output(i).empty())
@@ -1169,11 +1214,12 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     return finish();
   }
 
-  // ONNX's checker and shape inference catch malformed graphs before we
-  // build anything; their messages name the node.
+  // ONNX's checker catches malformed graphs before we build anything; its
+  // messages name the node. (ONNX's shape inference is not run: it divides
+  // by attributes it has not checked, and the kiln ops' own type inference
+  // checks every shape.)
   try {
     onnx::checker::check_model(model);
-    onnx::shape_inference::InferShapes(model);
   } catch (const std::exception &e) {
     // ONNX's messages span lines ("...\n\n==> Context: Bad node spec for
     // node. Name: n OpType: T"); diagnostics are one line.
@@ -1259,6 +1305,8 @@ ImportResult Importer::run(llvm::StringRef bytes) {
                  "size 0); Kiln does not compile empty tensors");
       return finish();
     }
+    if (failed(checkSize(loc, shape, *element, "graph input '" + input.name() + "'")))
+      return finish();
     argTypes.push_back(RankedTensorType::get(shape, *element));
     argNames.push_back(input.name());
   }
@@ -1308,7 +1356,13 @@ ImportResult Importer::run(llvm::StringRef bytes) {
       return finish();
 
   SmallVector<Value> results;
+  llvm::StringSet<> outputNames;
   for (const auto &output : graph.output()) {
+    if (!outputNames.insert(output.name()).second) {
+      (void)fail(fileLoc(), ImportFailure::Invalid,
+                 "graph output '" + output.name() + "' is listed twice");
+      return finish();
+    }
     auto it = values.find(output.name());
     if (it == values.end()) {
       (void)fail(fileLoc(), ImportFailure::Invalid,

@@ -43,9 +43,26 @@ Value cloneBefore(Operation *op, Operation *user) {
   return b.clone(*op)->getResult(0);
 }
 
+/// Gives each result of `ret` a value of its own: a value returned a second
+/// time (`return %a, %a`, or a value and an op that folded to it) is copied
+/// into a new tensor, so that each result gets its own out-parameter.
+void copyRepeatedResults(func::ReturnOp ret) {
+  llvm::SmallPtrSet<Value, 8> seen;
+  OpBuilder b(ret);
+  for (OpOperand &result : ret->getOpOperands()) {
+    Value value = result.get();
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || seen.insert(value).second)
+      continue;
+    Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type, ValueRange());
+    result.set(linalg::CopyOp::create(b, ret.getLoc(), value, empty)->getResult(0));
+  }
+}
+
 struct KilnCloneDestinationsPass
     : impl::KilnCloneDestinationsPassBase<KilnCloneDestinationsPass> {
   void runOnOperation() override {
+    getOperation().walk(copyRepeatedResults);
     SmallVector<Operation *> shared;
     getOperation().walk([&](Operation *op) {
       if (isDestination(op) && !op->getResult(0).hasOneUse() && !op->use_empty())

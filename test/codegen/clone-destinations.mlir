@@ -61,3 +61,23 @@ func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %v: f32) -> tens
   %b = linalg.matmul ins(%a, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%f : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %b : tensor<4x8xf32>
 }
+
+// -----
+
+// A value returned twice: the second result is a copy into a tensor of its
+// own; a returned argument is left to bufferization.
+// CHECK-LABEL: func.func @repeated_result
+// CHECK: %[[A:.*]] = linalg.generic
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<16xf32>
+// CHECK: %[[C:.*]] = linalg.copy ins(%[[A]] : tensor<16xf32>) outs(%[[E]] : tensor<16xf32>)
+// CHECK: return %[[A]], %[[C]], %arg0
+#id = affine_map<(d0) -> (d0)>
+func.func @repeated_result(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %e = tensor.empty() : tensor<16xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %a, %a, %x : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
