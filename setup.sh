@@ -17,6 +17,9 @@ packages=(
   zlib1g-dev dataset-fashion-mnist python3-numpy python3-onnx
   # Collectives among data-parallel replicas (Gloo over TCP).
   libgloo-dev
+  # The sanitizer build and the fuzz targets (test/sanitize.sh): clang with its
+  # ASan, UBSan and libFuzzer runtimes.
+  clang-22 libclang-rt-22-dev
   # Unit tests; headless Chromium renders kilnc's HTML placement report.
   libgtest-dev chromium
   # lit runs on Python.
