@@ -10,6 +10,9 @@
 #include "dialects/kiln/KilnOps.h"
 #include "passes/Passes.h"
 
+#include "kiln/files.h"
+#include "kiln/tensor.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -143,16 +146,31 @@ std::string defaultOutput(const CompilerOptions &options) {
   return path.str().str();
 }
 
+/// Writes `contents` to a temporary file beside `path` and renames it into
+/// place, so a failed or interrupted write leaves what was there.
 int writeOutput(const std::string &path, llvm::StringRef contents) {
-  std::string error;
-  auto file = openOutputFile(path, &error);
-  if (!file) {
-    llvm::errs() << "kilnc: error: cannot write '" << path << "': " << error << "\n";
+  llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    os << contents;
+    return llvm::Error::success();
+  });
+  if (error) {
+    llvm::errs() << "kilnc: error: cannot write '" << path
+                 << "': " << llvm::toString(std::move(error)) << "\n";
     return kExitError;
   }
-  file->os() << contents;
-  file->keep();
   return kExitOk;
+}
+
+/// The files the user gave kilnc to read, which no output may replace.
+std::vector<rt::InputFile> inputFiles(const CompilerOptions &options) {
+  std::vector<rt::InputFile> inputs = {{options.inputPath, "the model"}};
+  for (const std::string &path : options.placeFiles)
+    inputs.push_back({path, "a --place-file"});
+  for (const std::string &spec : options.frozenInputs)
+    inputs.push_back({llvm::StringRef(spec).split('=').second.str(), "a --freeze-input tensor"});
+  if (!options.trainConfigPath.empty())
+    inputs.push_back({options.trainConfigPath, "the --train-config"});
+  return inputs;
 }
 
 int reportError(llvm::Error error) {
@@ -369,6 +387,17 @@ static std::optional<GpuImage> compileForGpu(ModuleOp module, const Targets &tar
 int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   Progress progress(options.verbose);
   std::string output = options.outputPath.empty() ? defaultOutput(options) : options.outputPath;
+  try {
+    std::vector<rt::InputFile> inputs = inputFiles(options);
+    if (output != "-")
+      rt::refuseToOverwriteInput(output, options.outputPath.empty() ? "the default output" : "-o",
+                                 inputs);
+    if (!options.reportPath.empty())
+      rt::refuseToOverwriteInput(options.reportPath, "--report", inputs);
+  } catch (const kiln::rt::Error &e) {
+    llvm::errs() << "kilnc: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
 
   Targets targets;
   if (std::string error = parseTargets(options.targets, targets); !error.empty()) {
@@ -384,14 +413,14 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     }
   }
   for (const std::string &path : options.placeFiles) {
-    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-    if (!file) {
-      llvm::errs() << "kilnc: error: --place-file: cannot read '" << path
-                   << "': " << file.getError().message() << "\n";
+    std::string text, reason;
+    if (!rt::readRegularFile(path, text, reason)) {
+      llvm::errs() << "kilnc: error: --place-file: cannot read '" << path << "': " << reason
+                   << "\n";
       return kExitUsage;
     }
     llvm::SmallVector<llvm::StringRef> lines;
-    (*file)->getBuffer().split(lines, '\n');
+    llvm::StringRef(text).split(lines, '\n');
     for (auto [number, line] : llvm::enumerate(lines)) {
       // Node names may hold '#', so only whole lines are comments.
       llvm::StringRef rule = line.trim();
@@ -431,13 +460,14 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   OwningOpRef<ModuleOp> module;
   if (llvm::StringRef(options.inputPath).ends_with(".mlir")) {
     llvm::SourceMgr sourceMgr;
-    std::string error;
-    auto file = openInputFile(options.inputPath, &error);
-    if (!file) {
-      llvm::errs() << "kilnc: error: " << error << "\n";
+    std::string text, reason;
+    if (!rt::readRegularFile(options.inputPath, text, reason)) {
+      llvm::errs() << "kilnc: error: cannot read '" << options.inputPath << "': " << reason
+                   << "\n";
       return kExitError;
     }
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, options.inputPath),
+                                 llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
       return kExitError;

@@ -58,6 +58,8 @@ struct CompilerOptions {
   std::vector<std::string> placeRules;
   /// Files of rules, one per line ('#' lines are comments), after `placeRules`.
   std::vector<std::string> placeFiles;
+  /// The training config file (--train-config), an input like the model.
+  std::string trainConfigPath;
   std::string defaultDevice;
   bool allowSoftPlacement = false;
   bool logDevicePlacement = false;

@@ -12,6 +12,8 @@
 #include "dialects/kiln/KilnOps.h"
 #include "passes/Passes.h"
 
+#include "kiln/files.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -1338,11 +1340,13 @@ ImportResult Importer::run(llvm::StringRef bytes) {
   }
   for (const auto &[name, file] : frozen) {
     Location loc = NameLoc::get(StringAttr::get(&context, "input '" + name + "'"), fileLoc());
-    auto data = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    std::string data, reason;
     onnx::TensorProto tensor;
-    if (!data || !tensor.ParseFromArray((*data)->getBufferStart(), (*data)->getBufferSize())) {
+    if (!rt::readRegularFile(file, data, reason) ||
+        !tensor.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
       (void)fail(loc, ImportFailure::Invalid,
-                 "--freeze-input " + name + ": cannot read a TensorProto from '" + file + "'");
+                 "--freeze-input " + name + ": cannot read a TensorProto from '" + file + "'" +
+                     (reason.empty() ? "" : ": " + reason));
       return finish();
     }
     FailureOr<DenseElementsAttr> value = tensorAttr(tensor, loc);
@@ -1402,13 +1406,12 @@ ImportResult importOnnx(StringRef bytes, StringRef path, MLIRContext &context,
 
 ImportResult importOnnxFile(StringRef path, MLIRContext &context,
                             const ImportOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  if (!buffer) {
-    emitError(FileLineColLoc::get(&context, path, 0, 0))
-        << "cannot read the model: " << buffer.getError().message();
+  std::string bytes, reason;
+  if (!rt::readRegularFile(path.str(), bytes, reason)) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << "cannot read the model: " << reason;
     return {nullptr, ImportFailure::Invalid};
   }
-  return importOnnx((*buffer)->getBuffer(), path, context, options);
+  return importOnnx(bytes, path, context, options);
 }
 
 } // namespace kiln

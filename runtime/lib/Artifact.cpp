@@ -8,6 +8,7 @@
 #include "cuda/Executor.h"
 #include "kiln/artifact.h"
 #include "kiln/cuda_program.h"
+#include "kiln/files.h"
 #include "kiln/manifest.h"
 
 #include <cerrno>
@@ -147,17 +148,14 @@ uint64_t tableEnd(uint64_t offset, uint64_t count, uint64_t entrySize) {
 // byte order, machine, type, and that every table and segment lies inside the file, which is how
 // a truncated copy is caught.
 void validateElf(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string reason;
+  int fd = kiln::rt::openRegularFile(path, reason);
   if (fd < 0)
-    throw StatusError(KILN_ERROR_IO, path + ": cannot open artifact: " + std::strerror(errno));
+    throw StatusError(KILN_ERROR_IO, path + ": cannot open artifact: " + reason);
   File file(fd);
   struct stat info;
   if (::fstat(fd, &info) != 0)
     throw StatusError(KILN_ERROR_IO, path + ": cannot stat artifact: " + std::strerror(errno));
-  if (S_ISDIR(info.st_mode))
-    throw StatusError(KILN_ERROR_IO, path + ": is a directory, not an artifact");
-  if (!S_ISREG(info.st_mode))
-    throw StatusError(KILN_ERROR_IO, path + ": not a regular file");
   uint64_t size = static_cast<uint64_t>(info.st_size);
   std::string sizeText = "file has " + std::to_string(size) + " bytes";
 

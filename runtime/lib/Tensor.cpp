@@ -1,12 +1,13 @@
 // Tensor storage, element formatting, whole-file IO and format dispatch by file extension.
 #include "kiln/tensor.h"
 
+#include "kiln/files.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cctype>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -137,50 +138,10 @@ std::string Tensor::formatElement(int64_t index) const {
   return "?";
 }
 
-std::string readFileBytes(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat info;
-  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": is a directory, not a file");
-  }
-  std::string bytes;
-  if (S_ISREG(info.st_mode))
-    bytes.reserve(static_cast<std::size_t>(info.st_size));
-  char chunk[1 << 16];
-  for (;;) {
-    ssize_t got = ::read(fd, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) {
-      int saved = errno;
-      ::close(fd);
-      throw Error(path + ": read error: " + std::strerror(saved));
-    }
-    if (got == 0)
-      break;
-    bytes.append(chunk, static_cast<std::size_t>(got));
-  }
-  ::close(fd);
-  return bytes;
-}
-
-void writeFileBytes(const std::string &path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw Error(path + ": cannot create: " + std::strerror(errno));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out)
-    throw Error(path + ": write failed: " + std::strerror(errno));
-}
-
 Tensor readNpy(const std::string &path) { return parseNpy(readFileBytes(path), path); }
 
 void writeNpy(const Tensor &tensor, const std::string &path) {
-  writeFileBytes(path, serializeNpy(tensor));
+  writeFileAtomically(path, serializeNpy(tensor));
 }
 
 Tensor readTensorProto(const std::string &path) {
@@ -188,7 +149,7 @@ Tensor readTensorProto(const std::string &path) {
 }
 
 void writeTensorProto(const Tensor &tensor, const std::string &path) {
-  writeFileBytes(path, serializeTensorProto(tensor));
+  writeFileAtomically(path, serializeTensorProto(tensor));
 }
 
 std::optional<TensorFileFormat> tensorFileFormat(const std::string &path) {

@@ -151,7 +151,7 @@ TEST(KilnRun, ReportsInputMistakes) {
 
   CommandResult badFile = runCommand({KILN_RUN_PATH, KILN_FAKE_ADD_ONE, dir.file("absent.npy")});
   EXPECT_EQ(badFile.exitCode, 1);
-  EXPECT_TRUE(contains(badFile.stdErr, dir.file("absent.npy") + ": cannot open")) << badFile.stdErr;
+  EXPECT_TRUE(contains(badFile.stdErr, dir.file("absent.npy") + ": cannot read: No such file")) << badFile.stdErr;
 }
 
 TEST(KilnRun, ReportsBadModelsAndFlags) {

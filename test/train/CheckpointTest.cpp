@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +15,14 @@ namespace {
 
 using rt::Error;
 using rt::Tensor;
+
+/// Whether `dir` holds a temporary file of rt::replaceAtomically.
+bool hasTemporaryFile(const std::string &dir) {
+  for (const auto &entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos)
+      return true;
+  return false;
+}
 
 class CheckpointTest : public ::testing::Test {
 protected:
@@ -45,7 +54,7 @@ TEST_F(CheckpointTest, RoundTripsTensorsAndMetadata) {
   EXPECT_EQ(c.find("step")->dataAs<int64_t>()[0], 1234);
   EXPECT_EQ(c.metadata.at("seed"), "7");
   EXPECT_EQ(c.metadata.at("batch"), "100");
-  EXPECT_EQ(access((path + ".tmp").c_str(), F_OK), -1) << "the temporary file was left behind";
+  EXPECT_FALSE(hasTemporaryFile(dir_)) << "the temporary file was left behind";
   // Equal state gives equal bytes (no timestamps inside).
   writeCheckpoint(dir_ + "/b.npz", {&w_, &step_}, {{"seed", "7"}, {"batch", "100"}});
   EXPECT_EQ(rt::readFileBytes(path), rt::readFileBytes(dir_ + "/b.npz"));
@@ -57,7 +66,7 @@ TEST_F(CheckpointTest, RefusesAFlippedByteNamingTheMember) {
   std::string bytes = rt::readFileBytes(path);
   size_t at = bytes.find("fc/w.npy") + 8 + 128 + 4; // inside fc/w's data
   bytes[at] ^= 0x40;
-  rt::writeFileBytes(path, bytes);
+  rt::writeFileAtomically(path, bytes);
   try {
     readCheckpoint(path);
     FAIL() << "a corrupt checkpoint was read";
@@ -73,7 +82,7 @@ TEST_F(CheckpointTest, RefusesATornFile) {
   writeCheckpoint(path, {&w_, &step_}, {});
   std::string bytes = rt::readFileBytes(path);
   for (size_t keep : {size_t(0), size_t(10), bytes.size() / 2, bytes.size() - 1}) {
-    rt::writeFileBytes(path, bytes.substr(0, keep));
+    rt::writeFileAtomically(path, bytes.substr(0, keep));
     EXPECT_THROW(readCheckpoint(path), Error) << keep << " bytes";
   }
 }
@@ -100,7 +109,7 @@ TEST_F(CheckpointTest, AFailedWriteKeepsWhatWasThere) {
   setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, handler);
   EXPECT_EQ(rt::readFileBytes(path), before);
-  EXPECT_EQ(access((path + ".tmp").c_str(), F_OK), -1);
+  EXPECT_FALSE(hasTemporaryFile(dir_));
 
   // A directory that is not there: an error naming it, nothing written.
   EXPECT_THROW(writeCheckpoint(dir_ + "/missing/a.npz", {&w_}, {}), Error);
@@ -109,9 +118,9 @@ TEST_F(CheckpointTest, AFailedWriteKeepsWhatWasThere) {
 TEST_F(CheckpointTest, DirectoryKeepsTheNewest) {
   CheckpointDir ckpts(dir_ + "/run/ckpt", 2);
   ckpts.prepare();
-  rt::writeFileBytes(dir_ + "/run/ckpt/ckpt-7.npz.tmp", "left by a killed run");
+  rt::writeFileAtomically(dir_ + "/run/ckpt/ckpt-7.npz.tmp.k1Lled", "left by a killed run");
   ckpts.prepare();
-  EXPECT_EQ(access((dir_ + "/run/ckpt/ckpt-7.npz.tmp").c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir_ + "/run/ckpt/ckpt-7.npz.tmp.k1Lled").c_str(), F_OK), -1);
   for (int64_t step : {10, 20, 30, 100})
     ckpts.save(step, {&w_}, {});
   auto present = ckpts.list();
@@ -122,8 +131,8 @@ TEST_F(CheckpointTest, DirectoryKeepsTheNewest) {
 
   // Newer files a resume skipped (corrupt ones) do not count against `keep`:
   // they must not push out the valid checkpoints written after them.
-  rt::writeFileBytes(dir_ + "/run/ckpt/ckpt-500.npz", "torn");
-  rt::writeFileBytes(dir_ + "/run/ckpt/ckpt-400.npz", "torn");
+  rt::writeFileAtomically(dir_ + "/run/ckpt/ckpt-500.npz", "torn");
+  rt::writeFileAtomically(dir_ + "/run/ckpt/ckpt-400.npz", "torn");
   for (int64_t step : {110, 120, 130})
     ckpts.save(step, {&w_}, {});
   present = ckpts.list();
@@ -134,7 +143,7 @@ TEST_F(CheckpointTest, DirectoryKeepsTheNewest) {
   EXPECT_EQ(present[3].first, 120);
   EXPECT_NO_THROW(readCheckpoint(present[2].second));
 
-  rt::writeFileBytes(dir_ + "/file", "x");
+  rt::writeFileAtomically(dir_ + "/file", "x");
   CheckpointDir notADir(dir_ + "/file", 1);
   EXPECT_THROW(notADir.prepare(), Error);
 }

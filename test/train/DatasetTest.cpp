@@ -21,7 +21,7 @@ protected:
   }
   std::string write(const std::string &name, const std::string &bytes) {
     std::string p = path(name);
-    rt::writeFileBytes(p, bytes);
+    rt::writeFileAtomically(p, bytes);
     return p;
   }
   // IDX of u8 [2, 2, 3]: 0, 1, ..., 11.

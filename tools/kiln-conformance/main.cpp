@@ -1054,7 +1054,7 @@ int run(int argc, char **argv) {
     std::string text;
     for (const std::string &name : passing)
       text += name + "\n";
-    kiln::rt::writeFileBytes(*options.writePassing, text);
+    kiln::rt::writeFileAtomically(*options.writePassing, text);
   }
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   std::fflush(stdout);

@@ -300,21 +300,32 @@ std::string sanitizeFileName(const std::string &name) {
   return out;
 }
 
-void writeOutputs(const Options &options, const std::vector<Tensor> &outputs) {
+/// The file --output-dir writes each output to: DIR/<name>.<ext>, names made
+/// safe and distinct.
+std::vector<std::string> outputPaths(const Options &options,
+                                     const std::vector<TensorSpec> &specs) {
   std::filesystem::path dir(*options.outputDir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    throw Error("cannot create output directory " + dir.string() + ": " + ec.message());
   const char *extension = options.format == TensorFileFormat::Npy ? ".npy" : ".pb";
   std::set<std::string> used;
-  for (const Tensor &tensor : outputs) {
-    std::string base = sanitizeFileName(tensor.name());
+  std::vector<std::string> paths;
+  for (const TensorSpec &spec : specs) {
+    std::string base = sanitizeFileName(spec.name);
     std::string stem = base;
     for (int n = 2; !used.insert(stem).second; ++n)
       stem = base + "_" + std::to_string(n);
-    kiln::rt::writeTensorFile(tensor, (dir / (stem + extension)).string(), options.format);
+    paths.push_back((dir / (stem + extension)).string());
   }
+  return paths;
+}
+
+void writeOutputs(const Options &options, const std::vector<Tensor> &outputs,
+                  const std::vector<std::string> &paths) {
+  std::error_code ec;
+  std::filesystem::create_directories(*options.outputDir, ec);
+  if (ec)
+    throw Error("cannot create output directory " + *options.outputDir + ": " + ec.message());
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    kiln::rt::writeTensorFile(outputs[i], paths[i], options.format);
 }
 
 void printOutputs(const std::vector<Tensor> &outputs) {
@@ -402,23 +413,23 @@ constexpr int kStepRounds = 5;
 void writeTimingJson(const std::string &path, const Artifact &artifact,
                      const std::vector<double> &runs, const std::vector<double> &device,
                      const std::vector<double> &steps) {
-  std::FILE *file = std::fopen(path.c_str(), "w");
-  if (!file)
-    throw Error("cannot write --timing-json " + path + ": " + std::strerror(errno));
+  std::string text;
+  char number[64];
   auto list = [&](const char *key, const std::vector<double> &values, bool last) {
-    std::fprintf(file, "  \"%s\": [", key);
-    for (std::size_t i = 0; i < values.size(); ++i)
-      std::fprintf(file, "%s%.6f", i ? ", " : "", values[i]);
-    std::fprintf(file, "]%s\n", last ? "" : ",");
+    text += std::string("  \"") + key + "\": [";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      std::snprintf(number, sizeof number, "%s%.6f", i ? ", " : "", values[i]);
+      text += number;
+    }
+    text += last ? "]\n" : "],\n";
   };
-  std::fprintf(file, "{\n  \"device\": \"%s\",\n  \"cuda_graph\": \"%s\",\n",
-               artifact.device().c_str(), artifact.cudaGraph().c_str());
+  text += "{\n  \"device\": \"" + artifact.device() + "\",\n  \"cuda_graph\": \"" +
+          artifact.cudaGraph() + "\",\n";
   list("run_ms", runs, false);
   list("device_ms", device, false);
   list("step_ms", steps, true);
-  std::fprintf(file, "}\n");
-  if (std::fclose(file) != 0)
-    throw Error("cannot write --timing-json " + path + ": " + std::strerror(errno));
+  text += "}\n";
+  kiln::rt::writeFileAtomically(path, text);
 }
 
 double median(std::vector<double> values) {
@@ -471,6 +482,17 @@ int run(int argc, char **argv) {
     outputSpecs = entry->outputs;
   }
   std::vector<Binding> bindings = bindInputs(options, inputSpecs);
+  // No output may replace a file given to read; checked before anything is written.
+  std::vector<kiln::rt::InputFile> given = {{options.model, "the artifact"}};
+  for (std::size_t i = 0; i < bindings.size(); ++i)
+    given.push_back({bindings[i].file, "input '" + inputSpecs[i].name + "'"});
+  std::vector<std::string> outputFiles;
+  if (options.outputDir)
+    outputFiles = outputPaths(options, outputSpecs);
+  for (const std::string &path : outputFiles)
+    kiln::rt::refuseToOverwriteInput(path, "--output-dir", given);
+  if (options.timingJson)
+    kiln::rt::refuseToOverwriteInput(*options.timingJson, "--timing-json", given);
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < bindings.size(); ++i)
     inputs.push_back(loadInput(inputSpecs[i], bindings[i]));
@@ -512,7 +534,7 @@ int run(int argc, char **argv) {
   }
 
   if (options.outputDir)
-    writeOutputs(options, outputs);
+    writeOutputs(options, outputs, outputFiles);
   if (options.print)
     printOutputs(outputs);
   if (options.repeat > 0) {

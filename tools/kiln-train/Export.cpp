@@ -1,6 +1,7 @@
 //===- Export.cpp - Trained weights written back into an ONNX model -------===//
 #include "Export.h"
 
+#include "kiln/files.h"
 #include "kiln/train/checkpoint.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -45,12 +46,6 @@ onnx::ModelProto readModel(const std::string &path) {
   return model;
 }
 
-bool sameFile(const std::string &a, const std::string &b) {
-  struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
 /// Switches training-mode nodes to inference: Dropout loses its training_mode
 /// input (false by default), BatchNormalization's training_mode becomes 0 and
 /// its running-statistics outputs go. Returns how many nodes changed.
@@ -91,8 +86,7 @@ int toInferenceMode(onnx::GraphProto &graph, const std::string &source) {
 
 int exportOnnx(const std::string &source, const std::string &destination,
                const std::vector<std::pair<std::string, const rt::Tensor *>> &weights) {
-  if (sameFile(source, destination))
-    throw Error(destination + ": is the model being exported from; export to another file");
+  rt::refuseToOverwriteInput(destination, "--export", {{source, "the model being exported from"}});
   onnx::ModelProto model = readModel(source);
   onnx::GraphProto &graph = *model.mutable_graph();
   // A weight the importer named after an Identity of an initializer (how
@@ -158,10 +152,7 @@ int exportOnnx(const std::string &source, const std::string &destination,
   } else if (!model.SerializeToString(&bytes)) {
     throw Error(destination + ": the model does not serialize (over 2 GiB?)");
   }
-  if (sameFile(source, destination + ".tmp"))
-    throw Error(destination + ": its temporary file " + destination + ".tmp is the model being "
-                "exported from; export to another file");
-  writeFileAtomically(destination, bytes);
+  rt::writeFileAtomically(destination, bytes);
   return static_cast<int>(weights.size());
 }
 

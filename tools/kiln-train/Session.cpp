@@ -129,7 +129,7 @@ public:
         kept += line + "\n";
       }
     }
-    writeFileAtomically(path, kept);
+    rt::writeFileAtomically(path, kept);
     file_ = std::fopen(path.c_str(), "a");
     if (!file_)
       throw Error(path + ": cannot open: " + std::strerror(errno));

@@ -1,6 +1,7 @@
 //===- kilnc.cpp - Compiles a model graph to a Kiln artifact --------------===//
 #include "compiler/Driver.h"
 #include "compiler/Registration.h"
+#include "kiln/files.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -86,11 +87,11 @@ std::string takeBucketCaps(std::map<std::string, std::string> &values, kiln::Gra
 /// Reads `key = value` lines ('#' comments) of a training config file into
 /// `values`; returns an error message or "".
 std::string readTrainConfig(const std::string &path, std::map<std::string, std::string> &values) {
-  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!file)
-    return "--train-config: cannot read '" + path + "': " + file.getError().message();
+  std::string text, reason;
+  if (!kiln::rt::readRegularFile(path, text, reason))
+    return "--train-config: cannot read '" + path + "': " + reason;
   llvm::SmallVector<llvm::StringRef> lines;
-  (*file)->getBuffer().split(lines, '\n');
+  llvm::StringRef(text).split(lines, '\n');
   for (auto [number, raw] : llvm::enumerate(lines)) {
     llvm::StringRef line = raw.split('#').first.trim();
     if (line.empty())
@@ -322,6 +323,7 @@ int main(int argc, char **argv) {
   options.graph.fusionReport = fusionReport;
   options.placeRules.assign(place.begin(), place.end());
   options.placeFiles.assign(placeFiles.begin(), placeFiles.end());
+  options.trainConfigPath = trainConfig;
   options.defaultDevice = defaultDevice;
   options.allowSoftPlacement = allowSoftPlacement;
   options.logDevicePlacement = logDevicePlacement;

@@ -2,6 +2,7 @@
 #ifndef KILN_TENSOR_H
 #define KILN_TENSOR_H
 
+#include "kiln/files.h"
 #include "kiln/runtime.h"
 
 #include <cstddef>
@@ -89,9 +90,6 @@ private:
   std::unique_ptr<uint8_t, FreeDeleter> storage_;
 };
 
-// Whole-file read/write; `path` appears in every error message.
-std::string readFileBytes(const std::string &path);
-void writeFileBytes(const std::string &path, std::string_view bytes);
 
 // NumPy .npy (format 1.0/2.0/3.0 headers, little-endian, C order). bf16 has no NumPy dtype: it is
 // written as <u2 raw bits and read back as u16 (see Tensor::reinterpret).

@@ -3,6 +3,8 @@
 // under the final name.
 #include "kiln/train/checkpoint.h"
 
+#include "kiln/files.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -97,89 +99,7 @@ std::string centralHeader(const Member &m) {
   return h + m.name;
 }
 
-/// A file written with write(2), every error thrown with the file's name.
-class Output {
-public:
-  Output(std::string path, std::string shownAs) : path_(std::move(path)), shownAs_(std::move(shownAs)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      fail("cannot create");
-  }
-  ~Output() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  void write(const void *data, size_t size) {
-    const auto *p = static_cast<const char *>(data);
-    while (size > 0) {
-      ssize_t n = ::write(fd_, p, size);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        fail("cannot write");
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-  }
-  void write(const std::string &bytes) { write(bytes.data(), bytes.size()); }
-  void close() {
-    if (::fsync(fd_) != 0)
-      fail("cannot sync");
-    int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0)
-      fail("cannot close");
-  }
-  [[noreturn]] void fail(const char *what) {
-    int error = errno ? errno : EIO;
-    throw Error(shownAs_ + ": " + what + " " + path_ + ": " + std::strerror(error));
-  }
-
-private:
-  std::string path_, shownAs_;
-  int fd_ = -1;
-};
-
-std::string directoryOf(const std::string &path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-void syncDirectory(const std::string &dir, const std::string &shownAs) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  // Some file systems cannot sync a directory (EINVAL); the rename is done.
-  if (fd < 0 || (::fsync(fd) != 0 && errno != EINVAL)) {
-    int error = errno;
-    if (fd >= 0)
-      ::close(fd);
-    throw Error(shownAs + ": cannot sync directory " + dir + ": " + std::strerror(error));
-  }
-  ::close(fd);
-}
-
-/// Writes `path` through `fill` into a temporary file beside it, synced and
-/// renamed into place, then syncs the directory. On failure the temporary
-/// file goes and whatever was at `path` stays as it was.
-void replaceAtomically(const std::string &path, const std::function<void(Output &)> &fill) {
-  std::string temporary = path + ".tmp";
-  try {
-    Output out(temporary, path);
-    fill(out);
-    out.close();
-    if (::rename(temporary.c_str(), path.c_str()) != 0)
-      throw Error(path + ": cannot rename " + temporary + " to it: " + std::strerror(errno));
-  } catch (...) {
-    ::unlink(temporary.c_str());
-    throw;
-  }
-  syncDirectory(directoryOf(path), path);
-}
-
 } // namespace
-
-void writeFileAtomically(const std::string &path, std::string_view bytes) {
-  replaceAtomically(path, [&](Output &out) { out.write(bytes.data(), bytes.size()); });
-}
 
 const rt::Tensor *Checkpoint::find(const std::string &name) const {
   for (const rt::Tensor &t : tensors)
@@ -231,7 +151,7 @@ void writeCheckpoint(const std::string &path, const std::vector<const rt::Tensor
   put32(end, static_cast<uint32_t>(offset));
   put16(end, 0);
 
-  replaceAtomically(path, [&](Output &out) {
+  rt::replaceAtomically(path, [&](rt::FileWriter &out) {
     for (const Member &m : members) {
       out.write(localHeader(m));
       out.write(m.head);
@@ -323,8 +243,8 @@ void CheckpointDir::prepare() {
   if (DIR *d = ::opendir(dir_.c_str())) {
     while (dirent *entry = ::readdir(d)) {
       std::string name = entry->d_name;
-      if (name.rfind("ckpt-", 0) == 0 && name.size() > 8 &&
-          name.compare(name.size() - 8, 8, ".npz.tmp") == 0)
+      // rt::replaceAtomically's temporary files: ckpt-<step>.npz.tmp.XXXXXX.
+      if (name.rfind("ckpt-", 0) == 0 && name.find(".npz.tmp.") != std::string::npos)
         ::unlink((dir_ + "/" + name).c_str());
     }
     ::closedir(d);

@@ -29,10 +29,6 @@ struct Checkpoint {
 void writeCheckpoint(const std::string &path, const std::vector<const rt::Tensor *> &tensors,
                      const std::map<std::string, std::string> &metadata);
 
-// Writes `bytes` to `path` the same way: a temporary file beside it (path + ".tmp"), fsync,
-// rename, fsync of the directory; on failure `path` is as it was.
-void writeFileAtomically(const std::string &path, std::string_view bytes);
-
 // Reads a checkpoint back, checking its structure and every member's CRC-32. Throws rt::Error
 // naming the file (and the member) for a torn, truncated or corrupt file.
 Checkpoint readCheckpoint(const std::string &path);
