@@ -161,6 +161,27 @@ int writeOutput(const std::string &path, llvm::StringRef contents) {
   return kExitOk;
 }
 
+/// Why `name` cannot be the compiled function's symbol, or "": it must be a C
+/// identifier (the header declares it) and must not be one of the symbols
+/// the artifact defines for the runtime (kiln_entry, kiln_manifest, ...).
+std::string invalidSymbolName(llvm::StringRef name) {
+  static const char *const kKeywords[] = {
+      "auto",     "break",    "case",     "char",   "const",    "continue", "default",
+      "do",       "double",   "else",     "enum",   "extern",   "float",    "for",
+      "goto",     "if",       "inline",   "int",    "long",     "register", "restrict",
+      "return",   "short",    "signed",   "sizeof", "static",   "struct",   "switch",
+      "typedef",  "union",    "unsigned", "void",   "volatile", "while",    "bool",
+      "true",     "false",    "class",    "delete", "new",      "this",     "template"};
+  if (name.empty() || llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return "it must be a C identifier (letters, digits and '_', not starting with a digit)";
+  if (llvm::is_contained(kKeywords, name))
+    return "it is a C or C++ keyword";
+  if (name.starts_with("kiln_") && name != "kiln_model")
+    return "names starting with 'kiln_' are reserved for the artifact's own symbols";
+  return "";
+}
+
 /// The files the user gave kilnc to read, which no output may replace.
 std::vector<rt::InputFile> inputFiles(const CompilerOptions &options) {
   std::vector<rt::InputFile> inputs = {{options.inputPath, "the model"}};
@@ -433,6 +454,11 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       }
       placeRules.push_back(rule.str());
     }
+  }
+  if (std::string why = invalidSymbolName(options.target.functionName); !why.empty()) {
+    llvm::errs() << "kilnc: error: --name '" << options.target.functionName << "': " << why
+                 << "\n";
+    return kExitUsage;
   }
   if (!options.defaultDevice.empty()) {
     std::string error;

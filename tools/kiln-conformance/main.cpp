@@ -950,6 +950,11 @@ int run(int argc, char **argv) {
   }
   if (ec)
     throw Error("cannot list " + options.dataDir + ": " + ec.message());
+  // Zero tests run is not a pass: the folder or the filter is wrong.
+  if (tests.empty())
+    throw Error(options.dataDir + ": no tests" +
+                (filter ? " match --filter '" + *options.filter + "'" : std::string()) +
+                " (a test is a folder named test_* or holding a model.onnx)");
   std::sort(tests.begin(), tests.end());
 
   fs::path workDir;

@@ -170,7 +170,8 @@ int main(int argc, char **argv) {
       cl::value_desc("bits"), cl::init(0), cl::cat(category));
   cl::opt<std::string> name("name",
                             cl::desc("Symbol of the compiled function, as declared by "
-                                     "--emit=header (default: kiln_model)"),
+                                     "--emit=header (default: kiln_model): a C identifier, "
+                                     "not a keyword and not starting with 'kiln_'"),
                             cl::init("kiln_model"), cl::cat(category));
   cl::list<std::string> inputShapes(
       "input-shape",
