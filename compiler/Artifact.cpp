@@ -5,9 +5,12 @@
 #include "dialects/kiln/Device.h"
 #include "kiln/manifest.h"
 #include "kiln/runtime.h"
+#include "kiln/seal.h"
+#include "kiln/tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -249,16 +252,33 @@ static std::string requiredFeatures(llvm::TargetMachine &machine) {
   return out;
 }
 
+/// The byte size of each of `inputs` then `outputs`.
+static std::vector<uint64_t> bufferBytes(llvm::ArrayRef<TensorSignature> inputs,
+                                         llvm::ArrayRef<TensorSignature> outputs) {
+  std::vector<uint64_t> bytes;
+  for (llvm::ArrayRef<TensorSignature> list : {inputs, outputs})
+    for (const TensorSignature &t : list) {
+      std::optional<rt::DType> dtype = rt::parseDType(t.dtype);
+      uint64_t size = dtype ? rt::dtypeSize(*dtype) : 0;
+      for (int64_t d : t.shape)
+        size *= static_cast<uint64_t>(d);
+      bytes.push_back(size);
+    }
+  return bytes;
+}
+
 EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options) {
   return {"main", options.functionName, "kiln_entry",
-          signature.inputs.size() + signature.outputs.size()};
+          signature.inputs.size() + signature.outputs.size(),
+          bufferBytes(signature.inputs, signature.outputs)};
 }
 
 std::vector<EntryPoint> extraEntries(const ModelSignature &signature) {
   std::vector<EntryPoint> entries;
   for (const EntrySignature &entry : signature.entries)
     entries.push_back({entry.name, "", "kiln_entry_" + entry.name,
-                       entry.inputs.size() + entry.outputs.size()});
+                       entry.inputs.size() + entry.outputs.size(),
+                       bufferBytes(entry.inputs, entry.outputs)});
   return entries;
 }
 
@@ -325,6 +345,14 @@ translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
       args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i)));
     b.CreateCall(model, args);
     b.CreateRetVoid();
+    if (!entryPoint.bufferBytes.empty()) {
+      std::vector<uint64_t> record = {entryPoint.bufferBytes.size()};
+      llvm::append_range(record, entryPoint.bufferBytes);
+      llvm::Constant *data = llvm::ConstantDataArray::get(llvmContext, record);
+      new llvm::GlobalVariable(*llvmModule, data->getType(), /*isConstant=*/true,
+                               llvm::GlobalValue::ExternalLinkage, data,
+                               entryPoint.wrapper + "_buffers");
+    }
   }
 
   for (llvm::Function &f : *llvmModule)
@@ -496,7 +524,14 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
         break;
       }
     }
-  std::string output = outputPath.str();
+  // The linked image goes to a temporary file; the artifact is that image
+  // and its seal, written to `outputPath` atomically.
+  llvm::SmallString<128> imagePath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "so", imagePath)) {
+    llvm::sys::fs::remove(objectPath);
+    return llvm::createStringError("cannot create a temporary file: " + ec.message());
+  }
+  std::string output = imagePath.str().str();
   std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(),
                                     objectPath.c_str(), "-z", "noexecstack", "-z", "now",
                                     "--no-undefined", "--as-needed"};
@@ -512,8 +547,17 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   llvm::raw_string_ostream outs(ignored);
   lld::Result result = lld::lldMain(args, outs, errs, {{lld::Gnu, &lld::elf::link}});
   llvm::sys::fs::remove(objectPath);
+  auto removeImage = llvm::make_scope_exit([&] { llvm::sys::fs::remove(imagePath); });
   if (result.retCode != 0)
     return llvm::createStringError("linking the artifact failed: " + llvm::StringRef(messages).trim().str());
+  std::string image, reason;
+  if (!rt::readRegularFile(output, image, reason))
+    return llvm::createStringError("cannot read the linked artifact: " + reason);
+  try {
+    rt::writeFileAtomically(outputPath.str(), image + rt::sealFor(image));
+  } catch (const rt::Error &e) {
+    return llvm::createStringError(e.what());
+  }
   return llvm::Error::success();
 }
 

@@ -113,6 +113,10 @@ struct EntryPoint {
   std::string symbol;   // exported name of the function; empty: keep it
   std::string wrapper;  // exported name of the entry
   size_t buffers = 0;
+  /// The bytes of each buffer, recorded in the code as `<wrapper>_buffers`
+  /// (count, then sizes) for the runtime to check the manifest against;
+  /// empty: no record.
+  std::vector<uint64_t> bufferBytes;
 };
 
 /// The entry of a single-device model: @main renamed to `functionName`,

@@ -9,6 +9,7 @@
 #include "kiln/artifact.h"
 #include "kiln/cuda_program.h"
 #include "kiln/files.h"
+#include "kiln/seal.h"
 #include "kiln/manifest.h"
 
 #include <cerrno>
@@ -147,7 +148,7 @@ uint64_t tableEnd(uint64_t offset, uint64_t count, uint64_t entrySize) {
 // Checks everything dlopen would otherwise report badly (or crash on): kind of file, ELF class,
 // byte order, machine, type, and that every table and segment lies inside the file, which is how
 // a truncated copy is caught.
-void validateElf(const std::string &path) {
+void validateElf(const std::string &path, bool checkSealToo) {
   std::string reason;
   int fd = kiln::rt::openRegularFile(path, reason);
   if (fd < 0)
@@ -228,6 +229,12 @@ void validateElf(const std::string &path) {
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
                         path + ": truncated artifact (segment " + std::to_string(i) +
                             " ends at byte " + std::to_string(end) + ", " + sizeText + ")");
+  }
+  if (checkSealToo) {
+    std::string why = kiln::rt::checkSeal(fd, size);
+    if (!why.empty())
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": " + why + "; recompile it with kilnc");
   }
 }
 
@@ -350,8 +357,8 @@ std::mutex &artifactLoadMutex() {
 }
 
 // Validates the file, dlopens it and parses its manifest; the caller owns the handle.
-void *loadLibrary(const std::string &name, Manifest &manifest) {
-  validateElf(name);
+void *loadLibrary(const std::string &name, Manifest &manifest, unsigned flags) {
+  validateElf(name, !(flags & KILN_OPEN_TRUSTED));
   // Without a slash dlopen searches the library path instead of opening this file.
   std::string loadPath = name.find('/') == std::string::npos ? "./" + name : name;
   std::unique_lock<std::mutex> loading(artifactLoadMutex());
@@ -405,6 +412,38 @@ void openOnCpu(kiln_artifact &artifact) {
   artifact.runMutex = runMutexFor(artifact.library);
 }
 
+// Checks the manifest's signature of a CPU entry against the code's own record of it,
+// `<symbol>_buffers` (the buffer count, then each buffer's bytes): a manifest that disagrees
+// with the code would have the runtime hand it buffers it overruns, or return bytes it never
+// wrote.
+void checkBufferRecord(void *library, const std::string &symbol,
+                       const std::vector<kiln::rt::TensorSpec> &inputs,
+                       const std::vector<kiln::rt::TensorSpec> &outputs, const std::string &path) {
+  std::string recordName = symbol + "_buffers";
+  std::optional<kiln::rt::detail::SymbolData> record =
+      kiln::rt::detail::findDataSymbol(library, recordName.c_str(), path);
+  if (!record)
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, path + ": artifact has no " + recordName +
+                                                       " record of its buffers");
+  const auto *words = reinterpret_cast<const uint64_t *>(record->data);
+  std::size_t count = inputs.size() + outputs.size();
+  if (record->size < sizeof(uint64_t) || words[0] != count ||
+      record->size != (count + 1) * sizeof(uint64_t))
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": the manifest lists " + std::to_string(count) + " buffers for " +
+                          symbol + ", the code was compiled for " +
+                          (record->size >= sizeof(uint64_t) ? std::to_string(words[0]) : "?"));
+  for (std::size_t i = 0; i < count; ++i) {
+    const kiln::rt::TensorSpec &spec = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+    if (spec.byteSize() != words[1 + i])
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        path + ": the manifest gives " + (i < inputs.size() ? "input '" : "output '") +
+                            spec.name + "' as " + spec.typeString() + " (" +
+                            std::to_string(spec.byteSize()) + " bytes), the code was compiled for " +
+                            std::to_string(words[1 + i]) + " bytes");
+  }
+}
+
 // Picks the device (the artifact's default when none is asked for) and loads the code for it;
 // never falls back to another device.
 void openOn(kiln_artifact &artifact, DeviceSpec spec) {
@@ -415,6 +454,8 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
     artifact.features += (artifact.features.empty() ? "" : ",") + feature;
   bool hasCpu = manifest.hasDevice("cpu"), hasCuda = manifest.hasDevice("cuda");
   artifact.entry = findEntry(artifact.library, manifest, name);
+  if (artifact.entry)
+    checkBufferRecord(artifact.library, "kiln_entry", manifest.inputs, manifest.outputs, name);
   for (const kiln::rt::EntrySpec &entry : manifest.entries) {
     std::string symbol = "kiln_entry_" + entry.name;
     dlerror();
@@ -423,6 +464,7 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
                         name + ": the manifest lists entry '" + entry.name + "' but the artifact has no " +
                             symbol + " symbol");
+    checkBufferRecord(artifact.library, symbol, entry.inputs, entry.outputs, name);
     artifact.entries[entry.name] = reinterpret_cast<EntryFn>(address);
   }
   if (manifest.hasDevice("partitioned")) {
@@ -463,11 +505,11 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
 
 namespace kiln::rt {
 
-ArtifactInfo inspectArtifact(const std::string &path) {
+ArtifactInfo inspectArtifact(const std::string &path, unsigned flags) {
   ArtifactInfo info;
   void *library = nullptr;
   try {
-    library = loadLibrary(path, info.manifest);
+    library = loadLibrary(path, info.manifest, flags);
     findEntry(library, info.manifest, path);
     if (info.manifest.hasDevice("cuda"))
       info.cudaProgram = cuda::Executor::readProgram(path, info.manifest, library);
@@ -599,6 +641,11 @@ kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
 }
 
 kiln_status kiln_artifact_open_device(const char *path, const char *device, kiln_artifact **out) {
+  return kiln_artifact_open_flags(path, device, 0, out);
+}
+
+kiln_status kiln_artifact_open_flags(const char *path, const char *device, unsigned flags,
+                                     kiln_artifact **out) {
   if (out)
     *out = nullptr;
   if (!path || !out)
@@ -613,7 +660,7 @@ kiln_status kiln_artifact_open_device(const char *path, const char *device, kiln
                                                    "' (expected cpu, gpu or gpu:N)");
     auto artifact = std::make_unique<kiln_artifact>();
     artifact->path = name;
-    artifact->library = loadLibrary(name, artifact->manifest);
+    artifact->library = loadLibrary(name, artifact->manifest, flags);
     try {
       openOn(*artifact, *spec);
     } catch (...) {

@@ -34,9 +34,9 @@ Artifact::Artifact(kiln_artifact *handle, std::string path)
     : handle_(handle), path_(std::move(path)), inputs_(readSpecs(handle, true)),
       outputs_(readSpecs(handle, false)) {}
 
-Artifact Artifact::open(const std::string &path, const std::string &device) {
+Artifact Artifact::open(const std::string &path, const std::string &device, unsigned flags) {
   kiln_artifact *handle = nullptr;
-  if (kiln_artifact_open_device(path.c_str(), device.c_str(), &handle) != KILN_OK)
+  if (kiln_artifact_open_flags(path.c_str(), device.c_str(), flags, &handle) != KILN_OK)
     throw Error(kiln_last_error());
   try {
     return Artifact(handle, path);

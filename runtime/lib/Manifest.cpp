@@ -454,8 +454,11 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
       if (fields.size() != 2 || !parseValueRef(fields[1], ref))
         throw Error(where + ": expected 'output-from input:I' or 'output-from stage:S:R'");
       manifest.outputSources.push_back(ref);
+    } else {
+      // A newer kilnc that adds a record also raises the format version, so
+      // an unknown keyword is damage or tampering, not a newer artifact.
+      throw Error(where + ": unknown manifest keyword '" + printable(keyword) + "'");
     }
-    // Any other keyword is a newer record this runtime does not need.
   }
   validatePartitions(manifest, source);
   return manifest;

@@ -274,13 +274,43 @@ TEST(ArtifactErrors, UnresolvedSymbol) {
 }
 
 TEST(ArtifactErrors, SharedObjectWithoutManifest) {
-  // The test binary's own libc is an ELF shared object, but not an artifact.
-  OpenResult result = open("/lib/x86_64-linux-gnu/libm.so.6");
+  // The test binary's own libm is an ELF shared object, but not an artifact: it has no seal
+  // and, opened as trusted, no manifest.
+  const char *libm = "/lib/x86_64-linux-gnu/libm.so.6";
+  OpenResult result = open(libm);
   if (result.status == KILN_ERROR_IO)
     GTEST_SKIP() << result.message;
   EXPECT_EQ(result.status, KILN_ERROR_INVALID_ARTIFACT);
-  EXPECT_NE(result.message.find("not a Kiln artifact (no kiln_manifest symbol)"), std::string::npos)
-      << result.message;
+  EXPECT_NE(result.message.find("no Kiln seal at its end"), std::string::npos) << result.message;
+  kiln_artifact *raw = nullptr;
+  EXPECT_EQ(kiln_artifact_open_flags(libm, nullptr, KILN_OPEN_TRUSTED, &raw),
+            KILN_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(raw, nullptr);
+  EXPECT_NE(std::string(kiln_last_error()).find("not a Kiln artifact (no kiln_manifest symbol)"),
+            std::string::npos)
+      << kiln_last_error();
+}
+
+// Any byte changed after sealing (code, weights or manifest) is caught before the file is
+// loaded; opening it as trusted skips the seal and loads what is there.
+TEST(ArtifactErrors, ChangedByteBreaksTheSeal) {
+  kiln::test::TempDir dir;
+  std::string bytes = kiln::test::readFile(KILN_FAKE_ADD_ONE);
+  for (std::size_t at : {std::size_t(0x40), bytes.size() / 2, bytes.size() - 17}) {
+    std::string changed = bytes;
+    changed[at] ^= 0x10;
+    kiln::test::writeFile(dir.file("model.kiln"), changed);
+    OpenResult result = open(dir.file("model.kiln"));
+    EXPECT_EQ(result.status, KILN_ERROR_INVALID_ARTIFACT) << "byte " << at;
+    EXPECT_EQ(result.message.rfind(dir.file("model.kiln") + ": its bytes do not match its seal", 0),
+              0u)
+        << result.message;
+  }
+  // Bytes appended after the seal: there is no seal at the end any more.
+  kiln::test::writeFile(dir.file("model.kiln"), bytes + "x");
+  EXPECT_NE(open(dir.file("model.kiln")).message.find("no Kiln seal at its end"), std::string::npos);
+  kiln::test::writeFile(dir.file("model.kiln"), bytes);
+  EXPECT_EQ(open(dir.file("model.kiln")).status, KILN_OK);
 }
 
 TEST(ArtifactErrors, MissingCpuFeatures) {

@@ -126,16 +126,22 @@ TEST(Manifest, DecodesPercentEncodedNames) {
   EXPECT_EQ(kiln::rt::percentDecode(kiln::rt::percentEncode("a b\xff%"), "x"), "a b\xff%");
 }
 
-TEST(Manifest, IgnoresUnknownKeywordsAndExtraTensorFields) {
+TEST(Manifest, RefusesUnknownKeywordsIgnoresExtraTensorFields) {
   Manifest m = parseManifest("kiln-artifact 1\n"
-                             "placement cpu:0\n"
                              "input x f32 2 layout=nchw\n"
                              "\n"
-                             "checksum 1234abcd\n"
                              "output y f32 2\n",
                              "model.kiln");
   EXPECT_EQ(m.inputs.size(), 1u);
   EXPECT_EQ(m.outputs.size(), 1u);
+  // A record this runtime does not know comes with a newer format version; in a version-1
+  // manifest it is damage or tampering.
+  try {
+    parseManifest("kiln-artifact 1\ninput x f32 2\nplacement cpu:0\noutput y f32 2\n", "model.kiln");
+    ADD_FAILURE() << "an unknown keyword was accepted";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "model.kiln: manifest line 3: unknown manifest keyword 'placement'");
+  }
 }
 
 TEST(Manifest, ReportsBadRecordsWithLineNumbers) {

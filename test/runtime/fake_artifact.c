@@ -27,6 +27,8 @@ const char kiln_manifest[] = "kiln-artifact " KILN_STR(KILN_FAKE_VERSION) "\n"
                              "input flag bool scalar\n"
                              "output y f32 2x3\n"
                              "output total%20count i64 scalar\n";
+/* The code's record of its buffers: count, then bytes of each. */
+const uint64_t kiln_entry_buffers[] = {4, 24, 1, 24, 8};
 
 void kiln_entry(void **buffers) {
   const float *x = (const float *)buffers[0];
@@ -44,9 +46,9 @@ const char kiln_manifest[] = "kiln-artifact " KILN_STR(KILN_FAKE_VERSION) "\n"
                              "target x86_64-unknown-linux-gnu\n"
                              "cpu generic\n"
                              KILN_FAKE_FEATURE_LINE
-                             "future-record from a newer compiler\n"
                              "input x f32 2x3\n"
                              "output y f32 2x3\n";
+const uint64_t kiln_entry_buffers[] = {2, 24, 24};
 
 #if defined(KILN_FAKE_UNDEFINED_SYMBOL)
 /* Left undefined on purpose: loading must fail the way an artifact missing a runtime helper does. */

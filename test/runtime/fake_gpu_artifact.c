@@ -176,7 +176,8 @@ const char kiln_cuda_ptx[] = ".version 7.8\n.target sm_80\n.address_size 64\n";
 #endif
 
 #if defined(KILN_FAKE_GPU_BOTH) && !defined(KILN_FAKE_GPU_NO_ENTRY)
-/* The same function on the CPU. */
+/* The same function on the CPU, and its record of its buffers: count, then bytes of each. */
+const uint64_t kiln_entry_buffers[] = {4, 24, 24, 24, 24};
 void kiln_entry(void **buffers) {
   static const float bias[6] = {KILN_FAKE_ADD_BIAS};
   const float *a = (const float *)buffers[0], *b = (const float *)buffers[1];

@@ -21,13 +21,15 @@ struct ArtifactInfo {
 
 // Loads the artifact like kiln_artifact_open and reads its manifest and GPU program with every
 // check that needs no device, CPU entry or CPU features; unloads it again. Throws Error.
-ArtifactInfo inspectArtifact(const std::string &path);
+ArtifactInfo inspectArtifact(const std::string &path, unsigned flags = 0);
 
 class Artifact {
 public:
   // `device` as for kiln_artifact_open_device ("" = the artifact's default). Throws Error with
   // kiln_last_error()'s message.
-  static Artifact open(const std::string &path, const std::string &device = "");
+  // `flags`: KILN_OPEN_* (kiln_artifact_open_flags).
+  static Artifact open(const std::string &path, const std::string &device = "",
+                       unsigned flags = 0);
 
   Artifact(Artifact &&other) noexcept;
   Artifact &operator=(Artifact &&other) noexcept;
