@@ -444,11 +444,11 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
 //===----------------------------------------------------------------------===//
 
 LogicalResult SoftmaxOp::verify() {
-  return checkAxes(getLoc(), {getAxis()}, getType().getRank());
+  return checkAxes(getLoc(), {static_cast<int64_t>(getAxis())}, getType().getRank());
 }
 
 LogicalResult LogSoftmaxOp::verify() {
-  return checkAxes(getLoc(), {getAxis()}, getType().getRank());
+  return checkAxes(getLoc(), {static_cast<int64_t>(getAxis())}, getType().getRank());
 }
 
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,

@@ -101,7 +101,8 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                            SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value g = resultGrads[0];
-  Value sum = ReduceSumOp::create(b, loc, g, ArrayRef<int64_t>{getAxis()}, /*keepdims=*/true);
+  int64_t axis = getAxis();
+  Value sum = ReduceSumOp::create(b, loc, g, ArrayRef<int64_t>{axis}, /*keepdims=*/true);
   Value softmax = ExpOp::create(b, loc, getOutput());
   operandGrads.push_back(SubOp::create(b, loc, g, MulOp::create(b, loc, softmax, sum)));
   return success();
