@@ -31,7 +31,7 @@ func.func @main(%x: tensor<8x4xf32> {kiln.name = "x"}, %w: tensor<4x3xf32> {kiln
 // CHECK: %[[SQ:.*]] = kiln.mul %[[W:.*]], %[[W]]
 // CHECK: %[[G1:.*]] = kiln.mul %[[W]], %{{.*}}
 // CHECK: %[[G2:.*]] = kiln.mul %[[W]], %{{.*}}
-// CHECK: %[[SUM:.*]] = kiln.add %[[G2]], %[[G1]]
+// CHECK: %[[SUM:.*]] = kiln.add %[[G1]], %[[G2]]
 // CHECK: return %{{.*}}, %[[SUM]]
 func.func @main(%w: tensor<4xf32> {kiln.name = "w"}) -> tensor<f32> {
   %sq = kiln.mul %w, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>

@@ -172,8 +172,11 @@ LogicalResult MulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
   Value g = resultGrads[0];
-  return binaryGrads(b, *this, MulOp::create(b, loc, g, getRhs()),
-                     MulOp::create(b, loc, g, getLhs()), operandGrads);
+  // Built one statement at a time: argument evaluation order differs between compilers, and
+  // the order of the ops is visible in the IR.
+  Value lhsGrad = MulOp::create(b, loc, g, getRhs());
+  Value rhsGrad = MulOp::create(b, loc, g, getLhs());
+  return binaryGrads(b, *this, lhsGrad, rhsGrad, operandGrads);
 }
 
 // d(l / r) = dl / r - (l / r^2) dr = dl / r - y dr / r
