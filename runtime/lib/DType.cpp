@@ -26,11 +26,22 @@ constexpr DTypeRow kDTypes[] = {
     {KILN_DTYPE_BOOL, "bool", 1, 9},
 };
 
-const DTypeRow *findRow(DType dtype) {
+const DTypeRow *findRow(int code) {
   for (const DTypeRow &row : kDTypes)
-    if (row.dtype == dtype)
+    if (static_cast<int>(row.dtype) == code)
       return &row;
   return nullptr;
+}
+
+const DTypeRow *findRow(DType dtype) { return findRow(static_cast<int>(dtype)); }
+
+// A C caller may pass any int as a kiln_dtype, but in C++ loading an enum whose value is outside
+// its enumerators' range is undefined: the C entry points read the argument's bytes instead.
+static_assert(sizeof(kiln_dtype) == sizeof(int));
+int codeOf(const kiln_dtype &dtype) {
+  int code;
+  std::memcpy(&code, &dtype, sizeof code);
+  return code;
 }
 
 } // namespace
@@ -134,11 +145,14 @@ float bfloat16ToFloat(uint16_t bits) {
 
 extern "C" {
 
-size_t kiln_dtype_size(kiln_dtype dtype) { return kiln::rt::dtypeSize(dtype); }
+size_t kiln_dtype_size(kiln_dtype dtype) {
+  const kiln::rt::DTypeRow *row = kiln::rt::findRow(kiln::rt::codeOf(dtype));
+  return row ? row->size : 0;
+}
 
 const char *kiln_dtype_name(kiln_dtype dtype) {
-  // dtypeName returns views of string literals, so data() is NUL-terminated.
-  return kiln::rt::dtypeName(dtype).data();
+  const kiln::rt::DTypeRow *row = kiln::rt::findRow(kiln::rt::codeOf(dtype));
+  return row ? row->name : "invalid";
 }
 
 kiln_dtype kiln_dtype_from_name(const char *name) {
