@@ -25,6 +25,15 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "codegen/Passes.h.inc"
 
+/// Run-time index checks (CPU): a kiln.gather carrying the integer attribute
+/// kIndexCheckAttr (its check id) is lowered with a test of each index that
+/// records an out-of-range one in the module's memref.global
+/// kIndexCheckSymbol, memref<2xi64> = [id + 1 (atomic max), index]. kilnc
+/// creates the global, numbers the checks and lists them in the manifest;
+/// the runtime reads and clears the global after each run.
+inline constexpr const char *kIndexCheckAttr = "kiln.index_check";
+inline constexpr const char *kIndexCheckSymbol = "kiln_index_check";
+
 /// Choices for the CPU back end.
 struct CPUPipelineOptions {
   /// The sgemm matrix products and convolutions call: "onednn" (dnnl_sgemm)

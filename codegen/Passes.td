@@ -38,6 +38,12 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     ```
     An op with no lowering is reported at its location (the ONNX node).
 
+    A `kiln.gather` carrying `kiln.index_check = ID` (kilnc sets it on CPU
+    code unless `--no-index-checks`) also tests each index and records one
+    outside `[-size, size)` in the `kiln_index_check` global (see
+    codegen/Passes.h) for the runtime to report; without it, indices are
+    only clamped.
+
     With `fold-transposes`, a matmul operand computed by a transpose of its
     last two dimensions is read in place through a transposed indexing map,
     so `X^T W` (the weight gradient of a dense layer) copies nothing; the CPU
@@ -50,7 +56,8 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
-    "mlir::math::MathDialect", "mlir::tensor::TensorDialect"
+    "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"
   ];
 }
 

@@ -408,7 +408,7 @@ static std::string valueText(const StageValue &value) {
 
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
                           llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
-                          const PartitionPlan *plan) {
+                          const PartitionPlan *plan, llvm::ArrayRef<IndexCheck> checks) {
   std::string manifest;
   llvm::raw_string_ostream os(manifest);
   os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
@@ -464,6 +464,8 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
     for (const TensorSignature &t : entry.outputs)
       tensor(output.c_str(), t);
   }
+  for (const IndexCheck &check : checks)
+    os << "index-check " << check.id << " " << check.size << " " << encodeName(check.node) << "\n";
   return manifest;
 }
 

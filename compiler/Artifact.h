@@ -161,12 +161,21 @@ struct GpuImage {
 void addGpuImage(llvm::Module &module, const GpuImage &image,
                  const std::string &prefix = "kiln_");
 
+/// A run-time check of a gather's indices (kIndexCheckAttr): its id, the
+/// size of the dimension it indexes and its node's name.
+struct IndexCheck {
+  int64_t id = 0;
+  int64_t size = 0;
+  std::string node;
+};
+
 /// The manifest: format version, signature, the host target, and the device
 /// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given,
-/// a partitioned program when `plan` is).
+/// a partitioned program when `plan` is) and the index checks of its CPU code.
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
                           llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
-                          const PartitionPlan *plan = nullptr);
+                          const PartitionPlan *plan = nullptr,
+                          llvm::ArrayRef<IndexCheck> checks = {});
 
 /// Adds the `kiln_manifest` symbol.
 void addManifest(llvm::Module &module, llvm::StringRef text);

@@ -13,7 +13,9 @@
 #include "kiln/files.h"
 #include "kiln/tensor.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -180,6 +182,33 @@ std::string invalidSymbolName(llvm::StringRef name) {
   if (name.starts_with("kiln_") && name != "kiln_model")
     return "names starting with 'kiln_' are reserved for the artifact's own symbols";
   return "";
+}
+
+/// Numbers the gathers of the CPU module `module` for run-time index checks
+/// (kIndexCheckAttr) and adds the global their failures are recorded in.
+/// Gathers by constant indices were checked when they were imported.
+std::vector<IndexCheck> planIndexChecks(ModuleOp module) {
+  std::vector<IndexCheck> checks;
+  OpBuilder builder(module.getContext());
+  module.walk([&](GatherOp gather) {
+    if (matchPattern(gather.getIndices(), m_Constant()))
+      return;
+    int64_t id = static_cast<int64_t>(checks.size());
+    gather->setAttr(kIndexCheckAttr, builder.getI64IntegerAttr(id));
+    checks.push_back({id, gather.getData().getType().getDimSize(gather.getAxis()),
+                      nodeName(gather.getLoc())});
+  });
+  if (!checks.empty()) {
+    module.getContext()->getOrLoadDialect<memref::MemRefDialect>();
+    builder.setInsertionPointToStart(module.getBody());
+    auto type = MemRefType::get({2}, builder.getI64Type());
+    memref::GlobalOp::create(builder, module.getLoc(), kIndexCheckSymbol,
+                             /*sym_visibility=*/nullptr, type,
+                             DenseElementsAttr::get(RankedTensorType::get({2}, builder.getI64Type()),
+                                                    llvm::ArrayRef<int64_t>{0, 0}),
+                             /*constant=*/false, /*alignment=*/nullptr);
+  }
+  return checks;
 }
 
 /// The files the user gave kilnc to read, which no output may replace.
@@ -670,6 +699,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       return exitCode;
   }
 
+  std::vector<IndexCheck> indexChecks;
   if (targets.cpu) {
     Phase phase = options.emit == Emit::Linalg ? Phase::Linalg : Phase::LLVMDialect;
     PassManager lowering(&context);
@@ -679,6 +709,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     cpu.vectorLdexp = hasVectorLdexp(**machine);
     cpu.constantB = cpu.gemmLibrary == "onednn" && KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
     buildLoweringPipeline(lowering, phase, cpu);
+    if (options.indexChecks)
+      indexChecks = planIndexChecks(*module);
     if (failed(lowering.run(*module)))
       return kExitError;
     if (options.stats)
@@ -707,7 +739,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   // GPU stages share one set of targets: the first one's records describe all.
   const GpuImage *gpuRecords = gpu ? &*gpu : gpuStages.empty() ? nullptr : &gpuStages.front().second;
   addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu, gpuRecords,
-                                   plan ? &*plan : nullptr));
+                                   plan ? &*plan : nullptr, indexChecks));
   if (options.emit == Emit::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -66,6 +66,8 @@ struct CompilerOptions {
   /// Where to write the HTML placement report; empty: none.
   std::string reportPath;
   CPUPipelineOptions cpu;
+  /// Check Gather indices at run time in CPU code (--no-index-checks: off).
+  bool indexChecks = true;
   bool stats = false; // print the buffer plan's figures
   bool verbose = false;
 };

@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -806,6 +807,17 @@ Results importGather(Importer &im, Node &n) {
   int64_t axis = n.getInt("axis", 0);
   if (axis < 0)
     axis += rank;
+  // Constant indices are checked here; others at run time (kilnc
+  // --no-index-checks) and clamped.
+  DenseIntElementsAttr indices;
+  if (axis >= 0 && axis < rank && matchPattern(n.input(1), m_Constant(&indices))) {
+    int64_t size = typeOf(n.input(0)).getDimSize(axis);
+    for (const APInt &index : indices.getValues<APInt>())
+      if (index.getSExtValue() < -size || index.getSExtValue() >= size)
+        return im.failNode(n, ImportFailure::Invalid,
+                           "index " + std::to_string(index.getSExtValue()) +
+                               " is out of range for a dimension of " + std::to_string(size));
+  }
   return one(im.create<GatherOp>(n.loc, n.input(0), n.input(1), axis));
 }
 

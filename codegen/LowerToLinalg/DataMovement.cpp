@@ -1,5 +1,6 @@
 //===- DataMovement.cpp - Lowering of reshapes, slices and gathers --------===//
 #include "codegen/LowerToLinalg/Utils.h"
+#include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -218,9 +219,48 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
   }
 };
 
-// Gather: a generic over the output that reads the index operand through a
-// projection and extracts from `data`. Indices are wrapped when negative and
-// clamped so a bad index can never read outside the buffer.
+/// In the body of a gather with index check `id`: when `index` (before
+/// wrapping) is outside [-size, size), records the check (id + 1, atomic max)
+/// and the index in the artifact's kiln_index_check global, which the
+/// runtime reads after each run. The branch is almost never taken.
+static void recordBadIndex(OpBuilder &b, Location loc, Value index, int64_t size, int64_t id) {
+  Value low = arith::ConstantIndexOp::create(b, loc, -size);
+  Value high = arith::ConstantIndexOp::create(b, loc, size);
+  Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, low);
+  Value above = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index, high);
+  Value bad = arith::OrIOp::create(b, loc, below, above);
+  scf::IfOp::create(b, loc, bad, [&](OpBuilder &then, Location loc) {
+    auto type = MemRefType::get({2}, then.getI64Type());
+    Value slots = memref::GetGlobalOp::create(then, loc, type, kIndexCheckSymbol);
+    Value check = arith::ConstantIntOp::create(then, loc, then.getI64Type(), id + 1);
+    Value first = arith::ConstantIndexOp::create(then, loc, 0);
+    Value second = arith::ConstantIndexOp::create(then, loc, 1);
+    memref::AtomicRMWOp::create(then, loc, arith::AtomicRMWKind::maxs, check, slots, first);
+    Value value = arith::IndexCastOp::create(then, loc, then.getI64Type(), index);
+    memref::AtomicRMWOp::create(then, loc, arith::AtomicRMWKind::assign, value, slots, second);
+    scf::YieldOp::create(then, loc);
+  });
+}
+
+/// `index` wrapped when negative and clamped to [0, size), so that no index
+/// reads outside the data.
+static Value wrapAndClamp(OpBuilder &b, Location loc, Value index, int64_t size) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
+  index = arith::SelectOp::create(b, loc, negative, wrapped, index);
+  index = arith::MaxSIOp::create(b, loc, index, zero);
+  return arith::MinSIOp::create(
+      b, loc, index, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(size - 1, 0)));
+}
+
+// Gather: a generic over the indices wraps them when negative and clamps
+// them, so a bad index can never read outside the buffer; a gather that
+// carries a check id (kIndexCheckAttr, set by kilnc for CPU code) also
+// reports one out of range there. A generic over the output then reads the
+// clamped index through a projection and extracts from `data`. Index work is
+// done once per index, not once per element gathered, and the copy loop is
+// left without it, free to vectorize.
 struct GatherLowering : OpRewritePattern<GatherOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GatherOp op,
@@ -234,24 +274,36 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
     for (int64_t i = 0; i < indexRank; ++i)
       indexExprs.push_back(getAffineDimExpr(axis + i, ctx));
     int64_t axisSize = dataType.getDimSize(axis);
+    Value indices = op.getIndices();
+    auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr);
+    {
+      auto indexType = cast<RankedTensorType>(indices.getType());
+      AffineMap id = rewriter.getMultiDimIdentityMap(indexRank);
+      indices = linalg::GenericOp::create(
+                    rewriter, op.getLoc(), indexType, indices,
+                    emptyTensor(rewriter, op.getLoc(), indexType), SmallVector<AffineMap>{id, id},
+                    SmallVector<utils::IteratorType>(indexRank, utils::IteratorType::parallel),
+                    [&](OpBuilder &b, Location loc, ValueRange args) {
+                      Value index =
+                          arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
+                      if (checkId)
+                        recordBadIndex(b, loc, index, axisSize, checkId.getInt());
+                      index = wrapAndClamp(b, loc, index, axisSize);
+                      linalg::YieldOp::create(
+                          b, loc,
+                          Value(arith::IndexCastOp::create(
+                              b, loc, indexType.getElementType(), index)));
+                    })
+                    .getResult(0);
+    }
     auto generic = linalg::GenericOp::create(
-        rewriter, op.getLoc(), type, op.getIndices(),
+        rewriter, op.getLoc(), type, indices,
         emptyTensor(rewriter, op.getLoc(), type),
         SmallVector<AffineMap>{AffineMap::get(rank, 0, indexExprs, ctx),
                                rewriter.getMultiDimIdentityMap(rank)},
         SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location loc, ValueRange args) {
           Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
-          Value size = arith::ConstantIndexOp::create(b, loc, axisSize);
-          Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-          Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                                 index, zero);
-          index = arith::SelectOp::create(
-              b, loc, negative, arith::AddIOp::create(b, loc, index, size), index);
-          index = arith::MaxSIOp::create(b, loc, index, zero);
-          index = arith::MinSIOp::create(
-              b, loc, index,
-              arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(axisSize - 1, 0)));
           SmallVector<Value> coords;
           for (int64_t i = 0; i < axis; ++i)
             coords.push_back(linalg::IndexOp::create(b, loc, i));

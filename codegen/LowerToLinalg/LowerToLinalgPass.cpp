@@ -37,6 +37,8 @@ struct KilnLowerToLinalgPass
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();
+    // Index checks (kIndexCheckAttr) record a bad index in a global.
+    target.addLegalOp<scf::IfOp, scf::YieldOp, memref::GetGlobalOp, memref::AtomicRMWOp>();
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -46,6 +46,8 @@ struct kiln_artifact {
   std::string device;  // "cpu" or "gpu:N"
   // CPU: the kiln_entry of the artifact, serialized per loaded library.
   EntryFn entry = nullptr;
+  // The CPU code's record of a failed index check (kiln_index_check): id + 1, index.
+  int64_t *indexCheck = nullptr;
   // CPU: the further entries (a train step's eval and init), by name.
   std::map<std::string, EntryFn, std::less<>> entries;
   std::shared_ptr<std::mutex> runMutex;
@@ -410,6 +412,15 @@ void openOnCpu(kiln_artifact &artifact) {
                                                    " (recompile with kilnc --cpu=native or a lower --cpu)");
   }
   artifact.runMutex = runMutexFor(artifact.library);
+  if (!artifact.manifest.indexChecks.empty()) {
+    std::optional<kiln::rt::detail::SymbolData> slots =
+        kiln::rt::detail::findDataSymbol(artifact.library, "kiln_index_check", name);
+    if (!slots || (slots->sized && slots->size != 2 * sizeof(int64_t)))
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        name + ": the manifest lists index checks but the artifact has no "
+                               "kiln_index_check record");
+    artifact.indexCheck = reinterpret_cast<int64_t *>(const_cast<char *>(slots->data));
+  }
 }
 
 // Checks the manifest's signature of a CPU entry against the code's own record of it,
@@ -596,6 +607,26 @@ static kiln_status checkBuffers(const kiln_artifact *artifact, const std::vector
 
 /// Calls `call` with one aligned buffer per tensor (the caller's where it is
 /// aligned, else a staged copy), serialized per loaded library.
+// Throws when the run just made recorded an index out of range (and clears the record).
+static void reportIndexCheck(kiln_artifact &artifact) {
+  int64_t *slots = artifact.indexCheck;
+  if (!slots || slots[0] == 0)
+    return;
+  int64_t id = slots[0] - 1, index = slots[1];
+  slots[0] = slots[1] = 0;
+  const auto &checks = artifact.manifest.indexChecks;
+  if (id < 0 || static_cast<std::size_t>(id) >= checks.size())
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      artifact.path + ": the code reported index check " + std::to_string(id) +
+                          ", which the manifest does not list");
+  const kiln::rt::IndexCheckSpec &check = checks[static_cast<std::size_t>(id)];
+  throw StatusError(KILN_ERROR_INVALID_ARGUMENT,
+                    artifact.path + ": node '" + printable(check.node) + "': index " +
+                        std::to_string(index) + " is out of range for a dimension of " +
+                        std::to_string(check.size) + " (valid: " + std::to_string(-check.size) +
+                        " to " + std::to_string(check.size - 1) + "); the outputs are not valid");
+}
+
 template <typename Call>
 static void runOnCpu(kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
                      const std::vector<TensorSpec> &outs, void *const *inputs, void *const *outputs,
@@ -626,6 +657,7 @@ static void runOnCpu(kiln_artifact *artifact, const std::vector<TensorSpec> &ins
   {
     std::lock_guard<std::mutex> lock(*artifact->runMutex);
     call(buffers.data());
+    reportIndexCheck(*artifact);
   }
   for (std::size_t i = numInputs; i < total; ++i)
     if (staged[i])

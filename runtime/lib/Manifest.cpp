@@ -454,6 +454,14 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
       if (fields.size() != 2 || !parseValueRef(fields[1], ref))
         throw Error(where + ": expected 'output-from input:I' or 'output-from stage:S:R'");
       manifest.outputSources.push_back(ref);
+    } else if (keyword == "index-check") {
+      IndexCheckSpec check;
+      if (fields.size() != 4 || !parseCount(fields[1], check.id) ||
+          check.id != static_cast<int64_t>(manifest.indexChecks.size()) ||
+          !parseCount(fields[2], check.size))
+        throw Error(where + ": expected 'index-check ID SIZE NODE' with IDs 0, 1, ... in order");
+      check.node = percentDecode(fields[3], where);
+      manifest.indexChecks.push_back(std::move(check));
     } else {
       // A newer kilnc that adds a record also raises the format version, so
       // an unknown keyword is damage or tampering, not a newer artifact.

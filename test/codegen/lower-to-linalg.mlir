@@ -197,17 +197,50 @@ func.func @forward_slice(%x: tensor<2x4xf32>) -> tensor<1x2xf32> {
 
 // -----
 
-// Negative indices wrap and every index is clamped into range, so a bad
-// index never reads out of bounds.
+// Negative indices wrap and every index is clamped into range, once per
+// index, so a bad index never reads out of bounds; the gather reads the
+// clamped indices.
 // CHECK-LABEL: func @gather
-// CHECK: linalg.generic
+// CHECK: %[[CLAMPED:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2xi64>)
 // CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK-NOT: scf.if
 // CHECK: arith.cmpi slt, %[[I]]
 // CHECK: arith.maxsi
 // CHECK: arith.minsi
+// CHECK: linalg.generic {{.*}} ins(%[[CLAMPED]] : tensor<2xi64>)
 // CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<5x3xf32>
 func.func @gather(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
   %0 = kiln.gather %x, %i {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// A gather with index check 3: a generic over the indices records one outside
+// [-5, 5) (3 + 1, and the index) in kiln_index_check and clamps it; the
+// gather reads the clamped indices as they are.
+// CHECK-LABEL: func @gather_checked
+// CHECK: %[[CHECKED:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2xi64>)
+// CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: %[[LO:.*]] = arith.cmpi slt, %[[I]], %c-5
+// CHECK: %[[HI:.*]] = arith.cmpi sge, %[[I]], %c5
+// CHECK: %[[BAD:.*]] = arith.ori %[[LO]], %[[HI]] : i1
+// CHECK: scf.if %[[BAD]] {
+// CHECK:   %[[G:.*]] = memref.get_global @kiln_index_check : memref<2xi64>
+// CHECK:   memref.atomic_rmw maxs %c4{{.*}}, %[[G]][%c0{{.*}}] : (i64, memref<2xi64>) -> i64
+// CHECK:   %[[V:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK:   memref.atomic_rmw assign %[[V]], %[[G]][%c1{{.*}}] : (i64, memref<2xi64>) -> i64
+// CHECK: }
+// CHECK: arith.maxsi
+// CHECK: %[[C:.*]] = arith.minsi
+// CHECK: %[[C64:.*]] = arith.index_cast %[[C]] : index to i64
+// CHECK: linalg.yield %[[C64]] : i64
+// CHECK: linalg.generic {{.*}} ins(%[[CHECKED]] : tensor<2xi64>)
+// CHECK-NOT: arith.minsi
+// CHECK: tensor.extract %arg0
+memref.global @kiln_index_check : memref<2xi64> = dense<0>
+func.func @gather_checked(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
+  %0 = kiln.gather %x, %i {axis = 0 : i64, kiln.index_check = 3 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
 

@@ -144,6 +144,19 @@ TEST(Manifest, RefusesUnknownKeywordsIgnoresExtraTensorFields) {
   }
 }
 
+TEST(Manifest, IndexChecks) {
+  Manifest m = parseManifest("kiln-artifact 1\ninput ids i64 3\noutput y f32 3x4\n"
+                             "index-check 0 5 embed%20tokens\nindex-check 1 7 g\n",
+                             "model.kiln");
+  ASSERT_EQ(m.indexChecks.size(), 2u);
+  EXPECT_EQ(m.indexChecks[0].size, 5);
+  EXPECT_EQ(m.indexChecks[0].node, "embed tokens");
+  EXPECT_EQ(m.indexChecks[1].id, 1);
+  // Ids must count up from 0: the code reports a check by its id.
+  EXPECT_THROW(parseManifest("kiln-artifact 1\nindex-check 1 5 g\n", "model.kiln"), Error);
+  EXPECT_THROW(parseManifest("kiln-artifact 1\nindex-check 0 5\n", "model.kiln"), Error);
+}
+
 TEST(Manifest, ReportsBadRecordsWithLineNumbers) {
   EXPECT_EQ(errorOf("kiln-artifact 1\ninput x f33 2\n"),
             "model.kiln: manifest line 2: unknown dtype 'f33' for input 'x'");

@@ -183,6 +183,13 @@ int main(int argc, char **argv) {
       cl::desc("Bind a graph input to the tensor in an ONNX TensorProto file, making it a "
                "compile-time constant (needed when it decides shapes). Repeatable"),
       cl::value_desc("name=file.pb"), cl::cat(category));
+  cl::opt<bool> noIndexChecks(
+      "no-index-checks",
+      cl::desc("Do not check Gather indices at run time in CPU code. By default an index "
+               "outside [-size, size) makes the run fail naming the node and the index "
+               "(out-of-range indices are clamped either way, so memory is never read out "
+               "of bounds; GPU code only clamps)"),
+      cl::cat(category));
   cl::opt<bool> noFusion("no-fusion",
                          cl::desc("Compile every op as its own kernel instead of fusing "
                                   "(to bisect a suspected fusion bug)"),
@@ -330,6 +337,7 @@ int main(int argc, char **argv) {
   options.logDevicePlacement = logDevicePlacement;
   options.reportPath = report;
   options.stats = stats;
+  options.indexChecks = !noIndexChecks;
   options.verbose = verbose;
 
   std::map<std::string, std::string> trainValues;

@@ -46,6 +46,14 @@ struct PartitionDevice {
   int index = 0;
 };
 
+// A run-time check of the indices a node gathers by (CPU code; see kilnc --no-index-checks):
+// a failed check is recorded in the artifact's kiln_index_check global as id + 1.
+struct IndexCheckSpec {
+  int64_t id = 0;
+  int64_t size = 0;  // of the dimension indexed: valid indices are [-size, size)
+  std::string node;  // decoded
+};
+
 // A further entry point of an artifact (a train step's `eval` and `init`), exported as
 // kiln_entry_<name>, with its own signature.
 struct EntrySpec {
@@ -77,6 +85,8 @@ struct Manifest {
   std::vector<PartitionDevice> partitions;
   std::vector<StageSpec> stages;
   std::vector<StageValueRef> outputSources;
+
+  std::vector<IndexCheckSpec> indexChecks;
 
   bool hasDevice(std::string_view kind) const;
   // "cpu", "cuda", "cpu,cuda", "partitioned".

@@ -82,3 +82,12 @@ save("slice_int64_min", [h.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])
      slice_inputs(-1, I64_MIN, I64_MIN))
 np.save(os.path.join(out, "x23.npy"), np.arange(6, dtype=np.float32).reshape(2, 3) - 2)
 np.save(os.path.join(out, "x10.npy"), np.arange(10, dtype=np.float32))
+
+# Gather: constant indices are checked at compile time, others at run time.
+emb = nh.from_array(np.arange(20, dtype=np.float32).reshape(5, 4), "emb")
+save("gather_constant_index", [h.make_node("Gather", ["emb", "i"], ["y"])], [x23], [info("y", [2, 4])],
+     [emb, ints("i", [1, 5])])
+save("gather_embedding", [h.make_node("Gather", ["emb", "i"], ["y"], name="embed")],
+     [info("i", [3], T.INT64)], [info("y", [3, 4])], [emb])
+np.save(os.path.join(out, "good_ids.npy"), np.array([0, 4, -5], np.int64))
+np.save(os.path.join(out, "bad_ids.npy"), np.array([0, 7, 2], np.int64))
