@@ -1,0 +1,16 @@
+// libFuzzer target for the ONNX TensorProto (.pb) reader: malformed protos must throw
+// kiln::rt::Error, nothing else.
+#include "kiln/tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  try {
+    kiln::rt::parseTensorProto(std::string_view(reinterpret_cast<const char *>(data), size),
+                               "fuzz.pb");
+  } catch (const kiln::rt::Error &) {
+  }
+  return 0;
+}
