@@ -76,7 +76,7 @@ Other:
                            signature, then open it on its device (the default, or --device) and
                            print that device and the code chosen for it; then exit
   --trusted                skip the check of the artifact's seal (the CRC-32 of all its bytes
-                           that kilnc ends it with, read in full before loading: about 0.1 ms
+                           that kilnc ends it with, read in full before loading: about 0.2 ms
                            per MB) for artifacts from a store you trust; the ELF and manifest
                            checks still run
   --help                   show this help

@@ -83,7 +83,7 @@ kiln_status kiln_artifact_open_device(const char *path, const char *device, kiln
 /* Flags of kiln_artifact_open_flags. */
 enum {
   /* Skip the check of the seal kilnc ends every artifact with (a CRC-32 of all its bytes, read
-   * in full at open: about 0.1 ms per MB). For artifacts from a store the caller trusts, where
+   * in full at open: about 0.2 ms per MB). For artifacts from a store the caller trusts, where
    * reading a large file twice matters. The ELF and manifest checks still run. */
   KILN_OPEN_TRUSTED = 1u << 0
 };
