@@ -614,7 +614,10 @@ Results importReshape(Importer &im, Node &n) {
     }
     if (d < 0)
       return im.failNode(n, ImportFailure::Invalid, "shape has a negative dimension");
-    known *= d;
+    if (llvm::MulOverflow(known, d, known) || known > type.getNumElements())
+      return im.failNode(n, ImportFailure::Invalid,
+                         "cannot reshape " + describeShape(type.getShape()) + " to " +
+                             describeShape(*shape));
   }
   if (inferred >= 0) {
     if (known == 0 || type.getNumElements() % known != 0)
