@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <onnx/onnx_pb.h>
@@ -102,8 +103,9 @@ struct Importer {
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor, Location loc);
   /// Creates an OpT whose result types its type inference derives, like
   /// OpT::create, except that invalid operands or attributes make it return
-  /// failure (the inference has reported why at `loc`) where OpT::create
-  /// would abort: the importer builds ops from untrusted models.
+  /// failure (the inference or the verifier has reported why at `loc`) where
+  /// OpT::create would abort: the importer builds ops from untrusted models,
+  /// and what it builds on an op assumes the op is valid.
   template <typename OpT, typename... Args>
   FailureOr<OpT> create(Location loc, Args &&...args) {
     OperationState state(loc, OpT::getOperationName());
@@ -114,7 +116,12 @@ struct Importer {
                                      state.getRawProperties(), state.regions, types)))
       return mlir::failure();
     state.addTypes(types);
-    return cast<OpT>(builder.create(state));
+    Operation *op = builder.create(state);
+    if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+      op->erase();
+      return mlir::failure();
+    }
+    return cast<OpT>(op);
   }
 
   Value constant(Location loc, DenseElementsAttr value) {
