@@ -597,18 +597,18 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   if (failed(partitions))
     return kExitError;
   std::optional<PartitionPlan> &plan = *partitions;
-  if (plan || !targets.cuda.empty() || !targets.cpu) {
+  if (plan) {
     WalkResult collective = module->walk([](AllReduceStartOp op) {
-      op.emitError("a data-parallel train step compiles for the CPU alone for now (--target=cpu, "
-                   "no placement): GPU replicas need the NCCL back end");
+      op.emitError("a data-parallel train step runs whole on one device per replica: it takes no "
+                   "--place (placement splits it over devices)");
       return WalkResult::interrupt();
     });
     if (collective.wasInterrupted())
       return kExitError;
   }
-  // A train step's @eval and @init are CPU entries of their own; GPU and
-  // partitioned artifacts carry the step alone for now.
-  if (plan || !targets.cuda.empty() || !targets.cpu)
+  // A train step's @eval and @init are entries of their own, on the CPU and on
+  // GPUs; partitioned artifacts carry the step alone for now.
+  if (plan)
     for (const char *name : kExtraEntries)
       if (auto func = module->lookupSymbol<func::FuncOp>(name))
         func.erase();
@@ -691,12 +691,36 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   std::unique_ptr<llvm::Module> host;
 
   std::optional<GpuImage> gpu;
+  std::vector<std::pair<std::string, GpuImage>> gpuEntries;
   if (!targets.cuda.empty()) {
+    // Each further entry (a train step's @eval and @init) is a GPU program of
+    // its own, compiled as a model whose @main it is.
+    std::vector<std::pair<std::string, OwningOpRef<ModuleOp>>> entryModules;
+    for (const char *name : kExtraEntries) {
+      auto func = module->lookupSymbol<func::FuncOp>(name);
+      if (!func)
+        continue;
+      OwningOpRef<ModuleOp> entry = ModuleOp::create(module->getLoc());
+      entry->getBody()->push_back(func->clone());
+      auto main = cast<func::FuncOp>(entry->getBody()->front());
+      main.setSymName("main");
+      main->removeAttr(kDeviceAttrName);
+      entryModules.push_back({name, std::move(entry)});
+    }
     OwningOpRef<ModuleOp> copy = targets.cpu ? module->clone() : std::move(module);
+    for (auto &[name, entry] : entryModules)
+      copy->lookupSymbol<func::FuncOp>(name).erase();
     int exitCode;
     gpu = compileForGpu(*copy, targets, options, progress, output, exitCode);
     if (!gpu || exitCode != kExitOk)
       return exitCode;
+    for (auto &[name, entry] : entryModules) {
+      std::optional<GpuImage> image = compileForGpu(*entry, targets, options, progress, output, exitCode);
+      if (!image || exitCode != kExitOk)
+        return exitCode;
+      progress.done("compiled the " + name + " entry for the GPU");
+      gpuEntries.push_back({name, std::move(*image)});
+    }
   }
 
   std::vector<IndexCheck> indexChecks;
@@ -734,6 +758,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
 
   if (gpu)
     addGpuImage(*host, *gpu);
+  for (const auto &[name, image] : gpuEntries)
+    addGpuImage(*host, image, "kiln_entry_" + name + "_");
   for (const auto &[index, image] : gpuStages)
     addGpuImage(*host, image, "kiln_stage_" + std::to_string(index) + "_");
   // GPU stages share one set of targets: the first one's records describe all.

@@ -2,6 +2,7 @@
 #include "compiler/GpuProgram.h"
 
 #include "codegen/ArenaPacking.h"
+#include "dialects/kiln/KilnOps.h"
 #include "dialects/kiln_gpu/KilnGpuOps.h"
 #include "kiln/manifest.h"
 
@@ -126,6 +127,8 @@ public:
         writeLaunch(os, launch);
       else if (auto matmul = dyn_cast<kgpu::MatmulOp>(op))
         writeMatmul(os, matmul);
+      else if (isa<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>(op))
+        writeCollective(os, &op);
     }
     for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
       const Buffer &source = buffers[bufferOf.lookup(value)];
@@ -183,7 +186,18 @@ private:
       bufferOf[op->getResult(0)] = bufferOf.lookup(op->getOperand(0));
       return success();
     }
-    if (isa<tensor::EmptyOp, kgpu::LaunchOp, kgpu::MatmulOp>(op)) {
+    if (isa<AllReduceStartOp, AllReduceWaitOp>(op)) {
+      // The sum is in place: the bucket keeps its buffer from its concatenation to the last
+      // slice read after the wait.
+      auto it = bufferOf.find(op->getOperand(0));
+      if (it == bufferOf.end() || (buffers[it->second].kind != Buffer::Arena &&
+                                   buffers[it->second].kind != Buffer::Output))
+        return op->emitError("kilnc: an all-reduce sums a buffer the step computes, in place; "
+                             "this one reads an input or a constant");
+      bufferOf[op->getResult(0)] = it->second;
+      return success();
+    }
+    if (isa<tensor::EmptyOp, kgpu::LaunchOp, kgpu::MatmulOp, WorldSizeOp, ReplicaRankOp>(op)) {
       for (Value result : op->getResults())
         placeComputed(result, step);
       return success();
@@ -212,6 +226,21 @@ private:
     if (!name.empty())
       os << " node=" << rt::percentEncode(name);
     os << "\n";
+  }
+
+  /// A data-parallel step's collectives: the runtime's hooks (NCCL) sum the
+  /// bucket in place; world-size and replica-rank write the values the step
+  /// reads.
+  void writeCollective(llvm::raw_ostream &os, Operation *op) {
+    if (auto start = dyn_cast<AllReduceStartOp>(op))
+      os << "all-reduce-start bucket=" << start.getBucket() << " data=" << ref(start.getOutput())
+         << " count=" << start.getType().getNumElements();
+    else if (auto wait = dyn_cast<AllReduceWaitOp>(op))
+      os << "all-reduce-wait bucket=" << wait.getBucket() << " data=" << ref(wait.getOutput())
+         << " count=" << wait.getType().getNumElements();
+    else
+      os << (isa<WorldSizeOp>(op) ? "world-size" : "replica-rank") << " data=" << ref(op->getResult(0));
+    writeNode(os, op);
   }
 
   void writeLaunch(llvm::raw_ostream &os, kgpu::LaunchOp launch) {

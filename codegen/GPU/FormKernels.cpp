@@ -70,7 +70,9 @@ private:
       if (op->getParentOp() != op->getParentOfType<func::FuncOp>() ||
           isa<kgpu::KilnGpuDialect>(op->getDialect()) ||
           isa<func::ReturnOp, arith::ConstantOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-              tensor::EmptyOp>(op))
+              tensor::EmptyOp>(op) ||
+          // A data-parallel step's collectives: records of the host program.
+          isa<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>(op))
         return WalkResult::advance();
       op->emitError("kiln-gpu-form-kernels: '")
           << op->getName() << "' is outside every kiln.fusion; GPU code is formed from "

@@ -12,6 +12,7 @@
 #include "kiln/seal.h"
 #include "kiln/manifest.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -53,6 +54,17 @@ struct kiln_artifact {
   std::shared_ptr<std::mutex> runMutex;
   // GPU: declared after the manifest it refers to, so it is destroyed first.
   std::unique_ptr<kiln::rt::cuda::Executor> gpu;
+  int gpuIndex = 0;
+  // GPU: the further entries, each a GPU program of its own (symbols kiln_entry_<name>_cuda_*)
+  // opened on first use, and the manifests (the entry's signature) they read.
+  std::map<std::string, Manifest, std::less<>> entryManifests;
+  std::map<std::string, std::unique_ptr<kiln::rt::cuda::Executor>, std::less<>> gpuEntries;
+  // Train steps after kiln_artifact_state_init: the state's (input, output) pairs, kept by the
+  // runtime on the artifact's device. On the CPU, two host buffers per pair; stateIn[k] holds the
+  // current value and the two trade places after every step.
+  bool resident = false;
+  std::vector<std::pair<int, int>> residentPairs;
+  std::vector<kiln::rt::detail::AlignedBuffer> stateIn, stateOut;
   // A model partitioned over devices: its executor threads.
   std::unique_ptr<kiln::rt::detail::PartitionedExecutor> partitioned;
 };
@@ -468,9 +480,23 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
   if (artifact.entry)
     checkBufferRecord(artifact.library, "kiln_entry", manifest.inputs, manifest.outputs, name);
   for (const kiln::rt::EntrySpec &entry : manifest.entries) {
+    // A GPU artifact carries each entry as a GPU program too, read when the entry first runs.
     std::string symbol = "kiln_entry_" + entry.name;
+    if (hasCuda) {
+      std::string program = symbol + "_cuda_program";
+      if (!dlsym(artifact.library, program.c_str()))
+        throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": the manifest lists entry '" + entry.name +
+                                                           "' but the artifact has no " + program + " symbol");
+      Manifest &own = artifact.entryManifests[entry.name];
+      own = manifest;
+      own.inputs = entry.inputs;
+      own.outputs = entry.outputs;
+      own.entries.clear();
+    }
+    if (!hasCpu)
+      continue;
     dlerror();
-    void *address = manifest.hasDevice("cpu") ? dlsym(artifact.library, symbol.c_str()) : nullptr;
+    void *address = dlsym(artifact.library, symbol.c_str());
     if (!address)
       throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
                         name + ": the manifest lists entry '" + entry.name + "' but the artifact has no " +
@@ -509,7 +535,25 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
     throw StatusError(KILN_ERROR_UNSUPPORTED, name + ": cannot run on " + artifact.device +
                                                   ": the artifact has code for " + artifact.devices +
                                                   " only (add cuda:sm_XY to kilnc's --target)");
+  artifact.gpuIndex = spec.index;
   artifact.gpu = kiln::rt::cuda::Executor::open(name, manifest, artifact.library, spec.index);
+}
+
+// The GPU executor of a further entry, opened on first use.
+kiln::rt::cuda::Executor &gpuEntry(kiln_artifact &artifact, const std::string &entry) {
+  std::unique_ptr<kiln::rt::cuda::Executor> &executor = artifact.gpuEntries[entry];
+  if (!executor)
+    executor = kiln::rt::cuda::Executor::open(artifact.path, artifact.entryManifests.at(entry), artifact.library,
+                                              artifact.gpuIndex, "kiln_entry_" + entry + "_");
+  return *executor;
+}
+
+// The state pair whose input is named `name`, as an index into residentPairs; -1 when none.
+int residentIndex(const kiln_artifact &artifact, std::string_view name) {
+  for (std::size_t k = 0; k < artifact.residentPairs.size(); ++k)
+    if (artifact.manifest.inputs[artifact.residentPairs[k].first].name == name)
+      return static_cast<int>(k);
+  return -1;
 }
 
 } // namespace
@@ -782,13 +826,35 @@ kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, c
 }
 
 int kiln_artifact_has_collectives(const kiln_artifact *artifact) {
-  return artifact && artifact->library && !artifact->gpu && !artifact->partitioned &&
+  if (artifact && artifact->gpu)
+    return artifact->gpu->hasCollectives();
+  return artifact && artifact->library && !artifact->partitioned &&
          dlsym(artifact->library, KILN_COLLECTIVE_HOOKS_SYMBOL) != nullptr;
+}
+
+kiln_status kiln_artifact_set_device_collective(kiln_artifact *artifact, const kiln_device_collective_hooks *hooks) {
+  if (!artifact)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_set_device_collective: artifact must not be NULL");
+  if (!artifact->gpu)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": kiln_artifact_set_device_collective is for GPU "
+                                                              "steps; this one runs on " + artifact->device +
+                                                              " (kiln_artifact_set_collective)");
+  if (!artifact->gpu->hasCollectives())
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                artifact->path + ": not a data-parallel train step (compile it with kilnc --train "
+                                 "--data-parallel=true)");
+  return guarded([&]() -> kiln_status {
+    artifact->gpu->setCollective(hooks);
+    return KILN_OK;
+  });
 }
 
 kiln_status kiln_artifact_set_collective(kiln_artifact *artifact, const kiln_collective_hooks *hooks) {
   if (!artifact)
     return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_set_collective: artifact must not be NULL");
+  if (artifact->gpu)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": the step runs on " + artifact->device +
+                                                 "; give it device hooks (kiln_artifact_set_device_collective)");
   if (!kiln_artifact_has_collectives(artifact))
     return fail(KILN_ERROR_INVALID_ARGUMENT,
                 artifact->path + ": not a data-parallel train step (compile it with kilnc --train "
@@ -846,6 +912,23 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
     return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_run: artifact is NULL");
   return guarded([&]() -> kiln_status {
     const Manifest &manifest = artifact->manifest;
+    // Resident state: the runtime's buffers stand in for the caller's (the GPU executor ignores
+    // the pointers of its resident tensors; any non-NULL one passes the check below).
+    std::vector<void *> ins, outs;
+    if (artifact->resident) {
+      static char ignored;
+      ins.assign(inputs ? inputs : nullptr, inputs ? inputs + manifest.inputs.size() : nullptr);
+      outs.assign(outputs ? outputs : nullptr, outputs ? outputs + manifest.outputs.size() : nullptr);
+      ins.resize(manifest.inputs.size());
+      outs.resize(manifest.outputs.size());
+      for (std::size_t k = 0; k < artifact->residentPairs.size(); ++k) {
+        auto [input, output] = artifact->residentPairs[k];
+        ins[input] = artifact->gpu ? &ignored : artifact->stateIn[k].get();
+        outs[output] = artifact->gpu ? &ignored : artifact->stateOut[k].get();
+      }
+      inputs = ins.data();
+      outputs = outs.data();
+    }
     if (kiln_status status = checkBuffers(artifact, manifest.inputs, manifest.outputs, inputs,
                                           outputs, "kiln_artifact_run");
         status != KILN_OK)
@@ -860,6 +943,8 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
       else
         artifact->entry(buffers);
     });
+    for (std::size_t k = 0; k < artifact->stateIn.size(); ++k)
+      std::swap(artifact->stateIn[k], artifact->stateOut[k]);
     return KILN_OK;
   });
 }
@@ -901,19 +986,145 @@ kiln_status kiln_artifact_run_entry(kiln_artifact *artifact, const char *entry, 
   return guarded([&]() -> kiln_status {
     const kiln::rt::EntrySpec *spec = findEntrySpec(*artifact, entry);
     auto fn = artifact->entries.find(entry);
-    if (!spec || fn == artifact->entries.end())
+    if (!spec || (!artifact->gpu && fn == artifact->entries.end()))
       return fail(KILN_ERROR_INVALID_ARGUMENT,
                   artifact->path + ": no entry '" + entry + "'" +
                       (artifact->manifest.entries.empty() ? " (the artifact has none besides the main one)"
                                                           : ""));
-    if (kiln_status status = checkBuffers(artifact, spec->inputs, spec->outputs, inputs, outputs,
-                                          "kiln_artifact_run_entry");
+    // With resident state, a NULL input named like a state tensor reads its current value.
+    std::vector<int> fromState(spec->inputs.size(), -1);
+    std::vector<void *> ins(spec->inputs.size());
+    static char onDevice;
+    for (std::size_t i = 0; i < ins.size() && inputs; ++i) {
+      ins[i] = inputs[i];
+      if (!ins[i] && artifact->resident && (fromState[i] = residentIndex(*artifact, spec->inputs[i].name)) >= 0)
+        ins[i] = artifact->gpu ? &onDevice : artifact->stateIn[fromState[i]].get();
+    }
+    if (kiln_status status = checkBuffers(artifact, spec->inputs, spec->outputs, inputs ? ins.data() : nullptr,
+                                          outputs, "kiln_artifact_run_entry");
         status != KILN_OK)
       return status;
-    runOnCpu(artifact, spec->inputs, spec->outputs, inputs, outputs,
+    if (artifact->gpu) {
+      std::vector<kiln::rt::cuda::Executor::InputSource> sources(ins.size());
+      for (std::size_t i = 0; i < ins.size(); ++i) {
+        sources[i].host = ins[i];
+        if (fromState[i] >= 0) {
+          sources[i].device = artifact->gpu.get();
+          sources[i].resident = artifact->residentPairs[fromState[i]].first;
+        }
+      }
+      gpuEntry(*artifact, entry).run(sources.data(), outputs);
+      return KILN_OK;
+    }
+    runOnCpu(artifact, spec->inputs, spec->outputs, ins.data(), outputs,
              [&](void **buffers) { fn->second(buffers); });
     return KILN_OK;
   });
 }
+
+kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
+  if (!artifact)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_state_init: artifact is NULL");
+  return guarded([&]() -> kiln_status {
+    const Manifest &manifest = artifact->manifest;
+    const kiln::rt::EntrySpec *init = findEntrySpec(*artifact, "init");
+    if (!init || artifact->partitioned)
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  artifact->path + ": not a train step with an init entry (compile it with kilnc --train)");
+    std::vector<std::pair<int, int>> pairs;
+    for (std::size_t i = 0; i < manifest.inputs.size(); ++i) {
+      if (manifest.inputs[i].state.empty())
+        continue;
+      int output = kiln::rt::findSpec(manifest.outputs, manifest.inputs[i].name);
+      if (output < 0 || manifest.outputs[output].state != manifest.inputs[i].state ||
+          manifest.outputs[output].byteSize() != manifest.inputs[i].byteSize())
+        return fail(KILN_ERROR_INVALID_ARTIFACT, artifact->path + ": state input '" + manifest.inputs[i].name +
+                                                     "' has no output of the same name, kind and size");
+      pairs.push_back({static_cast<int>(i), output});
+    }
+    // Every init output sets the state input of its name.
+    std::vector<int> targets;
+    for (const TensorSpec &spec : init->outputs) {
+      int input = kiln::rt::findSpec(manifest.inputs, spec.name);
+      auto pair = std::find_if(pairs.begin(), pairs.end(), [&](auto p) { return p.first == input; });
+      if (pair == pairs.end() || manifest.inputs[input].byteSize() != spec.byteSize())
+        return fail(KILN_ERROR_INVALID_ARTIFACT,
+                    artifact->path + ": init output '" + spec.name + "' matches no state input");
+      targets.push_back(input);
+    }
+    artifact->resident = false;
+    artifact->residentPairs = pairs;
+    if (artifact->gpu) {
+      artifact->gpu->setResident(pairs);
+      kiln::rt::cuda::Executor &entry = gpuEntry(*artifact, "init");
+      std::vector<void *> none(init->outputs.size(), nullptr); // left on the device
+      entry.run(static_cast<const kiln::rt::cuda::Executor::InputSource *>(nullptr), none.data());
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        artifact->gpu->copyResidentFrom(targets[k], entry, static_cast<int>(k));
+      artifact->gpuEntries.erase("init"); // its constants (the initial weights) are not needed again
+    } else {
+      artifact->stateIn.clear();
+      artifact->stateOut.clear();
+      for (auto [input, output] : pairs) {
+        artifact->stateIn.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
+        artifact->stateOut.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
+      }
+      std::vector<void *> outs;
+      for (int input : targets)
+        outs.push_back(artifact->stateIn[std::find_if(pairs.begin(), pairs.end(),
+                                                      [&](auto p) { return p.first == input; }) -
+                                         pairs.begin()]
+                           .get());
+      auto fn = artifact->entries.find("init");
+      runOnCpu(artifact, init->inputs, init->outputs, nullptr, outs.data(), [&](void **b) { fn->second(b); });
+    }
+    artifact->resident = true;
+    return KILN_OK;
+  });
+}
+
+// Copies state tensor `name` out of (`out`) or into (`in`) the resident state.
+static kiln_status transferState(kiln_artifact *artifact, const char *name, void *out, const void *in,
+                                 std::size_t bytes, const char *what) {
+  if (!artifact || !name || (!out && !in))
+    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + ": artifact, name and data must not be NULL");
+  return guarded([&]() -> kiln_status {
+    if (!artifact->resident)
+      return fail(KILN_ERROR_INVALID_ARGUMENT,
+                  artifact->path + ": " + what + ": no resident state (call kiln_artifact_state_init first)");
+    int k = residentIndex(*artifact, name);
+    if (k < 0)
+      return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": no state tensor '" + printable(name) + "'");
+    int input = artifact->residentPairs[k].first;
+    const TensorSpec &spec = artifact->manifest.inputs[input];
+    if (bytes != spec.byteSize())
+      return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": state tensor '" + spec.name + "' is " +
+                                                   spec.typeString() + " (" + std::to_string(spec.byteSize()) +
+                                                   " bytes), not " + std::to_string(bytes) + " bytes");
+    if (artifact->gpu) {
+      if (out)
+        artifact->gpu->readResident(input, out);
+      else
+        artifact->gpu->writeResident(input, in);
+    } else if (bytes > 0) {
+      std::lock_guard<std::mutex> lock(*artifact->runMutex);
+      if (out)
+        std::memcpy(out, artifact->stateIn[k].get(), bytes);
+      else
+        std::memcpy(artifact->stateIn[k].get(), in, bytes);
+    }
+    return KILN_OK;
+  });
+}
+
+kiln_status kiln_artifact_state_read(kiln_artifact *artifact, const char *name, void *data, size_t bytes) {
+  return transferState(artifact, name, data, nullptr, bytes, "kiln_artifact_state_read");
+}
+
+kiln_status kiln_artifact_state_write(kiln_artifact *artifact, const char *name, const void *data, size_t bytes) {
+  return transferState(artifact, name, nullptr, data, bytes, "kiln_artifact_state_write");
+}
+
+int kiln_artifact_has_resident_state(const kiln_artifact *artifact) { return artifact && artifact->resident; }
 
 } // extern "C"

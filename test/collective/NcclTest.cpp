@@ -4,6 +4,8 @@
 #include "World.h"
 
 #include "kiln/collective.h"
+#include "kiln/collective_abi.h"
+#include "kiln/runtime.h"
 #include "kiln/tensor.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +157,83 @@ TEST_F(NcclTest, LoadAndInitFailuresAreNamed) {
     EXPECT_NE(std::string(e.what()).find("cannot load NCCL (/nonexistent/libnccl.so.2)"), std::string::npos)
         << e.what();
   }
+}
+
+// A data-parallel GPU step's collective records, run by the runtime's executor on three replicas
+// (threads, one artifact each): world-size and replica-rank write the world's values, and the
+// bucket is summed in place between the records that start and wait for it.
+TEST_F(NcclTest, StepRecordsSumThroughTheDeviceHooks) {
+  const int size = 3;
+  ranks(size, 5000ms, [&](int rank, DeviceCollective &c) {
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open_device(KILN_FAKE_GPU_DATA_PARALLEL, "gpu:0", &artifact), KILN_OK)
+        << kiln_last_error();
+    EXPECT_TRUE(kiln_artifact_has_collectives(artifact));
+    kiln_device_collective_hooks hooks = deviceHooks(c);
+    ASSERT_EQ(kiln_artifact_set_device_collective(artifact, &hooks), KILN_OK) << kiln_last_error();
+    EXPECT_STREQ(kiln_artifact_cuda_graph(artifact), "off"); // NCCL's work is queued by the host
+    for (int step = 0; step < 2; ++step) {
+      float x[6], sum[6] = {}, world = 0;
+      int64_t which = -1;
+      for (int i = 0; i < 6; ++i)
+        x[i] = static_cast<float>((rank + 1) * (i + step));
+      void *inputs[] = {x};
+      void *outputs[] = {sum, &world, &which};
+      ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
+      for (int i = 0; i < 6; ++i)
+        EXPECT_EQ(sum[i], static_cast<float>(2 * (1 + 2 + 3) * (i + step))) << "step " << step << " sum[" << i << "]";
+      EXPECT_EQ(world, 3.0f);
+      EXPECT_EQ(which, rank);
+    }
+    EXPECT_EQ(kiln_artifact_set_device_collective(artifact, nullptr), KILN_OK);
+    kiln_artifact_close(artifact);
+  });
+}
+
+// Alone, without hooks, the step is one replica: the bucket as computed, a world of 1, rank 0.
+TEST_F(NcclTest, StepRecordsWithoutHooksAreOneReplica) {
+  kiln_artifact *artifact = nullptr;
+  ASSERT_EQ(kiln_artifact_open_device(KILN_FAKE_GPU_DATA_PARALLEL, "gpu:0", &artifact), KILN_OK)
+      << kiln_last_error();
+  float x[6] = {1, 2, 3, 4, 5, 6}, sum[6] = {}, world = 0;
+  int64_t which = -1;
+  void *inputs[] = {x};
+  void *outputs[] = {sum, &world, &which};
+  for (int run = 0; run < 2; ++run) // the second replays the CUDA graph
+    ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
+  EXPECT_STREQ(kiln_artifact_cuda_graph(artifact), "on");
+  EXPECT_EQ(sum[5], 12.0f);
+  EXPECT_EQ(world, 1.0f);
+  EXPECT_EQ(which, 0);
+  kiln_collective_hooks cpu{};
+  EXPECT_EQ(kiln_artifact_set_collective(artifact, &cpu), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("kiln_artifact_set_device_collective"), std::string::npos)
+      << kiln_last_error();
+  kiln_artifact_close(artifact);
+}
+
+// A peer that dies mid-step fails the step within the timeout, naming the record and the peer.
+TEST_F(NcclTest, AStepWhosePeerDiesFailsWithinTheTimeout) {
+  auto start = Clock::now();
+  ranks(2, 500ms, [&](int rank, DeviceCollective &c) {
+    if (rank == 1)
+      return; // joins, then never takes part
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open_device(KILN_FAKE_GPU_DATA_PARALLEL, "gpu:0", &artifact), KILN_OK)
+        << kiln_last_error();
+    kiln_device_collective_hooks hooks = deviceHooks(c);
+    ASSERT_EQ(kiln_artifact_set_device_collective(artifact, &hooks), KILN_OK) << kiln_last_error();
+    float x[6] = {}, sum[6], world;
+    int64_t which;
+    void *inputs[] = {x};
+    void *outputs[] = {sum, &world, &which};
+    EXPECT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_ERROR_DEVICE);
+    std::string error = kiln_last_error();
+    EXPECT_NE(error.find("the step's all-reduce failed"), std::string::npos) << error;
+    EXPECT_NE(error.find("rank 1"), std::string::npos) << error;
+    kiln_artifact_close(artifact);
+  });
+  EXPECT_LT(Clock::now() - start, 5s);
 }
 
 } // namespace

@@ -94,6 +94,98 @@ bool contains(const std::string &haystack, const std::string &needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+// A train step's state stays on the GPU: the init entry sets it, each step reads what the last one
+// wrote (the two buffers trade places, one CUDA graph per arrangement) and copies only the batch in
+// and the loss out; entries read the state where it is.
+TEST_F(GpuArtifact, ResidentStateStaysOnTheDevice) {
+  Opened opened = open(KILN_FAKE_GPU_TRAIN);
+  ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+  kiln_artifact *artifact = opened.artifact.get();
+  float w[6] = {};
+  EXPECT_EQ(kiln_artifact_state_read(artifact, "w", w, sizeof w), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("call kiln_artifact_state_init first"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_FALSE(kiln_artifact_has_resident_state(artifact));
+  ASSERT_EQ(kiln_artifact_state_init(artifact), KILN_OK) << kiln_last_error();
+  EXPECT_TRUE(kiln_artifact_has_resident_state(artifact));
+  ASSERT_EQ(kiln_artifact_state_read(artifact, "w", w, sizeof w), KILN_OK) << kiln_last_error();
+  float expected[6] = {1, 2, 3, 4, 5, 6};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(w[i], expected[i]) << "init's w[" << i << "]";
+
+  float x[6] = {10, 20, 30, 40, 50, 60}, loss[6] = {};
+  void *inputs[] = {x, nullptr};
+  void *outputs[] = {loss, nullptr};
+  long htod = fakeStat("htod_copies"), dtoh = fakeStat("dtoh_copies"), dtod = fakeStat("dtod_copies");
+  long captures = fakeStat("captures");
+  const char *graphs[] = {"pending", "on", "on", "on", "on"};
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(loss[i], x[i] + expected[i]) << "step " << step << " loss[" << i << "]";
+      expected[i] += x[i];
+    }
+    EXPECT_STREQ(kiln_artifact_cuda_graph(artifact), graphs[step]) << "after step " << step;
+  }
+  // One copy in (the batch) and one out (the loss) per step; the state never crossed.
+  EXPECT_EQ(fakeStat("htod_copies") - htod, 5);
+  EXPECT_EQ(fakeStat("dtoh_copies") - dtoh, 5);
+  EXPECT_EQ(fakeStat("dtod_copies") - dtod, 0);
+  EXPECT_EQ(fakeStat("captures") - captures, 2); // one graph per arrangement of the state's two buffers
+  ASSERT_EQ(kiln_artifact_state_read(artifact, "w", w, sizeof w), KILN_OK) << kiln_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(w[i], expected[i]) << "w[" << i << "] after 5 steps";
+
+  // Steps back to back on the device move the state on as runs do.
+  double ms = 0;
+  ASSERT_EQ(kiln_artifact_time_steps(artifact, 3, &ms), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_artifact_state_read(artifact, "w", w, sizeof w), KILN_OK) << kiln_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(w[i], expected[i] + 3 * x[i]) << "w[" << i << "] after 3 timed steps";
+
+  // A checkpoint's value, written back, is what the next step reads.
+  float restored[6] = {-1, -2, -3, -4, -5, -6};
+  ASSERT_EQ(kiln_artifact_state_write(artifact, "w", restored, sizeof restored), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_artifact_run(artifact, inputs, outputs), KILN_OK) << kiln_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(loss[i], x[i] + restored[i]) << "loss[" << i << "] after the restore";
+
+  // The eval entry (a GPU program of its own) reads w in place when its buffer is NULL, or the
+  // caller's weights when given.
+  float y[6] = {};
+  void *evalOutputs[] = {y};
+  ASSERT_EQ(kiln_artifact_run_entry(artifact, "eval", inputs, evalOutputs), KILN_OK) << kiln_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(y[i], x[i] + restored[i] + x[i]) << "eval y[" << i << "]";
+  float given[6] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+  void *evalInputs[] = {x, given};
+  ASSERT_EQ(kiln_artifact_run_entry(artifact, "eval", evalInputs, evalOutputs), KILN_OK) << kiln_last_error();
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(y[i], x[i] + 0.5f) << "eval y[" << i << "] on given weights";
+
+  // Misuse is an error naming the tensor.
+  EXPECT_EQ(kiln_artifact_state_read(artifact, "w", w, 4), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("'w' is f32[2x3] (24 bytes), not 4 bytes"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(kiln_artifact_state_read(artifact, "v", w, sizeof w), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("no state tensor 'v'"), std::string::npos) << kiln_last_error();
+
+  // Starting over from init.
+  ASSERT_EQ(kiln_artifact_state_init(artifact), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_artifact_state_read(artifact, "w", w, sizeof w), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[5], 6);
+}
+
+// An inference artifact has no state to keep.
+TEST_F(GpuArtifact, ResidentStateNeedsATrainStep) {
+  Opened opened = open(KILN_FAKE_GPU_ADD);
+  ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+  EXPECT_EQ(kiln_artifact_state_init(opened.artifact.get()), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("not a train step with an init entry"), std::string::npos)
+      << kiln_last_error();
+}
+
 } // namespace
 
 TEST_F(GpuArtifact, RunsOnTheGpuAndReplaysAGraph) {

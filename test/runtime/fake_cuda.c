@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 typedef int CUresult;
@@ -505,12 +506,23 @@ CUresult cuEventQuery(struct CUevent_st *event) {
   return CUDA_SUCCESS;
 }
 
-/* Work runs as it is queued here, so a stream never waits: only NCCL's sums run later, and what
- * reads them synchronizes first. */
+/* Work runs as it is queued here, so a stream waits by blocking the host: only NCCL's sums run
+ * later, and the records queued after a wait on one must see its result. A sum that never comes
+ * (a peer that stopped) is given up on after two seconds, as a device would wait on regardless
+ * while the host goes on. */
 CUresult cuStreamWaitEvent(struct CUstream_st *stream, struct CUevent_st *event, unsigned flags) {
+  struct timespec start, now;
   (void)stream;
-  (void)event;
-  return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (cuEventQuery(event) != CUDA_SUCCESS) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 > 2000)
+      break;
+    usleep(200);
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuEventElapsedTime_v2(float *milliseconds, struct CUevent_st *start, struct CUevent_st *end) {

@@ -78,6 +78,69 @@ void kiln_stage_3(void **buffers) {
     v[i] = w[i] + 1;
 }
 
+#elif defined(KILN_FAKE_GPU_TRAIN)
+/* A train step in miniature: w is state (a parameter) that each step moves by the batch x,
+ * w' = w + x, and the step also returns loss = x + w (the weights it read). The init entry
+ * sets w from its constants; the eval entry computes y = x + w. Only the GPU programs exist. */
+const char kiln_manifest[] = HEADER("fake_gpu_train")
+    "devices cuda\n"
+    "cuda-cubin sm_90\n"
+    "input x f32 2x3\n"
+    "input w f32 2x3 state=parameter\n"
+    "output loss f32 2x3\n"
+    "output w f32 2x3 state=parameter\n"
+    "entry init\n"
+    "entry-output init w f32 2x3\n"
+    "entry eval\n"
+    "entry-input eval x f32 2x3\n"
+    "entry-input eval w f32 2x3\n"
+    "entry-output eval y f32 2x3\n";
+const char kiln_cuda_program[] =
+    "kiln-cuda-program 1\n"
+    "arena 0\n"
+    "constants 0\n"
+    "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:1,out:1 node=Update\n"
+    "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:1,out:0 node=Loss\n";
+const char kiln_cuda_constants[1] = {0};
+const struct fake_cubin kiln_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+const char kiln_entry_init_cuda_program[] =
+    "kiln-cuda-program 1\n"
+    "arena 0\n"
+    "constants 24\n"
+    "copy dst=out:0 src=const:0 bytes=24 node=Init\n";
+const float kiln_entry_init_cuda_constants[6] = {1, 2, 3, 4, 5, 6};
+const struct fake_cubin kiln_entry_init_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+const char kiln_entry_eval_cuda_program[] =
+    "kiln-cuda-program 1\n"
+    "arena 0\n"
+    "constants 0\n"
+    "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:1,out:0 node=Eval\n";
+const char kiln_entry_eval_cuda_constants[1] = {0};
+const struct fake_cubin kiln_entry_eval_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
+#elif defined(KILN_FAKE_GPU_DATA_PARALLEL)
+/* A data-parallel step in miniature: g = x + x, summed over the replicas in place (bucket 0);
+ * it returns the sum, the world size and this replica's rank as the program's records wrote them. */
+const char kiln_manifest[] = HEADER("fake_gpu_data_parallel")
+    "devices cuda\n"
+    "cuda-cubin sm_90\n"
+    "input x f32 2x3\n"
+    "output sum f32 2x3\n"
+    "output world f32 scalar\n"
+    "output rank i64 scalar\n";
+const char kiln_cuda_program[] =
+    "kiln-cuda-program 1\n"
+    "arena 768\n"
+    "constants 0\n"
+    "world-size data=arena:0 node=World\n"
+    "replica-rank data=arena:256\n"
+    "launch kernel=fake_add grid=1,1,1 block=6,1,1 shared=0 args=in:0,in:0,arena:512 node=Gradient\n"
+    "all-reduce-start bucket=0 data=arena:512 count=6 node=Bucket\n"
+    "all-reduce-wait bucket=0 data=arena:512 count=6 node=Bucket\n"
+    "copy dst=out:0 src=arena:512 bytes=24\n"
+    "copy dst=out:1 src=arena:0 bytes=4\n"
+    "copy dst=out:2 src=arena:256 bytes=8\n";
+const char kiln_cuda_constants[1] = {0};
+const struct fake_cubin kiln_cuda_cubin_sm_90 = FAKE_CUBIN("sm_90");
 #elif defined(KILN_FAKE_GPU_MATMUL)
 /* y = relu(x . W + bias); z[b] = xt[b]^T . W + bias + addend[b] (xt stored k x m, W given
  * transposed); w = x . W in TF32, W given transposed; u = [0.5 x . W, 0.5 x . W] side by side,

@@ -16,11 +16,15 @@ namespace kiln::test {
 
 /// A train step and its buffers. The manifest marks the state; each state
 /// output and the input of the same name trade buffers after a step (no
-/// copies), so the next step reads what this one wrote.
+/// copies), so the next step reads what this one wrote. With `resident`, the
+/// runtime keeps the state on the artifact's device instead
+/// (kiln_artifact_state_init) and this loop's state buffers are host copies,
+/// brought up to date by state().
 class TrainLoop {
 public:
-  explicit TrainLoop(const std::string &path) {
-    kiln_status status = kiln_artifact_open(path.c_str(), &artifact_);
+  explicit TrainLoop(const std::string &path, const char *device = nullptr, bool resident = false)
+      : resident_(resident) {
+    kiln_status status = kiln_artifact_open_device(path.c_str(), device, &artifact_);
     if (status != KILN_OK)
       throw std::runtime_error(kiln_last_error());
     for (int i = 0; i < kiln_artifact_num_inputs(artifact_); ++i) {
@@ -67,10 +71,17 @@ public:
       out.push_back(buffer.data());
     EXPECT_EQ(kiln_artifact_run(artifact_, in.data(), out.data()), KILN_OK) << kiln_last_error();
     float loss = *output<float>("loss");
-    for (auto [input, output] : state_)
-      std::swap(inputs_[input], outputs_[output]);
+    if (!resident_)
+      for (auto [input, output] : state_)
+        std::swap(inputs_[input], outputs_[output]);
     return loss;
   }
+
+  /// Resident state: sets it from the init entry, on the device.
+  void initResident() {
+    ASSERT_EQ(kiln_artifact_state_init(artifact_), KILN_OK) << kiln_last_error();
+  }
+  bool resident() const { return resident_; }
 
   /// Runs an entry (eval, init) with named buffers: inputs from this loop's
   /// inputs of the same name, outputs into `outputs` by name.
@@ -95,9 +106,17 @@ public:
   }
 
   /// After step(): the state values it wrote are now inputs.
-  template <typename T> const T *state(const std::string &name) { return input<T>(name); }
+  template <typename T> const T *state(const std::string &name) {
+    if (resident_) {
+      std::vector<unsigned char> &buffer = inputBuffer(name);
+      EXPECT_EQ(kiln_artifact_state_read(artifact_, name.c_str(), buffer.data(), buffer.size()), KILN_OK)
+          << kiln_last_error();
+    }
+    return input<T>(name);
+  }
 
 private:
+  bool resident_ = false;
   kiln_artifact *artifact_ = nullptr;
   std::vector<std::vector<unsigned char>> inputs_, outputs_;
   std::map<std::string, int> inputNames_, outputNames_;

@@ -5,6 +5,7 @@
 #include "kiln/tensor.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -67,11 +68,15 @@ Other:
                            of back-to-back steps), device, cuda_graph
   --threads N              threads the artifact's kernels may use (default: every core the
                            process may run on; sets OMP_NUM_THREADS before loading)
+  --resident-state         train steps (kilnc --train): keep the state (weights, optimizer slots,
+                           step counter) on the artifact's device, set by the init entry; state
+                           inputs take no files, state outputs are not written, and each run is
+                           the next step, copying only the batch in and the loss and metrics out
   --entry NAME             run the artifact's entry NAME instead of its main one: a train step's
                            init (no inputs; writes the initial state, e.g. --entry init
                            --output-dir state/) or eval (the model's inputs and the weights, by
                            name); inputs and outputs follow that entry's signature (--info
-                           lists the entries; CPU only)
+                           lists the entries)
   --info                   print the artifact's name, target, devices, GPU code and program and
                            signature, then open it on its device (the default, or --device) and
                            print that device and the code chosen for it; then exit
@@ -110,6 +115,7 @@ struct Options {
   long threads = 0; // 0: not given
   std::string device; // "": the artifact's default
   bool noCudaGraph = false;
+  bool residentState = false;
   std::string entry; // "": the main entry
 };
 
@@ -198,6 +204,9 @@ std::optional<Options> parseArgs(int argc, char **argv) {
     } else if (flag == "--no-cuda-graph") {
       noValue();
       options.noCudaGraph = true;
+    } else if (flag == "--resident-state") {
+      noValue();
+      options.residentState = true;
     } else if (flag == "--entry") {
       options.entry = takeValue();
     } else {
@@ -486,10 +495,30 @@ int run(int argc, char **argv) {
       usageError(options.model + " has no entry '" + options.entry + "'" +
                  (names.empty() ? " (it has only its main one)" : " (it has " + names + ")"));
     }
-    if (onGpu)
-      usageError("--entry runs on the CPU; open the artifact with --device cpu");
     inputSpecs = entry->inputs;
     outputSpecs = entry->outputs;
+  }
+  // Resident state: the state tensors leave the signature the user binds.
+  std::vector<std::size_t> boundInputs(inputSpecs.size()), boundOutputs(outputSpecs.size());
+  std::iota(boundInputs.begin(), boundInputs.end(), 0);
+  std::iota(boundOutputs.begin(), boundOutputs.end(), 0);
+  if (options.residentState) {
+    if (!options.entry.empty())
+      usageError("--resident-state runs the train step itself; it does not go with --entry");
+    if (kiln_artifact_state_init(artifact.handle()) != KILN_OK)
+      throw Error(kiln_last_error());
+    auto keep = [](const std::vector<TensorSpec> &specs, std::vector<std::size_t> &indices) {
+      std::vector<TensorSpec> kept;
+      indices.clear();
+      for (std::size_t i = 0; i < specs.size(); ++i)
+        if (specs[i].state.empty()) {
+          kept.push_back(specs[i]);
+          indices.push_back(i);
+        }
+      return kept;
+    };
+    inputSpecs = keep(artifact.inputs(), boundInputs);
+    outputSpecs = keep(artifact.outputs(), boundOutputs);
   }
   std::vector<Binding> bindings = bindInputs(options, inputSpecs);
   // No output may replace a file given to read; checked before anything is written.
@@ -518,6 +547,17 @@ int run(int argc, char **argv) {
     outputPtrs.push_back(&tensor);
 
   auto runOnce = [&]() {
+    if (options.residentState) {
+      // Every tensor in manifest order; the runtime ignores the (NULL) state buffers.
+      std::vector<void *> in(artifact.inputs().size()), out(artifact.outputs().size());
+      for (std::size_t i = 0; i < boundInputs.size(); ++i)
+        in[boundInputs[i]] = const_cast<void *>(inputPtrs[i]->data());
+      for (std::size_t i = 0; i < boundOutputs.size(); ++i)
+        out[boundOutputs[i]] = outputPtrs[i]->data();
+      if (kiln_artifact_run(artifact.handle(), in.data(), out.data()) != KILN_OK)
+        throw Error(kiln_last_error());
+      return;
+    }
     if (options.entry.empty())
       return artifact.run(inputPtrs, outputPtrs);
     std::vector<void *> in, out;

@@ -2,6 +2,8 @@
 #include "Replicas.h"
 
 #include "kiln/collective.h"
+#include "kiln/collective_abi.h"
+#include "kiln/runtime.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -44,11 +46,23 @@ World World::fromEnvironment(const std::string &devices, double timeoutSeconds) 
     for (;;) {
       size_t end = devices.find(',', begin);
       std::string device = devices.substr(begin, end == std::string::npos ? end : end - begin);
+      // "gpu" alone: this process's GPU on its node, by its local rank (kiln-launch).
+      if (device == "gpu")
+        device = "gpu:" + std::to_string(envInt("KILN_LOCAL_RANK", 0, 0, 1 << 16));
       bool index = device.size() > 4 &&
                    device.find_first_not_of("0123456789", 4) == std::string::npos;
-      if (device.rfind("cpu:", 0) != 0 || !index)
-        throw Error("--devices: '" + device + "' is not a device (expected cpu:N; GPU replicas " +
-                    "need the NCCL back end, not built yet)");
+      bool gpu = device.rfind("gpu:", 0) == 0 && index;
+      if ((device.rfind("cpu:", 0) != 0 && !gpu) || !index)
+        throw Error("--devices: '" + device + "' is not a device (expected cpu:N, gpu:N or gpu)");
+      if (w.local > 0 && gpu != !w.gpus.empty())
+        throw Error("--devices " + devices + ": the replicas of a process are all CPUs or all GPUs");
+      if (gpu) {
+        int ordinal = std::atoi(device.c_str() + 4);
+        for (int other : w.gpus)
+          if (other == ordinal)
+            throw Error("--devices " + devices + ": " + device + " is named twice (one replica per GPU)");
+        w.gpus.push_back(ordinal);
+      }
       ++w.local;
       if (end == std::string::npos)
         break;
@@ -70,15 +84,22 @@ World World::fromEnvironment(const std::string &devices, double timeoutSeconds) 
 }
 
 struct Replicas::Link {
+  // CPU replicas: Gloo, driven by the step's hooks through a bucket reducer.
   std::unique_ptr<rt::Collective> collective;
   std::unique_ptr<rt::BucketReducer> reducer;
+  // GPU replicas: NCCL on the replica's GPU, called by the step's device hooks.
+  std::unique_ptr<rt::DeviceCollective> device;
 };
+
 
 Replicas::Replicas(const World &world, TrainStep &first, const std::string &path,
                    const std::string &labels)
     : world_(world) {
   steps_.push_back(&first);
-  if (world.size() == 1)
+  bool gpu = !world.gpus.empty();
+  // A data-parallel GPU step sums through NCCL even alone (one rank), so that the path a world
+  // of many takes is the path every GPU run takes.
+  if (world.size() == 1 && !(gpu && first.artifact().hasCollectives()))
     return;
   if (!first.artifact().hasCollectives())
     throw Error(path + ": a world of " + std::to_string(world.size()) +
@@ -94,21 +115,18 @@ Replicas::Replicas(const World &world, TrainStep &first, const std::string &path
     std::filesystem::copy_file(path, copy, ec);
     if (ec)
       throw Error(path + ": cannot copy it for replica " + std::to_string(i) + ": " + ec.message());
-    owned_.push_back(std::make_unique<TrainStep>(rt::Artifact::open(copy, "cpu"), labels));
+    std::string device = gpu ? "gpu:" + std::to_string(world.gpus[i]) : "cpu";
+    owned_.push_back(std::make_unique<TrainStep>(rt::Artifact::open(copy, device), labels));
     steps_.push_back(owned_.back().get());
+  }
+  if (gpu) {
+    connectGpus();
+    return;
   }
   // Every local replica joins at once: joining waits for the whole world.
   std::vector<std::future<std::unique_ptr<rt::Collective>>> joins;
-  for (int i = 0; i < world.local; ++i) {
-    rt::CollectiveConfig config;
-    config.rank = world.firstRank() + i;
-    config.size = world.size();
-    config.rendezvous = world.processes > 1 ? world.rendezvous : copies_.path;
-    config.runId = world.runId;
-    config.host = world.host;
-    config.timeout = world.timeout;
-    joins.push_back(std::async(std::launch::async, [config] { return rt::connectGloo(config); }));
-  }
+  for (int i = 0; i < world.local; ++i)
+    joins.push_back(std::async(std::launch::async, [config = configFor(i)] { return rt::connectGloo(config); }));
   std::string error;
   for (auto &join : joins) {
     try {
@@ -128,10 +146,53 @@ Replicas::Replicas(const World &world, TrainStep &first, const std::string &path
   }
 }
 
+// How local replica `i` meets the world: through the rendezvous of the processes, or this
+// process's own directory when it is the whole world.
+rt::CollectiveConfig Replicas::configFor(int i) const {
+  rt::CollectiveConfig config;
+  config.rank = world_.firstRank() + i;
+  config.size = world_.size();
+  config.rendezvous = world_.processes > 1 ? world_.rendezvous : copies_.path;
+  config.runId = world_.runId;
+  config.host = world_.host;
+  config.timeout = world_.timeout;
+  return config;
+}
+
+// Every local GPU replica joins at once (NCCL's init waits for the whole world), each on its GPU,
+// and its step gets the communicator as device hooks.
+void Replicas::connectGpus() {
+  std::vector<std::future<std::unique_ptr<rt::DeviceCollective>>> joins;
+  for (int i = 0; i < world_.local; ++i)
+    joins.push_back(std::async(std::launch::async, [config = configFor(i), device = world_.gpus[i]] {
+      return rt::connectNccl(config, device);
+    }));
+  std::string error;
+  for (auto &join : joins) {
+    links_.push_back(std::make_unique<Link>());
+    try {
+      links_.back()->device = join.get();
+    } catch (const Error &e) {
+      if (error.empty())
+        error = e.what();
+    }
+  }
+  if (!error.empty())
+    throw Error(error);
+  for (int i = 0; i < world_.local; ++i) {
+    kiln_device_collective_hooks hooks = rt::deviceHooks(*links_[i]->device);
+    if (kiln_artifact_set_device_collective(steps_[i]->artifact().handle(), &hooks) != KILN_OK)
+      throw Error(kiln_last_error());
+  }
+}
+
 Replicas::~Replicas() {
-  for (TrainStep *step : steps_)
-    if (step->artifact().hasCollectives())
-      step->artifact().setCollective(nullptr);
+  for (std::size_t i = 0; i < steps_.size() && i < links_.size(); ++i) {
+    if (links_[i]->device)
+      kiln_artifact_set_device_collective(steps_[i]->artifact().handle(), nullptr);
+    else if (steps_[i]->artifact().hasCollectives())
+      steps_[i]->artifact().setCollective(nullptr);
+  }
   links_.clear();
   owned_.clear();
 }
@@ -144,7 +205,9 @@ Replicas::TempDir::~TempDir() {
 }
 
 void Replicas::checkSameStep() {
-  if (links_.empty())
+  // GPU replicas share no host collective to compare steps with: each process restores from the
+  // checkpoint directory it is given.
+  if (links_.empty() || links_[0]->device)
     return;
   // Each rank writes its step into its own two slots (24-bit halves: exact in f32); the sum
   // shows every rank all the steps.
@@ -193,6 +256,8 @@ float Replicas::run() {
     }
   }
   for (auto &link : links_) {
+    if (!link->reducer)
+      continue; // GPU replicas finish their sums inside the step
     try {
       link->reducer->finishStep();
     } catch (const Error &e) {
@@ -216,7 +281,7 @@ void Replicas::restore(const Checkpoint &checkpoint, const std::string &source) 
 }
 
 std::string Replicas::overlapSummary() const {
-  if (links_.empty())
+  if (links_.empty() || !links_[0]->reducer)
     return "";
   rt::BucketReducer::Stats s = links_[0]->reducer->stats();
   if (s.steps == 0)

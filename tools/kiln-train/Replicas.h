@@ -15,6 +15,7 @@
 
 #include "TrainStep.h"
 
+#include "kiln/collective.h"
 #include "kiln/train/checkpoint.h"
 
 #include <chrono>
@@ -32,6 +33,7 @@ struct World {
   std::string runId = "kiln";     // KILN_RUN_ID
   std::string host = "127.0.0.1"; // KILN_HOST: the address peers reach this process on
   std::chrono::milliseconds timeout{10000};
+  std::vector<int> gpus; // the GPU of each local replica, when --devices names GPUs
 
   int size() const { return processes * local; }
   int firstRank() const { return process * local; }
@@ -86,6 +88,8 @@ private:
   std::vector<std::unique_ptr<TrainStep>> owned_;
   struct Link;
   std::vector<std::unique_ptr<Link>> links_;
+  void connectGpus();
+  rt::CollectiveConfig configFor(int local) const;
 };
 
 } // namespace kiln::train

@@ -148,7 +148,7 @@ private:
   std::FILE *file_ = nullptr;
 };
 
-/// The artifact on the CPU, with --threads in OMP_NUM_THREADS first: the
+/// The artifact on the CPU (or the GPU --devices names), with --threads in OMP_NUM_THREADS first: the
 /// OpenMP runtime reads it when the artifact loads it.
 /// Replicas sharing a process share its cores: each gets its part unless
 /// --threads says otherwise.
@@ -158,7 +158,7 @@ static rt::Artifact openArtifact(const Options &o, const World &world) {
   else if (world.local > 1 && !std::getenv("OMP_NUM_THREADS"))
     setenv("OMP_NUM_THREADS",
            std::to_string(std::max(1u, std::thread::hardware_concurrency() / world.local)).c_str(), 1);
-  return rt::Artifact::open(o.artifact, "cpu");
+  return rt::Artifact::open(o.artifact, world.gpus.empty() ? "cpu" : "gpu:" + std::to_string(world.gpus[0]));
 }
 
 Session::Session(const Options &o)

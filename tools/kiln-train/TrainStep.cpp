@@ -109,7 +109,10 @@ TrainStep::TrainStep(rt::Artifact artifact, const std::string &labelsName)
   }
   if (!hasEval || !hasInit)
     throw Error(path + ": the train step has no " + std::string(hasInit ? "eval" : "init") +
-                " entry (CPU train steps compiled with entries have both)");
+                " entry (train steps compiled by this kilnc have both; recompile it)");
+  // On a GPU the state stays on the device between steps (kiln_artifact_state_init); the host
+  // copies in inputs_ are brought up to date only when something reads them.
+  resident_ = artifact_.device() != "cpu";
   evalInputs_ = entrySignature(artifact_.handle(), "eval", true);
   for (const rt::TensorSpec &spec : entrySignature(artifact_.handle(), "eval", false))
     evalOutputs_.emplace_back(spec.dtype, spec.dims, spec.name);
@@ -126,6 +129,11 @@ int TrainStep::findOutput(const std::string &name) const {
 }
 
 void TrainStep::initialize() {
+  if (resident_) {
+    check(kiln_artifact_state_init(artifact_.handle()));
+    pull();
+    return;
+  }
   std::vector<rt::TensorSpec> specs = entrySignature(artifact_.handle(), "init", false);
   std::vector<void *> out;
   std::vector<int> targets;
@@ -136,6 +144,7 @@ void TrainStep::initialize() {
     out.push_back(inputs_[input].data());
   }
   check(kiln_artifact_run_entry(artifact_.handle(), "init", nullptr, out.data()));
+  stepCount_ = inputs_[step_].dataAs<int64_t>()[0];
 }
 
 void TrainStep::restore(const Checkpoint &checkpoint, const std::string &source) {
@@ -149,17 +158,32 @@ void TrainStep::restore(const Checkpoint &checkpoint, const std::string &source)
       throw Error(source + ": tensor '" + target.name() + "' is " + saved->typeString() +
                   ", the train step's state is " + target.typeString());
     std::memcpy(target.data(), saved->data(), target.byteSize());
+    if (resident_)
+      check(kiln_artifact_state_write(artifact_.handle(), target.name().c_str(), target.data(),
+                                      target.byteSize()));
   }
+  stepCount_ = inputs_[step_].dataAs<int64_t>()[0];
+}
+
+void TrainStep::pull() const {
+  if (resident_)
+    for (auto [input, output] : state_) {
+      rt::Tensor &t = const_cast<rt::Tensor &>(inputs_[input]);
+      check(kiln_artifact_state_read(const_cast<rt::Artifact &>(artifact_).handle(), t.name().c_str(),
+                                     t.data(), t.byteSize()));
+    }
+  stepCount_ = inputs_[step_].dataAs<int64_t>()[0];
 }
 
 std::vector<const rt::Tensor *> TrainStep::state() const {
+  pull();
   std::vector<const rt::Tensor *> tensors;
   for (auto [input, output] : state_)
     tensors.push_back(&inputs_[input]);
   return tensors;
 }
 
-int64_t TrainStep::step() const { return inputs_[step_].dataAs<int64_t>()[0]; }
+int64_t TrainStep::step() const { return stepCount_; }
 
 float TrainStep::run() {
   std::vector<void *> in, out;
@@ -168,8 +192,10 @@ float TrainStep::run() {
   for (rt::Tensor &t : outputs_)
     out.push_back(t.data());
   check(kiln_artifact_run(artifact_.handle(), in.data(), out.data()));
-  for (auto [input, output] : state_)
-    std::swap(inputs_[input], outputs_[output]);
+  if (!resident_)
+    for (auto [input, output] : state_)
+      std::swap(inputs_[input], outputs_[output]);
+  ++stepCount_; // every step adds one to the step counter
   return outputs_[loss_].dataAs<float>()[0];
 }
 
@@ -188,6 +214,7 @@ bool TrainStep::hasEma() const {
 }
 
 std::vector<std::pair<std::string, const rt::Tensor *>> TrainStep::parameters(bool ema) const {
+  pull();
   std::vector<std::pair<std::string, const rt::Tensor *>> found;
   for (auto [input, output] : state_) {
     const std::string &kind = artifact_.inputs()[input].state;
@@ -211,8 +238,17 @@ std::vector<std::pair<std::string, const rt::Tensor *>> TrainStep::gradients() c
 }
 
 const rt::Tensor &TrainStep::evaluate(const rt::Tensor &batch, bool ema) {
-  std::vector<std::pair<std::string, const rt::Tensor *>> weights = parameters(ema);
   std::vector<void *> in, out;
+  if (resident_ && !ema) {
+    // The weights as they are on the device: each NULL input reads the state of its name.
+    for (const rt::TensorSpec &spec : evalInputs_)
+      in.push_back(spec.name == dataSpec().name ? const_cast<void *>(batch.data()) : nullptr);
+    for (rt::Tensor &t : evalOutputs_)
+      out.push_back(t.data());
+    check(kiln_artifact_run_entry(artifact_.handle(), "eval", in.data(), out.data()));
+    return evalOutputs_.front();
+  }
+  std::vector<std::pair<std::string, const rt::Tensor *>> weights = parameters(ema);
   for (const rt::TensorSpec &spec : evalInputs_) {
     const rt::Tensor *source = nullptr;
     if (spec.name == dataSpec().name)

@@ -3,7 +3,9 @@
 // Binds a train-step artifact (kilnc --train) to host buffers by role: the
 // data input, the labels, the state tensors the step reads and writes back,
 // the loss and metrics it returns; runs a step (swapping each state output
-// with its input, so nothing is copied) and the eval and init entries.
+// with its input, so nothing is copied) and the eval and init entries. On a
+// GPU the state stays on the device (the runtime's resident state) and is
+// read back only for checkpoints, histograms, evaluation and export.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_TOOLS_KILN_TRAIN_TRAINSTEP_H
@@ -61,8 +63,13 @@ public:
   // or their moving averages with `ema`; returns its first output.
   const rt::Tensor &evaluate(const rt::Tensor &batch, bool ema);
 
+  // Whether the state lives on the artifact's device (GPUs) rather than in host buffers.
+  bool resident() const { return resident_; }
+
 private:
   int findInput(const std::string &name) const;
+  // Brings the host copies of resident state up to date (reads the device).
+  void pull() const;
   int findOutput(const std::string &name) const;
 
   rt::Artifact artifact_;
@@ -71,6 +78,8 @@ private:
   int data_ = -1, labels_ = -1, step_ = -1;
   int loss_ = -1, learningRate_ = -1, logits_ = -1;
   int64_t classes_ = 0;
+  bool resident_ = false;
+  mutable int64_t stepCount_ = 0; // the step state, counted on the host
   std::vector<rt::TensorSpec> evalInputs_;
   std::vector<rt::Tensor> evalOutputs_;
 };

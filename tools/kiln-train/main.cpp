@@ -77,11 +77,21 @@ Export:
                            normalizations' running statistics) into a copy of --model
   --model FILE             the ONNX model the artifact was compiled from
 
+Devices:
+  --devices gpu:N          run the step on GPU N (a step compiled with --target=cuda:sm_XY or
+                           cpu,cuda:sm_XY): parameters, optimizer slots and the step counter stay
+                           on the GPU between steps, each step is one CUDA graph, and the state
+                           is copied back only for checkpoints, histograms and the export
+  --devices gpu            the GPU of this process's local rank (KILN_LOCAL_RANK, which
+                           kiln-launch sets; 0 without it): one process per GPU
+
 Data-parallel training (a step compiled with kilnc --train --data-parallel=true):
-  --devices LIST           replicas in this process, e.g. cpu:0,cpu:1: each runs the step on
-                           its shard of every batch (the artifact's batch size each), on a
-                           thread and a copy of the artifact of its own; the gradients are
-                           averaged over every replica by the step itself (Gloo)
+  --devices LIST           replicas in this process, e.g. cpu:0,cpu:1 or gpu:0,gpu:1: each runs
+                           the step on its shard of every batch (the artifact's batch size
+                           each), on a thread and a copy of the artifact of its own; the
+                           gradients are averaged over every replica by the step itself (Gloo
+                           between CPUs, NCCL between GPUs; a GPU step sums through NCCL even
+                           alone, as one rank)
   --timeout SECONDS        how long a replica waits for a peer before the run stops with the
                            peer's rank (default 10)
   Processes started by kiln-launch (or given KILN_RANK, KILN_WORLD_SIZE and KILN_RENDEZVOUS,

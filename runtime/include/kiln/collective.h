@@ -71,6 +71,11 @@ public:
 // loaded, or a rank does not join within the timeout (naming it).
 std::unique_ptr<DeviceCollective> connectNccl(const CollectiveConfig &config, int device);
 
+// The table to install with kiln_artifact_set_device_collective for a GPU step: its all-reduce
+// records queue sums on `collective` and the step finishes them (synchronize, with the timeout)
+// before it waits for its stream. Valid while `collective` lives.
+kiln_device_collective_hooks deviceHooks(DeviceCollective &collective);
+
 // The store ranks meet through when they share no file system: keys and values over TCP, kept
 // while the server lives. kiln-launch runs one on the first node for --rdzv HOST:PORT.
 class RendezvousServer {

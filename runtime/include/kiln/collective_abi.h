@@ -18,6 +18,7 @@
 #ifndef KILN_COLLECTIVE_ABI_H
 #define KILN_COLLECTIVE_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -39,6 +40,27 @@ typedef struct kiln_collective_hooks {
    * whole batch. */
   int64_t rank;
 } kiln_collective_hooks;
+
+/* The same for a data-parallel step on a GPU, whose buffers are device memory: the runtime calls
+ * start and wait as the step's program reaches its all-reduce-start and all-reduce-wait records,
+ * with the executor's stream (a CUstream), and finish once the whole step is queued, before it
+ * waits for the stream. Each returns 0, or non-zero with a one-line message in `error` (at most
+ * `error_size` bytes, NUL-terminated); finish must return within the collective's timeout, naming
+ * the peer that failed, so a dead replica never hangs the step. */
+typedef struct kiln_device_collective_hooks {
+  void *context;
+  /* Queues the in-place sum of `count` floats at device address `data` over the replicas, to
+   * start once the work queued so far on `stream` is done. */
+  int (*start)(void *context, int64_t bucket, uint64_t data, int64_t count, void *stream, char *error,
+               size_t error_size);
+  /* Makes `stream` wait, on the device, for the sums queued so far. */
+  int (*wait)(void *context, int64_t bucket, uint64_t data, int64_t count, void *stream, char *error,
+              size_t error_size);
+  /* Blocks until every sum queued so far is done. */
+  int (*finish)(void *context, char *error, size_t error_size);
+  int64_t world_size;
+  int64_t rank;
+} kiln_device_collective_hooks;
 
 #ifdef __cplusplus
 }

@@ -109,10 +109,22 @@ struct CudaCopy {
   uint64_t bytes = 0;
 };
 
+// A data-parallel step's collectives: `all-reduce-start` hands `count` f32 at `data` to the sum
+// over the replicas (bucket `bucket`), `all-reduce-wait` makes the stream wait for that sum, and
+// `world-size` / `replica-rank` write the number of replicas (f32) / this replica's rank (i64)
+// to `data` (count 1).
+struct CudaCollective {
+  enum class Kind { Start, Wait, WorldSize, Rank };
+  Kind kind = Kind::Start;
+  int64_t bucket = 0;
+  BufferRef data;
+  uint64_t count = 1;
+};
+
 struct CudaRecord {
   int line = 0;     // in kiln_cuda_program, for messages
   std::string node; // decoded; empty when the record names no node
-  std::variant<CudaLaunch, CudaMatmul, CudaCopy> op;
+  std::variant<CudaLaunch, CudaMatmul, CudaCopy, CudaCollective> op;
 
   // "kernel 'kiln_k0' (program line 4, node=Conv_0)", "matmul (program line 5, node=Gemm_0)",
   // "copy (program line 6)".
@@ -129,6 +141,7 @@ struct CudaProgram {
   std::size_t launches() const { return count(0); }
   std::size_t matmuls() const { return count(1); }
   std::size_t copies() const { return count(2); }
+  std::size_t collectives() const { return count(3); }
 };
 
 // The program is well-formed but of a version this runtime does not read.

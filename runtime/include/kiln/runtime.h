@@ -143,7 +143,8 @@ kiln_status kiln_artifact_set_option(kiln_artifact *artifact, const char *key, c
 const char *kiln_artifact_cuda_graph(const kiln_artifact *artifact);
 
 /* Data-parallel train steps (kilnc --train --data-parallel=true) sum their gradients over the
- * replicas through hooks (kiln/collective_abi.h). Non-zero when the artifact has them. */
+ * replicas through hooks (kiln/collective_abi.h). Non-zero when the artifact has them (on the
+ * device it was opened on). */
 int kiln_artifact_has_collectives(const kiln_artifact *artifact);
 /* Installs `hooks` (copied; NULL uninstalls: one replica) for the artifact's next runs. The hooks
  * belong to the loaded code, which every artifact opened from the same file shares: replicas in one
@@ -151,6 +152,13 @@ int kiln_artifact_has_collectives(const kiln_artifact *artifact);
  * collectives. */
 struct kiln_collective_hooks;
 kiln_status kiln_artifact_set_collective(kiln_artifact *artifact, const struct kiln_collective_hooks *hooks);
+/* The same for a step on a GPU: its buffers are device memory and its sums run on the device
+ * (NCCL; kiln/collective_abi.h). With hooks installed, runs launch the program directly instead of
+ * replaying a CUDA graph. Fails with KILN_ERROR_INVALID_ARGUMENT for an artifact on the CPU or
+ * without collectives. */
+struct kiln_device_collective_hooks;
+kiln_status kiln_artifact_set_device_collective(kiln_artifact *artifact,
+                                                const struct kiln_device_collective_hooks *hooks);
 
 int kiln_artifact_num_inputs(const kiln_artifact *artifact);
 int kiln_artifact_num_outputs(const kiln_artifact *artifact);
@@ -167,7 +175,7 @@ int kiln_artifact_find_output(const kiln_artifact *artifact, const char *name);
 const char *kiln_artifact_input_state(const kiln_artifact *artifact, int index);
 const char *kiln_artifact_output_state(const kiln_artifact *artifact, int index);
 
-/* Entries besides the main one: a train step (kilnc --train, CPU targets) has "eval", the forward
+/* Entries besides the main one: a train step (kilnc --train, CPU and GPU targets) has "eval", the forward
  * pass on given weights (its inputs: the model's inputs and the step's state tensors of kinds
  * parameter, running_mean, running_var, under their names), and "init", which takes no inputs
  * and returns the initial value of every state tensor of the step, in the step's order. */
@@ -181,10 +189,26 @@ kiln_status kiln_artifact_entry_input(const kiln_artifact *artifact, const char 
                                       kiln_tensor_info *out);
 kiln_status kiln_artifact_entry_output(const kiln_artifact *artifact, const char *entry, int index,
                                        kiln_tensor_info *out);
-/* Runs entry `entry` on the CPU, with buffers as for kiln_artifact_run in its own signature's
- * order. */
+/* Runs entry `entry` on the artifact's device, with buffers as for kiln_artifact_run in its own
+ * signature's order. With resident state (below), an input whose buffer is NULL and whose name is
+ * a state tensor's takes that tensor's current value, on the device. */
 kiln_status kiln_artifact_run_entry(kiln_artifact *artifact, const char *entry, void *const *inputs,
                                     void *const *outputs);
+/* Resident state, for train steps on any device. kiln_artifact_state_init allocates the step's
+ * state tensors (the inputs with a state kind, each with the output of the same name) on the
+ * artifact's device and sets them from the init entry. From then on kiln_artifact_run reads each
+ * state input from there and writes each state output back there: the caller's buffers for state
+ * tensors are ignored and may be NULL, and nothing is copied between the host and the device for
+ * them (each state tensor has two buffers on the device that trade places after every step; on a
+ * GPU one CUDA graph is captured for each of the two arrangements). Calling it again starts over
+ * from the init entry. KILN_ERROR_INVALID_ARGUMENT for an artifact without an init entry. */
+kiln_status kiln_artifact_state_init(kiln_artifact *artifact);
+/* Non-zero after a successful kiln_artifact_state_init. */
+int kiln_artifact_has_resident_state(const kiln_artifact *artifact);
+/* Copies the current value of state tensor `name` (`bytes` must be its byte size) to the host, or
+ * sets it from the host (to restore a checkpoint). Needs kiln_artifact_state_init first. */
+kiln_status kiln_artifact_state_read(kiln_artifact *artifact, const char *name, void *data, size_t bytes);
+kiln_status kiln_artifact_state_write(kiln_artifact *artifact, const char *name, const void *data, size_t bytes);
 
 /* Runs the model once on its device. inputs/outputs hold one dense row-major host buffer per
  * tensor, in manifest order, each at least kiln_tensor_info_byte_size bytes; buffers of zero bytes

@@ -8,6 +8,7 @@
 #include "kiln/collective.h"
 #include "kiln/tensor.h"
 
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -252,6 +253,40 @@ private:
 };
 
 } // namespace
+
+namespace {
+
+// An exception becomes the hook's one-line error.
+template <typename Fn> int reported(char *error, size_t size, Fn &&body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception &e) {
+    std::snprintf(error, size, "%s", e.what());
+    return 1;
+  }
+}
+
+DeviceCollective &of(void *context) { return *static_cast<DeviceCollective *>(context); }
+
+} // namespace
+
+kiln_device_collective_hooks deviceHooks(DeviceCollective &collective) {
+  kiln_device_collective_hooks hooks{};
+  hooks.context = &collective;
+  hooks.start = [](void *context, int64_t, uint64_t data, int64_t count, void *stream, char *error, size_t size) {
+    return reported(error, size, [&] { of(context).startAllReduce(data, static_cast<std::size_t>(count), stream); });
+  };
+  hooks.wait = [](void *context, int64_t, uint64_t, int64_t, void *stream, char *error, size_t size) {
+    return reported(error, size, [&] { of(context).waitOn(stream); });
+  };
+  hooks.finish = [](void *context, char *error, size_t size) {
+    return reported(error, size, [&] { of(context).synchronize(); });
+  };
+  hooks.world_size = collective.size();
+  hooks.rank = collective.rank();
+  return hooks;
+}
 
 std::unique_ptr<DeviceCollective> connectNccl(const CollectiveConfig &config, int device) {
   if (config.size < 1 || config.rank < 0 || config.rank >= config.size)

@@ -185,12 +185,24 @@ std::string BufferRef::str() const {
   return "?";
 }
 
+static const char *collectiveRecordName(CudaCollective::Kind kind) {
+  switch (kind) {
+  case CudaCollective::Kind::Start: return "all-reduce-start";
+  case CudaCollective::Kind::Wait: return "all-reduce-wait";
+  case CudaCollective::Kind::WorldSize: return "world-size";
+  case CudaCollective::Kind::Rank: return "replica-rank";
+  }
+  return "?";
+}
+
 std::string CudaRecord::describe() const {
   std::string what;
   if (const auto *launch = std::get_if<CudaLaunch>(&op))
     what = "kernel '" + launch->kernel + "'";
   else if (std::holds_alternative<CudaMatmul>(op))
     what = "matmul";
+  else if (const auto *collective = std::get_if<CudaCollective>(&op))
+    what = collectiveRecordName(collective->kind);
   else
     what = "copy";
   return what + " (program line " + std::to_string(line) + (node.empty() ? "" : ", node=" + node) + ")";
@@ -266,6 +278,9 @@ public:
         record.op = parseMatmul();
       else if (keyword == "copy")
         record.op = parseCopy();
+      else if (keyword == "all-reduce-start" || keyword == "all-reduce-wait" || keyword == "world-size" ||
+               keyword == "replica-rank")
+        record.op = parseCollective(keyword);
       else
         fail("unknown record '" + printable(keyword) + "'");
       // Names are for messages; records the compiler made for no ONNX node (a constant copied to
@@ -474,6 +489,19 @@ private:
     return copy;
   }
 
+  CudaCollective parseCollective(std::string_view keyword) {
+    CudaCollective collective;
+    collective.data = takeBuffer("data");
+    if (keyword == "world-size" || keyword == "replica-rank") {
+      collective.kind = keyword == "world-size" ? CudaCollective::Kind::WorldSize : CudaCollective::Kind::Rank;
+      return collective;
+    }
+    collective.kind = keyword == "all-reduce-start" ? CudaCollective::Kind::Start : CudaCollective::Kind::Wait;
+    collective.bucket = static_cast<int64_t>(takeNumber("bucket", 0, INT32_MAX));
+    collective.count = takeNumber("count", 1, uint64_t(1) << 40);
+    return collective;
+  }
+
   // --- Checks against the regions, after every line has been read --------------------------------
 
   uint64_t regionBytes(const BufferRef &ref, const CudaProgram &program) const {
@@ -570,6 +598,13 @@ private:
                program);
       if (matmul->out.kind == BufferRef::Kind::Constant)
         fail("out=" + matmul->out.str() + ": the constants are read-only");
+    } else if (const auto *collective = std::get_if<CudaCollective>(&record.op)) {
+      uint64_t bytes = collective->kind == CudaCollective::Kind::Rank        ? 8
+                       : collective->kind == CudaCollective::Kind::WorldSize ? 4
+                                                                            : product({collective->count, 4});
+      checkRef(collective->data, "data=", bytes, program);
+      if (collective->data.kind == BufferRef::Kind::Constant)
+        fail("data=" + collective->data.str() + ": the constants are read-only");
     } else {
       const auto &copy = std::get<CudaCopy>(record.op);
       checkRef(copy.dst, "dst=", copy.bytes, program);

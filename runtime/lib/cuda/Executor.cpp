@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <new>
 #include <mutex>
 
 #include <elf.h>
@@ -112,7 +114,7 @@ public:
   void updateGraphState() {
     if (!graphEnabled_)
       graphState_ = "off";
-    else if (graphExec_)
+    else if (graphExec_[parity_])
       graphState_ = "on";
     else if (!graphFailure_.empty())
       graphState_ = "failed: " + graphFailure_;
@@ -221,9 +223,43 @@ private:
   std::vector<LaunchPlan> launches_; // per record, empty for non-launch records
   std::vector<MatmulPlan> matmuls_;  // per record, unused for non-matmul records
 
-  CUgraph graph_ = nullptr;
-  CUgraphExec graphExec_ = nullptr;
+  // One graph per parity of the resident state (see setResident): a graph holds the buffers' addresses,
+  // and the state's two buffers trade places after every run. Without resident state only [0] is used.
+  CUgraph graph_[2] = {nullptr, nullptr};
+  CUgraphExec graphExec_[2] = {nullptr, nullptr};
   std::string graphFailure_; // why capture failed; runs then launch directly
+
+  // Resident state: (input, output) pairs that stay on the device; parity_ flips after every run.
+  std::vector<std::pair<int, int>> resident_;
+  std::vector<bool> residentInput_, residentOutput_;
+  int parity_ = 0;
+
+  // A data-parallel step's hooks (all zero: one replica, sums left as they are) and the values its
+  // world-size and replica-rank records copy to the device, in pinned memory so that a CUDA graph
+  // can capture the copies.
+  kiln_device_collective_hooks hooks_{};
+  struct CollectiveValues {
+    float worldSize = 1;
+    int64_t rank = 0;
+  };
+  CollectiveValues *values_ = nullptr;
+  bool valuesPinned_ = false;
+  void callHook(const char *what, const CudaRecord *record,
+                const std::function<int(char *, size_t)> &hook) const;
+
+public:
+  void setCollective(const kiln_device_collective_hooks *hooks);
+  void setResident(std::vector<std::pair<int, int>> pairs);
+  void transferResident(int input, void *host, const void *source);
+  void copyResidentFrom(int input, const Impl &from, int output);
+  CUdeviceptr residentBuffer(int input) const { return inputs_.at(static_cast<std::size_t>(input)); }
+  uint64_t inputBytes(int input) const { return inputBytes_.at(static_cast<std::size_t>(input)); }
+  bool sameDevice(const Impl &other) const { return device_ == other.device_; }
+  bool hasCollectives() const { return program_.collectives() > 0; }
+
+private:
+  void bindPointers();
+  void swapResident();
 };
 
 void Executor::Impl::open(void *library, int index) {
@@ -428,6 +464,12 @@ void Executor::Impl::allocateBuffers(void *library) {
       api_->cuMemHostAlloc(&pinned, static_cast<size_t>(stagingBytes), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
     staging_ = static_cast<char *>(pinned);
 
+  if (program_.collectives() > 0) {
+    void *pinned = nullptr;
+    valuesPinned_ = api_->cuMemHostAlloc(&pinned, sizeof(CollectiveValues), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS;
+    values_ = valuesPinned_ ? new (pinned) CollectiveValues : new CollectiveValues;
+  }
+
   launches_.resize(program_.records.size());
   for (std::size_t i = 0; i < program_.records.size(); ++i) {
     const auto *launch = std::get_if<CudaLaunch>(&program_.records[i].op);
@@ -435,11 +477,119 @@ void Executor::Impl::allocateBuffers(void *library) {
       continue;
     LaunchPlan &plan = launches_[i];
     plan.function = functions_.at(launch->kernel);
-    for (const BufferRef &arg : launch->args)
-      plan.values.push_back(resolve(arg));
+    plan.values.resize(launch->args.size());
     for (CUdeviceptr &value : plan.values)
       plan.params.push_back(&value);
   }
+  bindPointers();
+}
+
+// Calls a collective hook; a failure (a peer that died, NCCL's own error) is a device error naming
+// the record.
+void Executor::Impl::callHook(const char *what, const CudaRecord *record,
+                              const std::function<int(char *, size_t)> &hook) const {
+  char error[512] = {};
+  if (hook(error, sizeof error) == 0)
+    return;
+  error[sizeof error - 1] = '\0';
+  throw StatusError(KILN_ERROR_DEVICE, prefix() + ": " + what + (record ? " for " + record->describe() : "") +
+                                           " failed: " + (error[0] ? error : "no reason given"));
+}
+
+void Executor::Impl::setCollective(const kiln_device_collective_hooks *hooks) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hooks_ = hooks ? *hooks : kiln_device_collective_hooks{};
+  values_->worldSize = static_cast<float>(hooks_.world_size > 0 ? hooks_.world_size : 1);
+  values_->rank = hooks_.rank;
+  // The hooks keep host-side records of what they queued, which a replayed graph would not
+  // repeat: with peers, every step launches directly.
+  if (hooks_.start || hooks_.wait || hooks_.finish)
+    graphEnabled_ = false;
+  updateGraphState();
+}
+
+// Points every launch's and matmul's operands at the buffers as they are now; runs again whenever
+// resident state trades its buffers.
+void Executor::Impl::bindPointers() {
+  for (std::size_t i = 0; i < program_.records.size(); ++i) {
+    const CudaRecord &record = program_.records[i];
+    if (const auto *launch = std::get_if<CudaLaunch>(&record.op)) {
+      for (std::size_t a = 0; a < launch->args.size(); ++a)
+        launches_[i].values[a] = resolve(launch->args[a]);
+    } else if (const auto *matmul = std::get_if<CudaMatmul>(&record.op)) {
+      if (i >= matmuls_.size() || !matmuls_[i].desc)
+        continue; // not planned yet: planMatmul resolves its own
+      MatmulPlan &plan = matmuls_[i];
+      plan.aPtr = resolve(matmul->rhs);
+      plan.bPtr = resolve(matmul->lhs);
+      plan.dPtr = resolve(matmul->out);
+      plan.cPtr = matmul->addend.kind != BufferRef::Kind::None ? resolve(matmul->addend) : plan.dPtr;
+      if (matmul->bias.kind != BufferRef::Kind::None) {
+        void *pointer = reinterpret_cast<void *>(static_cast<uintptr_t>(resolve(matmul->bias)));
+        checkLt(lt_->cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer,
+                                                    sizeof pointer),
+                "cublasLtMatmulDescSetAttribute", record);
+      }
+    }
+  }
+}
+
+void Executor::Impl::setResident(std::vector<std::pair<int, int>> pairs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  residentInput_.assign(inputs_.size(), false);
+  residentOutput_.assign(outputs_.size(), false);
+  for (auto [input, output] : pairs) {
+    if (input < 0 || static_cast<std::size_t>(input) >= inputs_.size() || output < 0 ||
+        static_cast<std::size_t>(output) >= outputs_.size() || inputBytes_[input] != outputBytes_[output] ||
+        residentInput_[input] || residentOutput_[output])
+      throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(input) + " and output " +
+                                                         std::to_string(output) + " cannot be one resident tensor");
+    residentInput_[input] = residentOutput_[output] = true;
+  }
+  resident_ = std::move(pairs);
+}
+
+// The state written by the run just finished becomes the next run's input: the two buffers of each
+// pair trade places, with no copy. The other parity's graph (if captured) already holds them so.
+void Executor::Impl::swapResident() {
+  if (resident_.empty())
+    return;
+  for (auto [input, output] : resident_)
+    std::swap(inputs_[input], outputs_[output]);
+  parity_ ^= 1;
+  bindPointers();
+}
+
+// Copies the current value of resident input `input` to `host`, or from `source` into it.
+void Executor::Impl::transferResident(int input, void *host, const void *source) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ContextScope scope(*this);
+  std::size_t i = static_cast<std::size_t>(input);
+  if (inputBytes_.at(i) == 0)
+    return;
+  if (host)
+    check(api_->cuMemcpyDtoHAsync(host, inputs_[i], inputBytes_[i], stream_), "cuMemcpyDtoHAsync");
+  else
+    check(api_->cuMemcpyHtoDAsync(inputs_[i], source, inputBytes_[i], stream_), "cuMemcpyHtoDAsync");
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+// Sets resident input `input` from output `output` of another executor's finished run on this GPU.
+void Executor::Impl::copyResidentFrom(int input, const Impl &from, int output) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ContextScope scope(*this);
+  std::size_t i = static_cast<std::size_t>(input);
+  if (from.outputBytes_.at(static_cast<std::size_t>(output)) != inputBytes_.at(i))
+    throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": state input " + std::to_string(input) + " takes " +
+                                                       std::to_string(inputBytes_[i]) + " bytes from an output of another size");
+  if (inputBytes_[i] == 0)
+    return;
+  if (from.device_ == device_)
+    check(api_->cuMemcpyDtoDAsync(inputs_[i], from.outputs_[output], inputBytes_[i], stream_), "cuMemcpyDtoDAsync");
+  else
+    check(api_->cuMemcpyPeerAsync(inputs_[i], context_, from.outputs_[output], from.context_, inputBytes_[i], stream_),
+          "cuMemcpyPeerAsync");
+  check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
 void Executor::Impl::planMatmuls() {
@@ -572,6 +722,31 @@ void Executor::Impl::enqueueRecords(bool capturing) {
                                     reinterpret_cast<void *>(plan.dPtr), plan.d, &plan.algo,
                                     reinterpret_cast<void *>(workspace_), kCublasWorkspaceBytes, stream_),
                 "cublasLtMatmul", record);
+      } else if (const auto *collective = std::get_if<CudaCollective>(&record.op)) {
+        CUdeviceptr data = resolve(collective->data);
+        int64_t count = static_cast<int64_t>(collective->count);
+        switch (collective->kind) {
+        case CudaCollective::Kind::WorldSize:
+          check(api_->cuMemcpyHtoDAsync(data, &values_->worldSize, sizeof values_->worldSize, stream_),
+                "cuMemcpyHtoDAsync", &record);
+          break;
+        case CudaCollective::Kind::Rank:
+          check(api_->cuMemcpyHtoDAsync(data, &values_->rank, sizeof values_->rank, stream_), "cuMemcpyHtoDAsync",
+                &record);
+          break;
+        case CudaCollective::Kind::Start:
+          if (hooks_.start)
+            callHook("all-reduce", &record, [&](char *error, size_t size) {
+              return hooks_.start(hooks_.context, collective->bucket, data, count, stream_, error, size);
+            });
+          break;
+        case CudaCollective::Kind::Wait:
+          if (hooks_.wait)
+            callHook("all-reduce", &record, [&](char *error, size_t size) {
+              return hooks_.wait(hooks_.context, collective->bucket, data, count, stream_, error, size);
+            });
+          break;
+        }
       } else {
         const auto &copy = std::get<CudaCopy>(record.op);
         if (copy.bytes > 0)
@@ -626,8 +801,8 @@ void Executor::Impl::captureGraph() {
       graphFailure_ = "cuGraphInstantiateWithFlags: " + api_->describe(instantiated);
   }
   if (graphFailure_.empty()) {
-    graph_ = graph;
-    graphExec_ = exec;
+    graph_[parity_] = graph;
+    graphExec_[parity_] = exec;
     return;
   }
   if (graph)
@@ -637,11 +812,28 @@ void Executor::Impl::captureGraph() {
 void Executor::Impl::run(const Executor::InputSource *sources, void *const *outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
   ContextScope scope(*this);
-  bool replay = graphEnabled_ && graphExec_;
+  bool replay = graphEnabled_ && graphExec_[parity_];
   try {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      if (inputBytes_[i] == 0)
+      if (inputBytes_[i] == 0 || (!residentInput_.empty() && residentInput_[i]))
         continue;
+      if (const Executor *other = sources[i].device; other && sources[i].resident >= 0) {
+        // Another executor's resident state (a train step's weights, for its eval entry).
+        const Impl &from = *other->impl_;
+        int input = sources[i].resident;
+        if (from.inputBytes(input) != inputBytes_[i])
+          throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(i) + " takes " +
+                                                             std::to_string(inputBytes_[i]) +
+                                                             " bytes from a state tensor of another size");
+        if (from.device_ == device_)
+          check(api_->cuMemcpyDtoDAsync(inputs_[i], from.residentBuffer(input), inputBytes_[i], stream_),
+                "cuMemcpyDtoDAsync");
+        else
+          check(api_->cuMemcpyPeerAsync(inputs_[i], context_, from.residentBuffer(input), from.context_,
+                                        inputBytes_[i], stream_),
+                "cuMemcpyPeerAsync");
+        continue;
+      }
       if (const Executor *other = sources[i].device) {
         // Another executor's output, whose run has finished: a copy on the device, or between
         // two devices.
@@ -667,12 +859,17 @@ void Executor::Impl::run(const Executor::InputSource *sources, void *const *outp
     }
     check(api_->cuEventRecord(start_, stream_), "cuEventRecord");
     if (replay)
-      check(api_->cuGraphLaunch(graphExec_, stream_), "cuGraphLaunch");
+      check(api_->cuGraphLaunch(graphExec_[parity_], stream_), "cuGraphLaunch");
     else
       enqueueRecords();
     check(api_->cuEventRecord(stop_, stream_), "cuEventRecord");
+    // The peers' sums are done (or failed, naming the peer) within the collective's timeout before
+    // anything waits for the stream, which would otherwise wait on a dead peer for ever.
+    if (hooks_.finish)
+      callHook("the step's all-reduce", nullptr,
+               [&](char *error, size_t size) { return hooks_.finish(hooks_.context, error, size); });
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      if (outputBytes_[i] == 0 || !outputs[i])
+      if (outputBytes_[i] == 0 || !outputs || !outputs[i] || (!residentOutput_.empty() && residentOutput_[i]))
         continue;
       void *target = staging_ ? staging_ + stagingOffsets_[inputs_.size() + i] : outputs[i];
       check(api_->cuMemcpyDtoHAsync(target, outputs_[i], outputBytes_[i], stream_), "cuMemcpyDtoHAsync");
@@ -696,15 +893,16 @@ void Executor::Impl::run(const Executor::InputSource *sources, void *const *outp
     api_->cuStreamSynchronize(stream_);
     throw;
   }
-  if (staging_)
+  if (staging_ && outputs)
     for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (outputBytes_[i] > 0 && outputs[i])
+      if (outputBytes_[i] > 0 && outputs[i] && (residentOutput_.empty() || !residentOutput_[i]))
         std::memcpy(outputs[i], staging_ + stagingOffsets_[inputs_.size() + i], outputBytes_[i]);
   float milliseconds = 0;
   check(api_->cuEventElapsedTime(&milliseconds, start_, stop_), "cuEventElapsedTime");
   lastDeviceMs_ = milliseconds;
-  if (graphEnabled_ && !graphExec_ && graphFailure_.empty())
+  if (graphEnabled_ && !graphExec_[parity_] && graphFailure_.empty())
     captureGraph();
+  swapResident();
   updateGraphState();
 }
 
@@ -713,16 +911,20 @@ double Executor::Impl::timeSteps(int steps) {
   if (lastDeviceMs_ < 0)
     throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": time the steps after a first run");
   ContextScope scope(*this);
-  bool replay = graphEnabled_ && graphExec_;
   try {
     check(api_->cuEventRecord(start_, stream_), "cuEventRecord");
     for (int i = 0; i < steps; ++i) {
-      if (replay)
-        check(api_->cuGraphLaunch(graphExec_, stream_), "cuGraphLaunch");
+      if (graphEnabled_ && graphExec_[parity_])
+        check(api_->cuGraphLaunch(graphExec_[parity_], stream_), "cuGraphLaunch");
       else
         enqueueRecords();
+      // A train step's state moves on as it would in runs: every step reads the last one's.
+      swapResident();
     }
     check(api_->cuEventRecord(stop_, stream_), "cuEventRecord");
+    if (hooks_.finish)
+      callHook("the steps' all-reduce", nullptr,
+               [&](char *error, size_t size) { return hooks_.finish(hooks_.context, error, size); });
     CUresult synced = api_->cuStreamSynchronize(stream_);
     if (synced != CUDA_SUCCESS)
       throw ProgramFault(prefix() + ": the GPU program failed: cuStreamSynchronize: " +
@@ -746,10 +948,12 @@ void Executor::Impl::release() noexcept {
   bool pushed = api_->cuCtxPushCurrent(context_) == CUDA_SUCCESS;
   if (stream_)
     api_->cuStreamSynchronize(stream_);
-  if (graphExec_)
-    api_->cuGraphExecDestroy(graphExec_);
-  if (graph_)
-    api_->cuGraphDestroy(graph_);
+  for (int p = 0; p < 2; ++p) {
+    if (graphExec_[p])
+      api_->cuGraphExecDestroy(graphExec_[p]);
+    if (graph_[p])
+      api_->cuGraphDestroy(graph_[p]);
+  }
   if (lt_) {
     for (MatmulPlan &plan : matmuls_) {
       for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c, plan.d})
@@ -765,6 +969,11 @@ void Executor::Impl::release() noexcept {
     api_->cuMemFree(pointer);
   if (staging_)
     api_->cuMemFreeHost(staging_);
+  if (values_ && valuesPinned_)
+    api_->cuMemFreeHost(values_);
+  else
+    delete values_;
+  values_ = nullptr;
   if (module_)
     api_->cuModuleUnload(module_);
   for (CUevent event : {start_, stop_})
@@ -858,5 +1067,13 @@ void Executor::setCudaGraph(bool enabled) {
   impl_->updateGraphState();
 }
 const std::string &Executor::cudaGraphState() const { return impl_->graphState_; }
+bool Executor::hasCollectives() const { return impl_->hasCollectives(); }
+void Executor::setCollective(const kiln_device_collective_hooks *hooks) { impl_->setCollective(hooks); }
+void Executor::setResident(std::vector<std::pair<int, int>> pairs) { impl_->setResident(std::move(pairs)); }
+void Executor::readResident(int input, void *host) { impl_->transferResident(input, host, nullptr); }
+void Executor::writeResident(int input, const void *host) { impl_->transferResident(input, nullptr, host); }
+void Executor::copyResidentFrom(int input, const Executor &from, int output) {
+  impl_->copyResidentFrom(input, *from.impl_, output);
+}
 
 } // namespace kiln::rt::cuda

@@ -2,11 +2,13 @@
 #ifndef KILN_RUNTIME_CUDA_EXECUTOR_H
 #define KILN_RUNTIME_CUDA_EXECUTOR_H
 
+#include "kiln/collective_abi.h"
 #include "kiln/cuda_program.h"
 #include "kiln/manifest.h"
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::rt::cuda {
@@ -37,10 +39,13 @@ public:
   // Where one input of a run comes from: a host buffer, or output `output` of another executor's
   // finished run, still in its device memory (copied device to device on one GPU, peer to peer
   // between two, on this executor's stream).
+  // With `resident` >= 0 the input is instead the current value of `device`'s resident input
+  // `resident` (a train step's weights, for its eval entry).
   struct InputSource {
     const void *host = nullptr;
     const Executor *device = nullptr;
     int output = 0;
+    int resident = -1;
   };
   // As run(), with each input from `sources`; an output whose pointer is NULL is left on the
   // device (for later runs of other executors to take) and not copied to the host.
@@ -63,6 +68,24 @@ public:
   // What the next run does: "off", "pending" (on; captured at the end of the next run), "on"
   // (replays the captured graph) or "failed: WHY" (capture failed; launches directly).
   const std::string &cudaGraphState() const;
+
+  // Train steps: the (input, output) pairs of `pairs` are one state tensor each, kept on the
+  // device between runs. A run neither copies them from the host nor back (their buffers in
+  // run() may be NULL and are ignored); after each run the two buffers of a pair trade places, so
+  // the next run reads what this one wrote, with no copy. With CUDA graphs on, one graph is
+  // captured per parity. Throws detail::StatusError for pairs that do not match.
+  void setResident(std::vector<std::pair<int, int>> pairs);
+  // Copies the current value of resident input `input` to `host` / from `host`.
+  void readResident(int input, void *host);
+  void writeResident(int input, const void *host);
+  // Sets resident input `input` from output `output` of `from`'s finished run (left on the device).
+  void copyResidentFrom(int input, const Executor &from, int output);
+
+  // Data-parallel steps (kilnc --train --data-parallel=true): whether the program has collective
+  // records, and the hooks its all-reduce records call (copied; NULL: one replica). With hooks
+  // that reach peers, runs launch directly (no CUDA graph).
+  bool hasCollectives() const;
+  void setCollective(const kiln_device_collective_hooks *hooks);
 
   class Impl;
 
