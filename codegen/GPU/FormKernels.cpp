@@ -150,7 +150,20 @@ private:
       if (*rows)
         pending.clear();
     }
-    // Otherwise results of one shape share a loop kernel.
+    // Otherwise long reductions into few results go in two steps: the
+    // partial sums are materialized first, by a row kernel where their
+    // reductions trail (else a loop kernel), and the second step reads them.
+    for (Value &value : pending) {
+      FailureOr<SplitReduction> split = splitLongReduction(value);
+      if (failed(split))
+        continue;
+      FailureOr<bool> rows = emitRowKernel(state, {split->partial});
+      if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
+        return failure();
+      value = split->result;
+    }
+    yielded.assign(fusion.getYield().getValues().begin(), fusion.getYield().getValues().end());
+    // Results of one shape share a loop kernel.
     while (!pending.empty()) {
       Type shape = pending.front().getType();
       auto sameShape = [&](Value v) {

@@ -104,6 +104,24 @@ void absorbMovementIntoProducts(mlir::func::FuncOp func);
 /// false when the fusion is not of that form.
 mlir::FailureOr<bool> emitRowKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
 
+/// The identity of `combiner` (an associative, commutative reduction of
+/// `type`: x + -0.0, x * 1, max(x, -inf), ...), or null when Kiln does not
+/// reduce with it cooperatively.
+mlir::TypedAttr reductionIdentity(mlir::Operation *combiner, mlir::Type type);
+
+/// Splits the reduction computing body tensor `value` when it has few results
+/// and a long reduction for each (a bias's gradient: one sum over batch and
+/// pixels per channel), which one loop kernel would compute with a thread per
+/// result and most of the GPU idle: outer reduction loops become parallel
+/// ones of a partial result (`partial`, to materialize first, with its own
+/// kernel), and a second reduction combines the partials into `value`'s
+/// replacement (`result`). Fails, changing nothing, for other values.
+struct SplitReduction {
+  mlir::Value partial;
+  mlir::Value result;
+};
+mlir::FailureOr<SplitReduction> splitLongReduction(mlir::Value value);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_GPU_KERNELS_H

@@ -28,6 +28,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
@@ -35,28 +36,8 @@
 using namespace mlir;
 
 namespace kiln {
-namespace {
 
-/// Chunks a thread keeps in registers; more and the row is looped over.
-constexpr int64_t kMaxSlots = 8;
-/// Chunks per thread the block-per-row shape aims at.
-constexpr int64_t kSlotsPerThread = 4;
-constexpr int64_t kWarp = 32;
-constexpr int64_t kMaxBlock = 1024;
-/// Threads per block when several rows share a block.
-constexpr int64_t kRowsBlock = 256;
-
-/// How a reduction's payload combines: `combiner(out, x)`, with `identity`
-/// such that combiner(identity, x) == x.
-struct Reduction {
-  linalg::GenericOp op;
-  Operation *combiner;
-  TypedAttr identity;
-};
-
-/// The identity element of `op`, or null when it is not an associative,
-/// commutative combiner Kiln reduces cooperatively.
-TypedAttr identityOf(Operation *op, Type type) {
+TypedAttr reductionIdentity(Operation *op, Type type) {
   Builder b(op->getContext());
   if (type.isF32()) {
     float inf = std::numeric_limits<float>::infinity();
@@ -82,6 +63,26 @@ TypedAttr identityOf(Operation *op, Type type) {
   return {};
 }
 
+namespace {
+
+/// Chunks a thread keeps in registers; more and the row is looped over.
+constexpr int64_t kMaxSlots = 8;
+/// Chunks per thread the block-per-row shape aims at.
+constexpr int64_t kSlotsPerThread = 4;
+constexpr int64_t kWarp = 32;
+constexpr int64_t kMaxBlock = 1024;
+/// Threads per block when several rows share a block.
+constexpr int64_t kRowsBlock = 256;
+
+/// How a reduction's payload combines: `combiner(out, x)`, with `identity`
+/// such that combiner(identity, x) == x.
+struct Reduction {
+  linalg::GenericOp op;
+  Operation *combiner;
+  TypedAttr identity;
+};
+
+
 /// Matches a reduction over trailing loops whose payload yields
 /// `combiner(out, x)` with x independent of `out`.
 std::optional<Reduction> matchReduction(linalg::GenericOp op) {
@@ -99,7 +100,7 @@ std::optional<Reduction> matchReduction(linalg::GenericOp op) {
   if (!combiner || combiner->getNumOperands() != 2 || !out.hasOneUse() ||
       out.getUses().begin()->getOwner() != combiner)
     return std::nullopt;
-  TypedAttr identity = identityOf(combiner, out.getType());
+  TypedAttr identity = reductionIdentity(combiner, out.getType());
   if (!identity)
     return std::nullopt;
   return Reduction{op, combiner, identity};
@@ -174,11 +175,23 @@ bool usedPerRow(Reduction reduction, ArrayRef<int64_t> rows,
 }
 
 FailureOr<RowFusion> analyze(FusionKernels &state, ArrayRef<Value> results) {
+  // The ops `results` are computed from, up to tensors earlier kernels
+  // materialized: only their reductions decide the rows.
+  llvm::SmallPtrSet<Operation *, 16> needed;
+  SmallVector<Value> work(results.begin(), results.end());
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!def || state.materialized.contains(value) || !needed.insert(def).second)
+      continue;
+    llvm::append_range(work, def->getOperands());
+  }
   RowFusion row;
   WalkResult walk = state.fusion.getBody().walk([&](linalg::GenericOp op) {
     // A reduction an earlier kernel computed (a library product) is read,
     // not reduced again.
-    if (op.getNumReductionLoops() == 0 || state.materialized.contains(op->getResult(0)))
+    if (op.getNumReductionLoops() == 0 || state.materialized.contains(op->getResult(0)) ||
+        !needed.contains(op))
       return WalkResult::advance();
     std::optional<Reduction> reduction = matchReduction(op);
     if (!reduction)

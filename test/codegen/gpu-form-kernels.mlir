@@ -216,3 +216,41 @@ func.func @divide_by_constant(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   }
   return %0 : tensor<1024xf32>
 }
+
+// -----
+
+// A bias's gradient: 32 sums of 100 x 28 x 28 elements, whose reduced
+// dimensions surround the kept one, so no row kernel takes it. One thread
+// per sum would leave the GPU idle: the sum goes in two steps, first 3,200
+// partial sums over each image's pixels (trailing dimensions: a row kernel),
+// then 32 sums of 100 partials.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: %[[P:.*]] = kiln_gpu.launch @kiln_kernels::@[[K1:.*]] grid [{{.*}}] block [{{.*}}](%{{.*}}) : (tensor<100x32x28x28xf32>) -> tensor<100x32xf32>
+// CHECK: %[[G:.*]] = kiln_gpu.launch @kiln_kernels::@[[K2:.*]] grid [{{.*}}] block [{{.*}}](%[[P]]) : (tensor<100x32xf32>) -> tensor<32xf32>
+// CHECK: return %[[G]]
+// CHECK: gpu.func @[[K1]]
+// CHECK: gpu.shuffle xor
+// CHECK: gpu.func @[[K2]]
+func.func @bias_gradient(%x: tensor<100x32x28x28xf32>) -> tensor<32xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<100x32x28x28xf32>) -> tensor<32xf32> {
+  ^bb0(%a: tensor<100x32x28x28xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<100x32x28x28xf32>) -> tensor<32xf32>
+    kiln.yield %s : tensor<32xf32>
+  }
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+// A short sum of the same shape stays one loop kernel.
+// CHECK-LABEL: func.func @short_column_sum
+// CHECK-COUNT-1: kiln_gpu.launch
+// CHECK-NOT: kiln_gpu.launch
+func.func @short_column_sum(%x: tensor<4x32x8x8xf32>) -> tensor<32xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<4x32x8x8xf32>) -> tensor<32xf32> {
+  ^bb0(%a: tensor<4x32x8x8xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<4x32x8x8xf32>) -> tensor<32xf32>
+    kiln.yield %s : tensor<32xf32>
+  }
+  return %0 : tensor<32xf32>
+}
