@@ -25,6 +25,13 @@ namespace kiln {
 namespace {
 
 constexpr llvm::StringLiteral kKernelModule = "kiln_kernels";
+/// Reductions split before the row kernel: fewer results than this...
+constexpr int64_t kFewRows = 64;
+/// ...each of at least this many elements (a block per row would crawl).
+constexpr int64_t kVeryLongRow = 1 << 16;
+/// Reductions split instead of a loop kernel's thread per result.
+constexpr int64_t kFewResults = 8192;
+constexpr int64_t kLongReduction = 4096;
 
 struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKernelsPass> {
   using KilnGpuFormKernelsPassBase::KilnGpuFormKernelsPassBase;
@@ -110,6 +117,24 @@ private:
     return success();
   }
 
+  /// Splits the reductions among `pending` that splitLongReduction takes
+  /// with these bounds: their partial sums are materialized at once, by a
+  /// row kernel where their reductions trail (else a loop kernel), and the
+  /// second step takes their place in `pending`.
+  static LogicalResult splitLongReductions(FusionKernels &state, SmallVector<Value> &pending,
+                                           int64_t fewerResultsThan, int64_t atLeastReduced) {
+    for (Value &value : pending) {
+      FailureOr<SplitReduction> split = splitLongReduction(value, fewerResultsThan, atLeastReduced);
+      if (failed(split))
+        continue;
+      FailureOr<bool> rows = emitRowKernel(state, {split->partial});
+      if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
+        return failure();
+      value = split->result;
+    }
+    return success();
+  }
+
   LogicalResult formKernels(FusionKernels &state) {
     FusionOp fusion = state.fusion;
     for (auto [argument, input] :
@@ -142,6 +167,11 @@ private:
         return failure();
       llvm::erase_if(pending, [&](Value v) { return state.materialized.contains(v); });
     }
+    // A reduction into a handful of results over very long rows (a loss
+    // term's sum of squares of a whole weight) would take one block per row:
+    // it goes in two steps whatever the rest of the fusion is.
+    if (failed(splitLongReductions(state, pending, kFewRows, kVeryLongRow)))
+      return failure();
     // Rows reduced cooperatively, when the fusion's reductions allow it.
     if (!pending.empty()) {
       FailureOr<bool> rows = emitRowKernel(state, pending);
@@ -150,18 +180,10 @@ private:
       if (*rows)
         pending.clear();
     }
-    // Otherwise long reductions into few results go in two steps: the
-    // partial sums are materialized first, by a row kernel where their
-    // reductions trail (else a loop kernel), and the second step reads them.
-    for (Value &value : pending) {
-      FailureOr<SplitReduction> split = splitLongReduction(value);
-      if (failed(split))
-        continue;
-      FailureOr<bool> rows = emitRowKernel(state, {split->partial});
-      if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
-        return failure();
-      value = split->result;
-    }
+    // Otherwise long reductions into few results go in two steps, rather
+    // than a thread per result.
+    if (failed(splitLongReductions(state, pending, kFewResults, kLongReduction)))
+      return failure();
     yielded.assign(fusion.getYield().getValues().begin(), fusion.getYield().getValues().end());
     // Results of one shape share a loop kernel.
     while (!pending.empty()) {

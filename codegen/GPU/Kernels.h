@@ -109,10 +109,11 @@ mlir::FailureOr<bool> emitRowKernel(FusionKernels &state, llvm::ArrayRef<mlir::V
 /// reduce with it cooperatively.
 mlir::TypedAttr reductionIdentity(mlir::Operation *combiner, mlir::Type type);
 
-/// Splits the reduction computing body tensor `value` when it has few results
-/// and a long reduction for each (a bias's gradient: one sum over batch and
-/// pixels per channel), which one loop kernel would compute with a thread per
-/// result and most of the GPU idle: outer reduction loops become parallel
+/// Splits the reduction computing body tensor `value` when it has fewer than
+/// `fewerResultsThan` results and reduces at least `atLeastReduced` elements
+/// into each (a bias's gradient: one sum over batch and pixels per channel),
+/// which a kernel would compute with a thread or a block per result and most
+/// of the GPU idle: outer reduction loops become parallel
 /// ones of a partial result (`partial`, to materialize first, with its own
 /// kernel), and a second reduction combines the partials into `value`'s
 /// replacement (`result`). Fails, changing nothing, for other values.
@@ -120,7 +121,8 @@ struct SplitReduction {
   mlir::Value partial;
   mlir::Value result;
 };
-mlir::FailureOr<SplitReduction> splitLongReduction(mlir::Value value);
+mlir::FailureOr<SplitReduction> splitLongReduction(mlir::Value value, int64_t fewerResultsThan,
+                                                   int64_t atLeastReduced);
 
 } // namespace kiln
 

@@ -34,10 +34,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Reductions into fewer results than this are split...
-constexpr int64_t kSplitBelow = 8192;
-/// ...when each result reduces at least this many elements.
-constexpr int64_t kLongReduction = 4096;
 /// Partial results the first step aims at (a few warps on every
 /// multiprocessor of a large GPU), and the shortest reduction it leaves
 /// each of them.
@@ -46,7 +42,7 @@ constexpr int64_t kMinPartialReduction = 16;
 
 } // namespace
 
-FailureOr<SplitReduction> splitLongReduction(Value value) {
+FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsThan, int64_t atLeastReduced) {
   auto op = value.getDefiningOp<linalg::GenericOp>();
   if (!op || op->getNumResults() != 1 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() == 0 ||
       !op.hasPureTensorSemantics())
@@ -73,7 +69,7 @@ FailureOr<SplitReduction> splitLongReduction(Value value) {
   int64_t parallel = 1, reduced = 1;
   for (auto [range, iterator] : llvm::zip(ranges, iterators))
     (iterator == utils::IteratorType::parallel ? parallel : reduced) *= range;
-  if (parallel >= kSplitBelow || reduced < kLongReduction)
+  if (parallel >= fewerResultsThan || reduced < atLeastReduced)
     return failure();
   // Outer reduction loops become parallel, outermost first.
   SmallVector<utils::IteratorType> first = iterators;

@@ -254,3 +254,23 @@ func.func @short_column_sum(%x: tensor<4x32x8x8xf32>) -> tensor<32xf32> {
   }
   return %0 : tensor<32xf32>
 }
+
+// -----
+
+// A whole weight's sum of squares (an L2 term of the loss): one row of
+// 1.6 million elements, which one block would crawl through. It goes in two
+// steps too, before the row kernel: 512 partial sums of 3,136 (a row kernel
+// of warps), then one of 512.
+// CHECK-LABEL: func.func @sum_of_squares
+// CHECK: %[[P:.*]] = kiln_gpu.launch @kiln_kernels::@[[K1:.*]] grid [{{.*}}] block [{{.*}}](%{{.*}}) : (tensor<512x3136xf32>) -> tensor<512xf32>
+// CHECK: %[[S:.*]] = kiln_gpu.launch @kiln_kernels::@{{.*}}(%[[P]]) : (tensor<512xf32>) -> tensor<{{(1x)?}}f32>
+// CHECK: gpu.func @[[K1]]
+// CHECK: gpu.shuffle xor
+func.func @sum_of_squares(%w: tensor<512x3136xf32>) -> tensor<f32> {
+  %0 = kiln.fusion input(%w) : (tensor<512x3136xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<512x3136xf32>):
+    %s = kiln.reduce_sum_square %a {axes = array<i64: 0, 1>, keepdims = false} : (tensor<512x3136xf32>) -> tensor<f32>
+    kiln.yield %s : tensor<f32>
+  }
+  return %0 : tensor<f32>
+}
