@@ -28,7 +28,8 @@ Opened open(const std::string &path, const char *device = nullptr) {
 
 const char *const kKnobs[] = {"KILN_FAKE_CUDA_DEVICES", "KILN_FAKE_CUDA_CC",       "KILN_FAKE_CUDA_DRIVER",
                               "KILN_FAKE_CUDA_NO_CAPTURE", "KILN_FAKE_CUDA_NO_PINNED", "KILN_FAKE_CUDA_JIT_FAIL",
-                              "KILN_FAKE_CUDA_NO_ALGO",  "KILN_CUDA_GRAPH",         "CUDA_LAUNCH_BLOCKING"};
+                              "KILN_FAKE_CUDA_NO_ALGO",  "KILN_CUDA_GRAPH",         "CUDA_LAUNCH_BLOCKING",
+                              "KILN_FAKE_CUDA_CANDIDATES", "KILN_CUBLASLT_AUTOTUNE"};
 
 // Counters of the fake driver, read from the copy the runtime loaded.
 long fakeStat(const char *name) {
@@ -536,6 +537,30 @@ TEST_F(GpuArtifact, MatmulThroughCublasLt) {
     }
   }
   EXPECT_GE(artifact.lastDeviceMs(), 0.0);
+}
+
+// With several algorithms offered, each product times every candidate once at load (a warm-up
+// and three runs), passes over one that fails, and still computes the right values.
+TEST_F(GpuArtifact, MatmulTakesTheFastestCandidate) {
+  setenv("KILN_FAKE_CUDA_CANDIDATES", "3", 1);
+  long matmuls = fakeStat("matmuls");
+  {
+    Artifact artifact = Artifact::open(KILN_FAKE_GPU_MATMUL, "gpu:0");
+    // 4 products x 2 candidates that run x 4 runs; the refused one runs none.
+    EXPECT_EQ(fakeStat("matmuls") - matmuls, 32);
+    Tensor x(KILN_DTYPE_F32, {2, 3}), xt(KILN_DTYPE_F32, {2, 3, 2}), addend(KILN_DTYPE_F32, {2, 2, 4});
+    for (int i = 0; i < 6; ++i)
+      x.dataAs<float>()[i] = 1.0f;
+    std::vector<Tensor> outputs = artifact.allocateOutputs();
+    artifact.run({&x, &xt, &addend}, {&outputs[0], &outputs[1], &outputs[2], &outputs[3]});
+    static const float kW[12] = {KILN_FAKE_W};
+    for (int j = 0; j < 4; ++j) // w = x . W with x all ones: column sums of W
+      EXPECT_FLOAT_EQ(outputs[2].dataAs<float>()[j], kW[j] + kW[4 + j] + kW[8 + j]) << j;
+  }
+  setenv("KILN_CUBLASLT_AUTOTUNE", "0", 1);
+  matmuls = fakeStat("matmuls");
+  Artifact untuned = Artifact::open(KILN_FAKE_GPU_MATMUL, "gpu:0");
+  EXPECT_EQ(fakeStat("matmuls"), matmuls) << "KILN_CUBLASLT_AUTOTUNE=0 takes the first choice untimed";
 }
 
 TEST_F(GpuArtifact, MatmulLoadErrors) {

@@ -733,10 +733,18 @@ int cublasLtMatmulAlgoGetHeuristic(void *handle, struct lt_desc *desc, struct lt
   *returned = 0;
   if (knob("KILN_FAKE_CUDA_NO_ALGO"))
     return CUBLAS_STATUS_SUCCESS;
-  memset(&results[0], 0, sizeof results[0]);
-  results[0].algo.data[0] = FAKE_ALGO_MAGIC;
-  results[0].workspaceSize = preference->workspace / 2;
-  *returned = 1;
+  /* KILN_FAKE_CUDA_CANDIDATES=N offers N algorithms; the second is one cublasLtMatmul refuses. */
+  {
+    long candidates = knob_long("KILN_FAKE_CUDA_CANDIDATES", 1), i;
+    if (candidates > requested)
+      candidates = requested;
+    for (i = 0; i < candidates; ++i) {
+      memset(&results[i], 0, sizeof results[i]);
+      results[i].algo.data[0] = i == 1 ? FAKE_ALGO_MAGIC + 1 : FAKE_ALGO_MAGIC;
+      results[i].workspaceSize = preference->workspace / 2;
+    }
+    *returned = (int)candidates;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 

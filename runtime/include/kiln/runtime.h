@@ -14,7 +14,9 @@ extern "C" {
  *   KILN_LIBCUBLASLT  the cuBLASLt library to dlopen instead of searching libcublasLt.so.13, .12,
  *                     .11 and .so on the loader's path, then in $CUDA_HOME/lib64,
  *                     /usr/local/cuda/lib64 and /usr/local/cuda/targets/<arch>-linux/lib
- *   KILN_CUDA_GRAPH   "0" or "off": GPU artifacts open with the cuda-graph option off */
+ *   KILN_CUDA_GRAPH   "0" or "off": GPU artifacts open with the cuda-graph option off
+ *   KILN_CUBLASLT_AUTOTUNE  "0" or "off": each matrix product takes cuBLASLt's first heuristic
+ *                     choice instead of the fastest of its candidates, timed once at open */
 
 /* The artifact format version this runtime reads (first manifest line: "kiln-artifact 1"). */
 #define KILN_ARTIFACT_FORMAT_VERSION 1

@@ -21,6 +21,10 @@ using detail::StatusError;
 namespace {
 
 constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
+// Algorithms the cuBLASLt heuristic offers per product, timed at load (KILN_CUBLASLT_AUTOTUNE=0:
+// its first choice), and runs of each.
+constexpr int kMatmulCandidates = 8;
+constexpr int kAutotuneRepeats = 3;
 constexpr std::size_t kJitLogBytes = 8192;
 
 uint64_t roundUp(uint64_t bytes) {
@@ -186,6 +190,8 @@ private:
   void planMatmuls();
   void planMatmul(const CudaRecord &record, const CudaMatmul &matmul, cublasLtMatmulPreference_t preference,
                   MatmulPlan &plan);
+  cublasLtMatmulAlgo_t fastestAlgo(const MatmulPlan &plan, const cublasLtMatmulHeuristicResult_t *results,
+                                   int count);
   void enqueueRecords(bool capturing = false);
   [[noreturn]] void failedRecord(const StatusError &error, const CudaRecord &record, bool capturing) const;
   void captureGraph();
@@ -689,11 +695,12 @@ void Executor::Impl::planMatmul(const CudaRecord &record, const CudaMatmul &matm
   plan.cPtr = addend ? resolve(matmul.addend) : plan.dPtr;
   plan.beta = addend ? 1.0f : 0.0f;
 
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kMatmulCandidates] = {};
   int returned = 0;
-  checkLt(lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, plan.desc, plan.a, plan.b, plan.c, plan.d, preference, 1,
-                                              &result, &returned),
+  checkLt(lt_->cublasLtMatmulAlgoGetHeuristic(ltHandle_, plan.desc, plan.a, plan.b, plan.c, plan.d, preference,
+                                              kMatmulCandidates, results, &returned),
           "cublasLtMatmulAlgoGetHeuristic", record);
+  const cublasLtMatmulHeuristicResult_t &result = results[0];
   if (returned == 0 || result.state != CUBLAS_STATUS_SUCCESS)
     throw StatusError(KILN_ERROR_DEVICE,
                       prefix() + ": cuBLASLt has no algorithm for " + record.describe() + " (" +
@@ -702,6 +709,43 @@ void Executor::Impl::planMatmul(const CudaRecord &record, const CudaMatmul &matm
                           " k=" + std::to_string(matmul.k) + ", cuBLASLt " + std::to_string(lt_->cublasLtGetVersion()) +
                           " at " + lt_->path + ")");
   plan.algo = result.algo;
+  if (returned > 1 && !envSaysOff("KILN_CUBLASLT_AUTOTUNE"))
+    plan.algo = fastestAlgo(plan, results, returned);
+}
+
+// The heuristic's first choice is a guess, and a poor one for long products into few results (a
+// weight gradient's k = 19,600 into 64 x 25 outputs per batch leaves most of the GPU idle without
+// split-K). Times each candidate the heuristic offers on the real buffers, once at load, and
+// keeps the fastest; a candidate that fails is passed over. The buffers are scratch at load: the
+// arena, the outputs and the workspace, which every run rewrites.
+cublasLtMatmulAlgo_t Executor::Impl::fastestAlgo(const MatmulPlan &plan, const cublasLtMatmulHeuristicResult_t *results,
+                                                 int count) {
+  cublasLtMatmulAlgo_t best = results[0].algo;
+  float bestMs = -1;
+  for (int i = 0; i < count; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS || results[i].workspaceSize > kCublasWorkspaceBytes)
+      continue;
+    auto once = [&] {
+      return lt_->cublasLtMatmul(ltHandle_, plan.desc, &plan.alpha, reinterpret_cast<const void *>(plan.aPtr), plan.a,
+                                 reinterpret_cast<const void *>(plan.bPtr), plan.b, &plan.beta,
+                                 reinterpret_cast<const void *>(plan.cPtr), plan.c, reinterpret_cast<void *>(plan.dPtr),
+                                 plan.d, &results[i].algo, reinterpret_cast<void *>(workspace_), kCublasWorkspaceBytes,
+                                 stream_) == CUBLAS_STATUS_SUCCESS;
+    };
+    bool ok = once(); // warm-up: loads the kernel
+    ok = ok && api_->cuEventRecord(start_, stream_) == CUDA_SUCCESS;
+    for (int repeat = 0; ok && repeat < kAutotuneRepeats; ++repeat)
+      ok = once();
+    ok = ok && api_->cuEventRecord(stop_, stream_) == CUDA_SUCCESS && api_->cuStreamSynchronize(stream_) == CUDA_SUCCESS;
+    float ms = 0;
+    if (!ok || api_->cuEventElapsedTime(&ms, start_, stop_) != CUDA_SUCCESS)
+      continue;
+    if (bestMs < 0 || ms < bestMs) {
+      bestMs = ms;
+      best = results[i].algo;
+    }
+  }
+  return best;
 }
 
 void Executor::Impl::enqueueRecords(bool capturing) {
