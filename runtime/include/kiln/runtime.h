@@ -15,8 +15,10 @@ extern "C" {
  *                     .11 and .so on the loader's path, then in $CUDA_HOME/lib64,
  *                     /usr/local/cuda/lib64 and /usr/local/cuda/targets/<arch>-linux/lib
  *   KILN_CUDA_GRAPH   "0" or "off": GPU artifacts open with the cuda-graph option off
- *   KILN_CUBLASLT_AUTOTUNE  "0" or "off": each matrix product takes cuBLASLt's first heuristic
- *                     choice instead of the fastest of its candidates, timed once at open */
+ *   KILN_CUBLASLT_AUTOTUNE  "1": each matrix product takes the fastest of the algorithms
+ *                     cuBLASLt's heuristic offers, timed once at open, instead of its first
+ *                     choice: faster, but which algorithm wins (and so the order of the float
+ *                     sums) depends on timing, so runs are no longer reproducible bit for bit */
 
 /* The artifact format version this runtime reads (first manifest line: "kiln-artifact 1"). */
 #define KILN_ARTIFACT_FORMAT_VERSION 1
