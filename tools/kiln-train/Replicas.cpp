@@ -83,6 +83,33 @@ World World::fromEnvironment(const std::string &devices, double timeoutSeconds) 
   return w;
 }
 
+namespace {
+
+/// Connects `count` local replicas at once, `connect(i)` each on a thread of
+/// its own (joining waits for the whole world), and returns them in order;
+/// throws the first failure after every join has ended.
+template <typename Connect> auto joinAll(int count, Connect connect) {
+  using Joined = decltype(connect(0));
+  std::vector<std::future<Joined>> joins;
+  for (int i = 0; i < count; ++i)
+    joins.push_back(std::async(std::launch::async, connect, i));
+  std::vector<Joined> joined;
+  std::string error;
+  for (auto &join : joins) {
+    try {
+      joined.push_back(join.get());
+    } catch (const Error &e) {
+      if (error.empty())
+        error = e.what();
+    }
+  }
+  if (!error.empty())
+    throw Error(error);
+  return joined;
+}
+
+} // namespace
+
 struct Replicas::Link {
   // CPU replicas: Gloo, driven by the step's hooks through a bucket reducer.
   std::unique_ptr<rt::Collective> collective;
@@ -123,22 +150,12 @@ Replicas::Replicas(const World &world, TrainStep &first, const std::string &path
     connectGpus();
     return;
   }
-  // Every local replica joins at once: joining waits for the whole world.
-  std::vector<std::future<std::unique_ptr<rt::Collective>>> joins;
-  for (int i = 0; i < world.local; ++i)
-    joins.push_back(std::async(std::launch::async, [config = configFor(i)] { return rt::connectGloo(config); }));
-  std::string error;
-  for (auto &join : joins) {
-    try {
-      links_.push_back(std::make_unique<Link>());
-      links_.back()->collective = join.get();
-    } catch (const Error &e) {
-      if (error.empty())
-        error = e.what();
-    }
+  std::vector<std::unique_ptr<rt::Collective>> joined =
+      joinAll(world.local, [this](int i) { return rt::connectGloo(configFor(i)); });
+  for (auto &collective : joined) {
+    links_.push_back(std::make_unique<Link>());
+    links_.back()->collective = std::move(collective);
   }
-  if (!error.empty())
-    throw Error(error);
   for (int i = 0; i < world.local; ++i) {
     links_[i]->reducer = std::make_unique<rt::BucketReducer>(*links_[i]->collective);
     kiln_collective_hooks hooks = links_[i]->reducer->hooks();
@@ -162,23 +179,12 @@ rt::CollectiveConfig Replicas::configFor(int i) const {
 // Every local GPU replica joins at once (NCCL's init waits for the whole world), each on its GPU,
 // and its step gets the communicator as device hooks.
 void Replicas::connectGpus() {
-  std::vector<std::future<std::unique_ptr<rt::DeviceCollective>>> joins;
-  for (int i = 0; i < world_.local; ++i)
-    joins.push_back(std::async(std::launch::async, [config = configFor(i), device = world_.gpus[i]] {
-      return rt::connectNccl(config, device);
-    }));
-  std::string error;
-  for (auto &join : joins) {
+  std::vector<std::unique_ptr<rt::DeviceCollective>> joined =
+      joinAll(world_.local, [this](int i) { return rt::connectNccl(configFor(i), world_.gpus[i]); });
+  for (auto &device : joined) {
     links_.push_back(std::make_unique<Link>());
-    try {
-      links_.back()->device = join.get();
-    } catch (const Error &e) {
-      if (error.empty())
-        error = e.what();
-    }
+    links_.back()->device = std::move(device);
   }
-  if (!error.empty())
-    throw Error(error);
   for (int i = 0; i < world_.local; ++i) {
     kiln_device_collective_hooks hooks = rt::deviceHooks(*links_[i]->device);
     if (kiln_artifact_set_device_collective(steps_[i]->artifact().handle(), &hooks) != KILN_OK)
