@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 #include "kiln/collective_abi.h"
 
+#include "ArtifactHandle.h"
 #include "ArtifactInternal.h"
 #include "Partitioned.h"
 #include "CpuFeatures.h"
@@ -34,63 +35,25 @@ using kiln::rt::Error;
 using kiln::rt::Manifest;
 using kiln::rt::printable;
 using kiln::rt::TensorSpec;
+using kiln::rt::detail::checkBuffers;
+using kiln::rt::detail::fail;
+using kiln::rt::detail::findEntrySpec;
+using kiln::rt::detail::guarded;
 using kiln::rt::detail::StatusError;
 
-using EntryFn = void (*)(void **);
-
-struct kiln_artifact {
-  std::string path;
-  void *library = nullptr;
-  Manifest manifest;
-  std::string features;
-  std::string devices; // "cpu,cuda"
-  std::string device;  // "cpu" or "gpu:N"
-  // CPU: the kiln_entry of the artifact, serialized per loaded library.
-  EntryFn entry = nullptr;
-  // The CPU code's record of a failed index check (kiln_index_check): id + 1, index.
-  int64_t *indexCheck = nullptr;
-  // CPU: the further entries (a train step's eval and init), by name.
-  std::map<std::string, EntryFn, std::less<>> entries;
-  std::shared_ptr<std::mutex> runMutex;
-  // GPU: declared after the manifest it refers to, so it is destroyed first.
-  std::unique_ptr<kiln::rt::cuda::Executor> gpu;
-  int gpuIndex = 0;
-  // GPU: the further entries, each a GPU program of its own (symbols kiln_entry_<name>_cuda_*)
-  // opened on first use, and the manifests (the entry's signature) they read.
-  std::map<std::string, Manifest, std::less<>> entryManifests;
-  std::map<std::string, std::unique_ptr<kiln::rt::cuda::Executor>, std::less<>> gpuEntries;
-  // Train steps after kiln_artifact_state_init: the state's (input, output) pairs, kept by the
-  // runtime on the artifact's device. On the CPU, two host buffers per pair; stateIn[k] holds the
-  // current value and the two trade places after every step.
-  bool resident = false;
-  std::vector<std::pair<int, int>> residentPairs;
-  std::vector<kiln::rt::detail::AlignedBuffer> stateIn, stateOut;
-  // A model partitioned over devices: its executor threads.
-  std::unique_ptr<kiln::rt::detail::PartitionedExecutor> partitioned;
-};
 
 namespace {
 
 thread_local std::string gLastError;
 
-kiln_status fail(kiln_status status, std::string message) {
+} // namespace
+
+kiln_status kiln::rt::detail::fail(kiln_status status, std::string message) {
   gLastError = std::move(message);
   return status;
 }
 
-// Runs `body`, turning any exception into a status plus kiln_last_error(); nothing may unwind
-// through the C ABI.
-template <typename Fn> kiln_status guarded(Fn &&body) {
-  try {
-    return body();
-  } catch (const StatusError &e) {
-    return fail(e.status(), e.what());
-  } catch (const std::bad_alloc &) {
-    return fail(KILN_ERROR_IO, "out of memory");
-  } catch (const std::exception &e) {
-    return fail(KILN_ERROR_INVALID_ARTIFACT, e.what());
-  }
-}
+namespace {
 
 #if defined(__x86_64__)
 constexpr uint16_t kHostMachine = EM_X86_64;
@@ -539,23 +502,6 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
   artifact.gpu = kiln::rt::cuda::Executor::open(name, manifest, artifact.library, spec.index);
 }
 
-// The GPU executor of a further entry, opened on first use.
-kiln::rt::cuda::Executor &gpuEntry(kiln_artifact &artifact, const std::string &entry) {
-  std::unique_ptr<kiln::rt::cuda::Executor> &executor = artifact.gpuEntries[entry];
-  if (!executor)
-    executor = kiln::rt::cuda::Executor::open(artifact.path, artifact.entryManifests.at(entry), artifact.library,
-                                              artifact.gpuIndex, "kiln_entry_" + entry + "_");
-  return *executor;
-}
-
-// The state pair whose input is named `name`, as an index into residentPairs; -1 when none.
-int residentIndex(const kiln_artifact &artifact, std::string_view name) {
-  for (std::size_t k = 0; k < artifact.residentPairs.size(); ++k)
-    if (artifact.manifest.inputs[artifact.residentPairs[k].first].name == name)
-      return static_cast<int>(k);
-  return -1;
-}
-
 } // namespace
 
 namespace kiln::rt {
@@ -589,7 +535,7 @@ ArtifactInfo inspectArtifact(const std::string &path, unsigned flags) {
 
 } // namespace kiln::rt
 
-static const kiln::rt::EntrySpec *findEntrySpec(const kiln_artifact &artifact, const char *name) {
+const kiln::rt::EntrySpec *kiln::rt::detail::findEntrySpec(const kiln_artifact &artifact, const char *name) {
   if (!name)
     return nullptr;
   for (const kiln::rt::EntrySpec &entry : artifact.manifest.entries)
@@ -630,10 +576,9 @@ static kiln_status describeEntry(const kiln_artifact *artifact, const char *entr
                       "entry '" + spec->name + "' ", kind, "it");
 }
 
-/// The arrays and every non-empty tensor's buffer must be given.
-static kiln_status checkBuffers(const kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
-                                const std::vector<TensorSpec> &outs, void *const *inputs,
-                                void *const *outputs, const char *what) {
+kiln_status kiln::rt::detail::checkBuffers(const kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
+                                          const std::vector<TensorSpec> &outs, void *const *inputs,
+                                          void *const *outputs, const char *what) {
   std::size_t numInputs = ins.size(), total = numInputs + outs.size();
   if ((numInputs && !inputs) || (total > numInputs && !outputs))
     return fail(KILN_ERROR_INVALID_ARGUMENT,
@@ -706,6 +651,12 @@ static void runOnCpu(kiln_artifact *artifact, const std::vector<TensorSpec> &ins
   for (std::size_t i = numInputs; i < total; ++i)
     if (staged[i])
       std::memcpy(outputs[i - numInputs], staged[i].get(), outs[i - numInputs].byteSize());
+}
+
+void kiln::rt::detail::runEntryOnCpu(kiln_artifact *artifact, const std::vector<TensorSpec> &ins,
+                                     const std::vector<TensorSpec> &outs, void *const *inputs,
+                                     void *const *outputs, EntryFn entry) {
+  runOnCpu(artifact, ins, outs, inputs, outputs, [&](void **buffers) { entry(buffers); });
 }
 
 extern "C" {
@@ -978,153 +929,5 @@ kiln_status kiln_artifact_entry_output(const kiln_artifact *artifact, const char
                                        kiln_tensor_info *out) {
   return describeEntry(artifact, entry, index, out, false);
 }
-
-kiln_status kiln_artifact_run_entry(kiln_artifact *artifact, const char *entry, void *const *inputs,
-                                    void *const *outputs) {
-  if (!artifact || !entry)
-    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_run_entry: artifact and entry must not be NULL");
-  return guarded([&]() -> kiln_status {
-    const kiln::rt::EntrySpec *spec = findEntrySpec(*artifact, entry);
-    auto fn = artifact->entries.find(entry);
-    if (!spec || (!artifact->gpu && fn == artifact->entries.end()))
-      return fail(KILN_ERROR_INVALID_ARGUMENT,
-                  artifact->path + ": no entry '" + entry + "'" +
-                      (artifact->manifest.entries.empty() ? " (the artifact has none besides the main one)"
-                                                          : ""));
-    // With resident state, a NULL input named like a state tensor reads its current value.
-    std::vector<int> fromState(spec->inputs.size(), -1);
-    std::vector<void *> ins(spec->inputs.size());
-    static char onDevice;
-    for (std::size_t i = 0; i < ins.size() && inputs; ++i) {
-      ins[i] = inputs[i];
-      if (!ins[i] && artifact->resident && (fromState[i] = residentIndex(*artifact, spec->inputs[i].name)) >= 0)
-        ins[i] = artifact->gpu ? &onDevice : artifact->stateIn[fromState[i]].get();
-    }
-    if (kiln_status status = checkBuffers(artifact, spec->inputs, spec->outputs, inputs ? ins.data() : nullptr,
-                                          outputs, "kiln_artifact_run_entry");
-        status != KILN_OK)
-      return status;
-    if (artifact->gpu) {
-      std::vector<kiln::rt::cuda::Executor::InputSource> sources(ins.size());
-      for (std::size_t i = 0; i < ins.size(); ++i) {
-        sources[i].host = ins[i];
-        if (fromState[i] >= 0) {
-          sources[i].device = artifact->gpu.get();
-          sources[i].resident = artifact->residentPairs[fromState[i]].first;
-        }
-      }
-      gpuEntry(*artifact, entry).run(sources.data(), outputs);
-      return KILN_OK;
-    }
-    runOnCpu(artifact, spec->inputs, spec->outputs, ins.data(), outputs,
-             [&](void **buffers) { fn->second(buffers); });
-    return KILN_OK;
-  });
-}
-
-kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
-  if (!artifact)
-    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_state_init: artifact is NULL");
-  return guarded([&]() -> kiln_status {
-    const Manifest &manifest = artifact->manifest;
-    const kiln::rt::EntrySpec *init = findEntrySpec(*artifact, "init");
-    if (!init || artifact->partitioned)
-      return fail(KILN_ERROR_INVALID_ARGUMENT,
-                  artifact->path + ": not a train step with an init entry (compile it with kilnc --train)");
-    std::vector<std::pair<int, int>> pairs;
-    for (std::size_t i = 0; i < manifest.inputs.size(); ++i) {
-      if (manifest.inputs[i].state.empty())
-        continue;
-      int output = kiln::rt::findSpec(manifest.outputs, manifest.inputs[i].name);
-      if (output < 0 || manifest.outputs[output].state != manifest.inputs[i].state ||
-          manifest.outputs[output].byteSize() != manifest.inputs[i].byteSize())
-        return fail(KILN_ERROR_INVALID_ARTIFACT, artifact->path + ": state input '" + manifest.inputs[i].name +
-                                                     "' has no output of the same name, kind and size");
-      pairs.push_back({static_cast<int>(i), output});
-    }
-    // Every init output sets the state input of its name.
-    std::vector<int> targets;
-    for (const TensorSpec &spec : init->outputs) {
-      int input = kiln::rt::findSpec(manifest.inputs, spec.name);
-      auto pair = std::find_if(pairs.begin(), pairs.end(), [&](auto p) { return p.first == input; });
-      if (pair == pairs.end() || manifest.inputs[input].byteSize() != spec.byteSize())
-        return fail(KILN_ERROR_INVALID_ARTIFACT,
-                    artifact->path + ": init output '" + spec.name + "' matches no state input");
-      targets.push_back(input);
-    }
-    artifact->resident = false;
-    artifact->residentPairs = pairs;
-    if (artifact->gpu) {
-      artifact->gpu->setResident(pairs);
-      kiln::rt::cuda::Executor &entry = gpuEntry(*artifact, "init");
-      std::vector<void *> none(init->outputs.size(), nullptr); // left on the device
-      entry.run(static_cast<const kiln::rt::cuda::Executor::InputSource *>(nullptr), none.data());
-      for (std::size_t k = 0; k < targets.size(); ++k)
-        artifact->gpu->copyResidentFrom(targets[k], entry, static_cast<int>(k));
-      artifact->gpuEntries.erase("init"); // its constants (the initial weights) are not needed again
-    } else {
-      artifact->stateIn.clear();
-      artifact->stateOut.clear();
-      for (auto [input, output] : pairs) {
-        artifact->stateIn.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
-        artifact->stateOut.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
-      }
-      std::vector<void *> outs;
-      for (int input : targets)
-        outs.push_back(artifact->stateIn[std::find_if(pairs.begin(), pairs.end(),
-                                                      [&](auto p) { return p.first == input; }) -
-                                         pairs.begin()]
-                           .get());
-      auto fn = artifact->entries.find("init");
-      runOnCpu(artifact, init->inputs, init->outputs, nullptr, outs.data(), [&](void **b) { fn->second(b); });
-    }
-    artifact->resident = true;
-    return KILN_OK;
-  });
-}
-
-// Copies state tensor `name` out of (`out`) or into (`in`) the resident state.
-static kiln_status transferState(kiln_artifact *artifact, const char *name, void *out, const void *in,
-                                 std::size_t bytes, const char *what) {
-  if (!artifact || !name || (!out && !in))
-    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + ": artifact, name and data must not be NULL");
-  return guarded([&]() -> kiln_status {
-    if (!artifact->resident)
-      return fail(KILN_ERROR_INVALID_ARGUMENT,
-                  artifact->path + ": " + what + ": no resident state (call kiln_artifact_state_init first)");
-    int k = residentIndex(*artifact, name);
-    if (k < 0)
-      return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": no state tensor '" + printable(name) + "'");
-    int input = artifact->residentPairs[k].first;
-    const TensorSpec &spec = artifact->manifest.inputs[input];
-    if (bytes != spec.byteSize())
-      return fail(KILN_ERROR_INVALID_ARGUMENT, artifact->path + ": state tensor '" + spec.name + "' is " +
-                                                   spec.typeString() + " (" + std::to_string(spec.byteSize()) +
-                                                   " bytes), not " + std::to_string(bytes) + " bytes");
-    if (artifact->gpu) {
-      if (out)
-        artifact->gpu->readResident(input, out);
-      else
-        artifact->gpu->writeResident(input, in);
-    } else if (bytes > 0) {
-      std::lock_guard<std::mutex> lock(*artifact->runMutex);
-      if (out)
-        std::memcpy(out, artifact->stateIn[k].get(), bytes);
-      else
-        std::memcpy(artifact->stateIn[k].get(), in, bytes);
-    }
-    return KILN_OK;
-  });
-}
-
-kiln_status kiln_artifact_state_read(kiln_artifact *artifact, const char *name, void *data, size_t bytes) {
-  return transferState(artifact, name, data, nullptr, bytes, "kiln_artifact_state_read");
-}
-
-kiln_status kiln_artifact_state_write(kiln_artifact *artifact, const char *name, const void *data, size_t bytes) {
-  return transferState(artifact, name, nullptr, data, bytes, "kiln_artifact_state_write");
-}
-
-int kiln_artifact_has_resident_state(const kiln_artifact *artifact) { return artifact && artifact->resident; }
 
 } // extern "C"
