@@ -30,7 +30,8 @@ each epoch visits the training examples in a seeded random order, in batches of 
 artifact's batch size (a last partial batch is left out); every --eval-every steps the
 held-out set is classified with the current weights (their moving average when the step
 keeps one); checkpoints are written atomically and --resume continues from the newest
-valid one, giving on the CPU bitwise the same losses and weights as a run never stopped.
+valid one, giving bitwise the same losses and weights as a run never stopped (on the CPU and,
+with --devices gpu:N, on a GPU).
 
 Data (IDX files as MNIST and Fashion-MNIST ship them, gzip-compressed or not, or .npy):
   --data DIR               DIR/train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
