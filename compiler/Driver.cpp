@@ -330,6 +330,17 @@ unsigned kernelIndexBitwidth(ModuleOp module) {
 /// Compiles `module` (graph level) for GPUs: kernels, host program, PTX and
 /// cubins. For an intermediate --emit, writes it and returns its exit code
 /// through `exitCode`; otherwise returns the image.
+/// A module holding a copy of `func` as its @main, without a device: a
+/// partition's GPU stage or a train step's further entry, compiled as a model.
+static OwningOpRef<ModuleOp> asModel(func::FuncOp func) {
+  OwningOpRef<ModuleOp> model = ModuleOp::create(func.getLoc());
+  model->getBody()->push_back(func.clone());
+  auto main = cast<func::FuncOp>(model->getBody()->front());
+  main.setSymName("main");
+  main->removeAttr(kDeviceAttrName);
+  return model;
+}
+
 static std::optional<GpuImage> compileForGpu(ModuleOp module, const Targets &targets,
                                              const CompilerOptions &options, Progress &progress,
                                              const std::string &output, int &exitCode) {
@@ -665,11 +676,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       if (!stage.isGpu())
         continue;
       auto func = module->lookupSymbol<func::FuncOp>(stage.function);
-      OwningOpRef<ModuleOp> copy = ModuleOp::create(module->getLoc());
-      copy->getBody()->push_back(func->clone());
-      auto main = cast<func::FuncOp>(copy->getBody()->front());
-      main.setSymName("main");
-      main->removeAttr(kDeviceAttrName);
+      OwningOpRef<ModuleOp> copy = asModel(func);
       func.erase();
       int exitCode;
       std::optional<GpuImage> image =
@@ -696,17 +703,9 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     // Each further entry (a train step's @eval and @init) is a GPU program of
     // its own, compiled as a model whose @main it is.
     std::vector<std::pair<std::string, OwningOpRef<ModuleOp>>> entryModules;
-    for (const char *name : kExtraEntries) {
-      auto func = module->lookupSymbol<func::FuncOp>(name);
-      if (!func)
-        continue;
-      OwningOpRef<ModuleOp> entry = ModuleOp::create(module->getLoc());
-      entry->getBody()->push_back(func->clone());
-      auto main = cast<func::FuncOp>(entry->getBody()->front());
-      main.setSymName("main");
-      main->removeAttr(kDeviceAttrName);
-      entryModules.push_back({name, std::move(entry)});
-    }
+    for (const char *name : kExtraEntries)
+      if (auto func = module->lookupSymbol<func::FuncOp>(name))
+        entryModules.push_back({name, asModel(func)});
     OwningOpRef<ModuleOp> copy = targets.cpu ? module->clone() : std::move(module);
     for (auto &[name, entry] : entryModules)
       copy->lookupSymbol<func::FuncOp>(name).erase();

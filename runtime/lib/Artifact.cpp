@@ -450,11 +450,7 @@ void openOn(kiln_artifact &artifact, DeviceSpec spec) {
       if (!dlsym(artifact.library, program.c_str()))
         throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": the manifest lists entry '" + entry.name +
                                                            "' but the artifact has no " + program + " symbol");
-      Manifest &own = artifact.entryManifests[entry.name];
-      own = manifest;
-      own.inputs = entry.inputs;
-      own.outputs = entry.outputs;
-      own.entries.clear();
+      artifact.entryManifests[entry.name] = kiln::rt::entryManifest(manifest, entry);
     }
     if (!hasCpu)
       continue;

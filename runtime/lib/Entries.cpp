@@ -100,15 +100,15 @@ kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
                                                      "' has no output of the same name, kind and size");
       pairs.push_back({static_cast<int>(i), output});
     }
-    // Every init output sets the state input of its name.
-    std::vector<int> targets;
+    // Every init output sets the state tensor of its name: `targets` holds its pair.
+    std::vector<std::size_t> targets;
     for (const TensorSpec &spec : init->outputs) {
       int input = kiln::rt::findSpec(manifest.inputs, spec.name);
       auto pair = std::find_if(pairs.begin(), pairs.end(), [&](auto p) { return p.first == input; });
       if (pair == pairs.end() || manifest.inputs[input].byteSize() != spec.byteSize())
         return fail(KILN_ERROR_INVALID_ARTIFACT,
                     artifact->path + ": init output '" + spec.name + "' matches no state input");
-      targets.push_back(input);
+      targets.push_back(static_cast<std::size_t>(pair - pairs.begin()));
     }
     artifact->resident = false;
     artifact->residentPairs = pairs;
@@ -118,7 +118,7 @@ kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
       std::vector<void *> none(init->outputs.size(), nullptr); // left on the device
       entry.run(static_cast<const kiln::rt::cuda::Executor::InputSource *>(nullptr), none.data());
       for (std::size_t k = 0; k < targets.size(); ++k)
-        artifact->gpu->copyResidentFrom(targets[k], entry, static_cast<int>(k));
+        artifact->gpu->copyResidentFrom(pairs[targets[k]].first, entry, static_cast<int>(k));
       artifact->gpuEntries.erase("init"); // its constants (the initial weights) are not needed again
     } else {
       artifact->stateIn.clear();
@@ -128,11 +128,8 @@ kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
         artifact->stateOut.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
       }
       std::vector<void *> outs;
-      for (int input : targets)
-        outs.push_back(artifact->stateIn[std::find_if(pairs.begin(), pairs.end(),
-                                                      [&](auto p) { return p.first == input; }) -
-                                         pairs.begin()]
-                           .get());
+      for (std::size_t k : targets)
+        outs.push_back(artifact->stateIn[k].get());
       auto fn = artifact->entries.find("init");
       runEntryOnCpu(artifact, init->inputs, init->outputs, nullptr, outs.data(), fn->second);
     }

@@ -221,6 +221,14 @@ std::string percentEncode(std::string_view text) {
   return out;
 }
 
+Manifest entryManifest(const Manifest &manifest, const EntrySpec &entry) {
+  Manifest out = manifest;
+  out.inputs = entry.inputs;
+  out.outputs = entry.outputs;
+  out.entries.clear();
+  return out;
+}
+
 Manifest stageManifest(const Manifest &manifest, int index) {
   const StageSpec &stage = manifest.stages.at(index);
   Manifest out;

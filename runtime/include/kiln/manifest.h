@@ -108,6 +108,10 @@ Manifest parseManifest(std::string_view text, const std::string &source);
 // stage's arguments as inputs, its results as outputs, and the artifact's cuda records.
 Manifest stageManifest(const Manifest &manifest, int index);
 
+// The manifest a train step's further entry (init, eval) is read against, as a GPU program of its
+// own: the artifact's records with the entry's inputs and outputs as the signature.
+Manifest entryManifest(const Manifest &manifest, const EntrySpec &entry);
+
 // Index of the spec called `name` (decoded), or -1.
 int findSpec(const std::vector<TensorSpec> &specs, std::string_view name);
 

@@ -258,14 +258,14 @@ public:
   void setResident(std::vector<std::pair<int, int>> pairs);
   void transferResident(int input, void *host, const void *source);
   void copyResidentFrom(int input, const Impl &from, int output);
-  CUdeviceptr residentBuffer(int input) const { return inputs_.at(static_cast<std::size_t>(input)); }
-  uint64_t inputBytes(int input) const { return inputBytes_.at(static_cast<std::size_t>(input)); }
-  bool sameDevice(const Impl &other) const { return device_ == other.device_; }
   bool hasCollectives() const { return program_.collectives() > 0; }
 
 private:
   void bindPointers();
   void swapResident();
+  void copyFrom(std::size_t input, const Impl &from, CUdeviceptr source, uint64_t bytes, const char *what);
+  // Whether launches and matmuls still point at the buffers as they were before the last swap.
+  bool pointersStale_ = false;
 };
 
 void Executor::Impl::open(void *library, int index) {
@@ -470,6 +470,8 @@ void Executor::Impl::allocateBuffers(void *library) {
       api_->cuMemHostAlloc(&pinned, static_cast<size_t>(stagingBytes), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
     staging_ = static_cast<char *>(pinned);
 
+  residentInput_.assign(inputs_.size(), false);
+  residentOutput_.assign(outputs_.size(), false);
   if (program_.collectives() > 0) {
     void *pinned = nullptr;
     valuesPinned_ = api_->cuMemHostAlloc(&pinned, sizeof(CollectiveValues), CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS;
@@ -556,14 +558,16 @@ void Executor::Impl::setResident(std::vector<std::pair<int, int>> pairs) {
 }
 
 // The state written by the run just finished becomes the next run's input: the two buffers of each
-// pair trade places, with no copy. The other parity's graph (if captured) already holds them so.
+// pair trade places, with no copy. The other parity's graph (if captured) already holds them so,
+// and direct launches re-point their operands before they next enqueue.
 void Executor::Impl::swapResident() {
   if (resident_.empty())
     return;
   for (auto [input, output] : resident_)
     std::swap(inputs_[input], outputs_[output]);
   parity_ ^= 1;
-  bindPointers();
+  // Only launching directly (or capturing) reads the pointers; a replay has its own.
+  pointersStale_ = true;
 }
 
 // Copies the current value of resident input `input` to `host`, or from `source` into it.
@@ -580,21 +584,29 @@ void Executor::Impl::transferResident(int input, void *host, const void *source)
   check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-// Sets resident input `input` from output `output` of another executor's finished run on this GPU.
+// Input `input` of the next run from `bytes` at `source` on `from`'s device, queued on this
+// executor's stream: device to device on one GPU, peer to peer between two.
+void Executor::Impl::copyFrom(std::size_t input, const Impl &from, CUdeviceptr source, uint64_t bytes,
+                              const char *what) {
+  if (bytes != inputBytes_.at(input))
+    throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(input) + " takes " +
+                                                       std::to_string(inputBytes_[input]) + " bytes from " + what +
+                                                       " of another size");
+  if (bytes == 0)
+    return;
+  if (from.device_ == device_)
+    check(api_->cuMemcpyDtoDAsync(inputs_[input], source, bytes, stream_), "cuMemcpyDtoDAsync");
+  else
+    check(api_->cuMemcpyPeerAsync(inputs_[input], context_, source, from.context_, bytes, stream_),
+          "cuMemcpyPeerAsync");
+}
+
+// Sets resident input `input` from output `output` of another executor's finished run.
 void Executor::Impl::copyResidentFrom(int input, const Impl &from, int output) {
   std::lock_guard<std::mutex> lock(mutex_);
   ContextScope scope(*this);
-  std::size_t i = static_cast<std::size_t>(input);
-  if (from.outputBytes_.at(static_cast<std::size_t>(output)) != inputBytes_.at(i))
-    throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": state input " + std::to_string(input) + " takes " +
-                                                       std::to_string(inputBytes_[i]) + " bytes from an output of another size");
-  if (inputBytes_[i] == 0)
-    return;
-  if (from.device_ == device_)
-    check(api_->cuMemcpyDtoDAsync(inputs_[i], from.outputs_[output], inputBytes_[i], stream_), "cuMemcpyDtoDAsync");
-  else
-    check(api_->cuMemcpyPeerAsync(inputs_[i], context_, from.outputs_[output], from.context_, inputBytes_[i], stream_),
-          "cuMemcpyPeerAsync");
+  copyFrom(static_cast<std::size_t>(input), from, from.outputs_.at(static_cast<std::size_t>(output)),
+           from.outputBytes_.at(static_cast<std::size_t>(output)), "an output");
   check(api_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
@@ -753,6 +765,10 @@ cublasLtMatmulAlgo_t Executor::Impl::fastestAlgo(const MatmulPlan &plan, const c
 }
 
 void Executor::Impl::enqueueRecords(bool capturing) {
+  if (pointersStale_) {
+    bindPointers();
+    pointersStale_ = false;
+  }
   for (std::size_t i = 0; i < program_.records.size(); ++i) {
     const CudaRecord &record = program_.records[i];
     try {
@@ -783,15 +799,10 @@ void Executor::Impl::enqueueRecords(bool capturing) {
                 &record);
           break;
         case CudaCollective::Kind::Start:
-          if (hooks_.start)
-            callHook("all-reduce", &record, [&](char *error, size_t size) {
-              return hooks_.start(hooks_.context, collective->bucket, data, count, stream_, error, size);
-            });
-          break;
         case CudaCollective::Kind::Wait:
-          if (hooks_.wait)
+          if (auto hook = collective->kind == CudaCollective::Kind::Start ? hooks_.start : hooks_.wait)
             callHook("all-reduce", &record, [&](char *error, size_t size) {
-              return hooks_.wait(hooks_.context, collective->bucket, data, count, stream_, error, size);
+              return hook(hooks_.context, collective->bucket, data, count, stream_, error, size);
             });
           break;
         }
@@ -863,39 +874,18 @@ void Executor::Impl::run(const Executor::InputSource *sources, void *const *outp
   bool replay = graphEnabled_ && graphExec_[parity_];
   try {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
-      if (inputBytes_[i] == 0 || (!residentInput_.empty() && residentInput_[i]))
+      if (inputBytes_[i] == 0 || residentInput_[i])
         continue;
-      if (const Executor *other = sources[i].device; other && sources[i].resident >= 0) {
-        // Another executor's resident state (a train step's weights, for its eval entry).
-        const Impl &from = *other->impl_;
-        int input = sources[i].resident;
-        if (from.inputBytes(input) != inputBytes_[i])
-          throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(i) + " takes " +
-                                                             std::to_string(inputBytes_[i]) +
-                                                             " bytes from a state tensor of another size");
-        if (from.device_ == device_)
-          check(api_->cuMemcpyDtoDAsync(inputs_[i], from.residentBuffer(input), inputBytes_[i], stream_),
-                "cuMemcpyDtoDAsync");
-        else
-          check(api_->cuMemcpyPeerAsync(inputs_[i], context_, from.residentBuffer(input), from.context_,
-                                        inputBytes_[i], stream_),
-                "cuMemcpyPeerAsync");
-        continue;
-      }
       if (const Executor *other = sources[i].device) {
-        // Another executor's output, whose run has finished: a copy on the device, or between
-        // two devices.
+        // Another executor's output from its finished run, or its resident state (a train step's
+        // weights, for its eval entry): a copy on the device, or between two devices.
         const Impl &from = *other->impl_;
-        CUdeviceptr source = from.outputs_.at(sources[i].output);
-        if (from.outputBytes_.at(sources[i].output) != inputBytes_[i])
-          throw StatusError(KILN_ERROR_INVALID_ARGUMENT, prefix() + ": input " + std::to_string(i) + " takes " +
-                                                             std::to_string(inputBytes_[i]) +
-                                                             " bytes from an output of another size");
-        if (from.device_ == device_)
-          check(api_->cuMemcpyDtoDAsync(inputs_[i], source, inputBytes_[i], stream_), "cuMemcpyDtoDAsync");
+        if (sources[i].resident >= 0)
+          copyFrom(i, from, from.inputs_.at(sources[i].resident), from.inputBytes_.at(sources[i].resident),
+                   "a state tensor");
         else
-          check(api_->cuMemcpyPeerAsync(inputs_[i], context_, source, from.context_, inputBytes_[i], stream_),
-                "cuMemcpyPeerAsync");
+          copyFrom(i, from, from.outputs_.at(sources[i].output), from.outputBytes_.at(sources[i].output),
+                   "an output");
         continue;
       }
       const void *source = sources[i].host;
@@ -917,7 +907,7 @@ void Executor::Impl::run(const Executor::InputSource *sources, void *const *outp
       callHook("the step's all-reduce", nullptr,
                [&](char *error, size_t size) { return hooks_.finish(hooks_.context, error, size); });
     for (std::size_t i = 0; i < outputs_.size(); ++i) {
-      if (outputBytes_[i] == 0 || !outputs || !outputs[i] || (!residentOutput_.empty() && residentOutput_[i]))
+      if (outputBytes_[i] == 0 || !outputs || !outputs[i] || residentOutput_[i])
         continue;
       void *target = staging_ ? staging_ + stagingOffsets_[inputs_.size() + i] : outputs[i];
       check(api_->cuMemcpyDtoHAsync(target, outputs_[i], outputBytes_[i], stream_), "cuMemcpyDtoHAsync");
@@ -943,7 +933,7 @@ void Executor::Impl::run(const Executor::InputSource *sources, void *const *outp
   }
   if (staging_ && outputs)
     for (std::size_t i = 0; i < outputs_.size(); ++i)
-      if (outputBytes_[i] > 0 && outputs[i] && (residentOutput_.empty() || !residentOutput_[i]))
+      if (outputBytes_[i] > 0 && outputs[i] && !residentOutput_[i])
         std::memcpy(outputs[i], staging_ + stagingOffsets_[inputs_.size() + i], outputBytes_[i]);
   float milliseconds = 0;
   check(api_->cuEventElapsedTime(&milliseconds, start_, stop_), "cuEventElapsedTime");
