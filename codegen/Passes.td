@@ -549,8 +549,10 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       256 threads, at most `max-blocks-per-sm` blocks per multiprocessor of
       the target. When each thread has at least 4 groups to do, a trip
       around the loop takes 4 of them one grid apart and stores them after
-      computing all four, so their loads are in flight together. Results of one fusion with the same shape share a kernel
-      (sibling fusion); results of other shapes get kernels of their own.
+      computing all four, so their loads are in flight together. Results of
+      one fusion with the same shape share a loop (sibling fusion); results
+      of other shapes share the kernel side by side, each shape with a range
+      of the grid's blocks and a loop of its own.
     * row kernels, for fusions whose reductions all reduce the trailing
       dimensions (columns) of one iteration space and combine with an
       associative operation (sum, product, max, min, and, or, xor; f32 or
@@ -601,10 +603,23 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       included) and one product per image (or per group): filter
       [f, window] times columns [window, spatial]; when there are both
       several images and several groups, it stays a direct kernel. Integer
-      products stay generated.
+      products stay generated. A single product into at most a quarter of
+      the multiprocessors' worth of 64 x 64 output tiles over a long k (a
+      convolution's weight gradient: 6 x 25 outputs over k = 50,176) is
+      split along k (split-K): a batch of products over parts of at least
+      1,024 of k, about one per multiprocessor, into partials that a loop
+      kernel sums in a fixed order, with the epilogue (so split runs stay
+      reproducible bit for bit).
     In every kernel, a division by a constant is a multiplication by its
     rounded reciprocal (within one ulp of the division, as in XLA): a
     correctly rounded division costs about ten instructions on a GPU.
+
+    Loop fusions whose results only the function's return reads (a train
+    step's update of each parameter and optimizer slot) are merged first
+    into one loop fusion before the return (horizontal fusion), so the
+    updates are one kernel rather than a launch per parameter; a merged
+    kernel takes at most 384 buffers, within every driver's 4 KB of launch
+    arguments.
 
     Fusion results that are reshapes of a fusion input, or constants, become
     reshapes and constants in `@main`: no kernel copies them. Constant

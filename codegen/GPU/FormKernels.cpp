@@ -58,6 +58,7 @@ struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKern
           return signalPassFailure();
       if (libraryGemm)
         absorbMovementIntoProducts(func);
+      mergeReturnedLoopFusions(func);
       SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
       for (FusionOp fusion : fusions) {
         FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, allowTf32, nextKernel,
@@ -142,30 +143,35 @@ private:
       state.materialized[argument] = input;
     hoistConstants(state);
 
-    SmallVector<Value> yielded(fusion.getYield().getValues());
-    SmallVector<Value> pending;
-    for (Value value : yielded) {
-      if (state.materialized.contains(value) || llvm::is_contained(pending, value))
-        continue;
-      auto type = llvm::cast<RankedTensorType>(value.getType());
-      if (type.getNumElements() == 0) {
-        state.materialized[value] = tensor::EmptyOp::create(
-            state.main, fusion.getLoc(), type.getShape(), type.getElementType());
-        continue;
+    // The yielded values that still need a kernel (the body may change as
+    // kernels are formed: a split product's sum replaces the product).
+    auto collectPending = [&] {
+      SmallVector<Value> pending;
+      for (Value value : fusion.getYield().getValues()) {
+        if (state.materialized.contains(value) || llvm::is_contained(pending, value))
+          continue;
+        auto type = llvm::cast<RankedTensorType>(value.getType());
+        if (type.getNumElements() == 0) {
+          state.materialized[value] = tensor::EmptyOp::create(
+              state.main, fusion.getLoc(), type.getShape(), type.getElementType());
+          continue;
+        }
+        if (Value direct = state.materializeView(value)) {
+          state.materialized[value] = direct;
+          continue;
+        }
+        pending.push_back(value);
       }
-      if (Value direct = state.materializeView(value)) {
-        state.materialized[value] = direct;
-        continue;
-      }
-      pending.push_back(value);
-    }
+      return pending;
+    };
+    SmallVector<Value> pending = collectPending();
 
     // A matrix product by the vendor library, with what it can apply to its
     // result; the rest of the fusion then reads the product.
     if (!pending.empty() && libraryGemm) {
       if (failed(emitLibraryMatmul(state)))
         return failure();
-      llvm::erase_if(pending, [&](Value v) { return state.materialized.contains(v); });
+      pending = collectPending();
     }
     // A reduction into a handful of results over very long rows (a loss
     // term's sum of squares of a whole weight) would take one block per row:
@@ -184,23 +190,12 @@ private:
     // than a thread per result.
     if (failed(splitLongReductions(state, pending, kFewResults, kLongReduction)))
       return failure();
-    yielded.assign(fusion.getYield().getValues().begin(), fusion.getYield().getValues().end());
-    // Results of one shape share a loop kernel.
-    while (!pending.empty()) {
-      Type shape = pending.front().getType();
-      auto sameShape = [&](Value v) {
-        return llvm::cast<ShapedType>(v.getType()).getShape() ==
-               llvm::cast<ShapedType>(shape).getShape();
-      };
-      SmallVector<Value> group;
-      llvm::copy_if(pending, std::back_inserter(group), sameShape);
-      llvm::erase_if(pending, sameShape);
-      if (failed(emitLoopKernel(state, group)))
-        return failure();
-    }
+    // The rest is one loop kernel, with a range of blocks per shape.
+    if (!pending.empty() && failed(emitLoopKernel(state, pending)))
+      return failure();
 
     SmallVector<Value> replacements =
-        llvm::map_to_vector(yielded, [&](Value v) { return state.materialized.lookup(v); });
+        llvm::map_to_vector(fusion.getYield().getValues(), [&](Value v) { return state.materialized.lookup(v); });
     fusion->replaceAllUsesWith(replacements);
     fusion->erase();
     return success();

@@ -81,8 +81,9 @@ struct FusionKernels {
   ElementalEmitter makeEmitter(KernelBuilder &kernel, int64_t lanes);
 };
 
-/// Computes `results` (body tensors of one shape) with one loop kernel and
-/// records their @main tensors in `state.materialized`.
+/// Computes `results` with one loop kernel, a range of its blocks for each
+/// shape among them, and records their @main tensors in
+/// `state.materialized`.
 mlir::LogicalResult emitLoopKernel(FusionKernels &state, llvm::ArrayRef<mlir::Value> results);
 
 /// Computes the fusion's matrix product with the vendor library when it has
@@ -98,6 +99,11 @@ mlir::LogicalResult emitLibraryMatmul(FusionKernels &state);
 /// product can write its matrices in place of the mover's result. The
 /// library then does without the copy. Runs on fusions of linalg ops.
 void absorbMovementIntoProducts(mlir::func::FuncOp func);
+
+/// Merges the loop fusions of `func` that only its return reads (a train
+/// step's parameter and optimizer-slot updates) into one loop fusion before
+/// the return, to be one kernel instead of one per parameter.
+void mergeReturnedLoopFusions(mlir::func::FuncOp func);
 
 /// Computes `results` with one row kernel when the fusion's reductions all
 /// reduce the trailing dimensions of one row space (softmax, layer norm);

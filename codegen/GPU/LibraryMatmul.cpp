@@ -373,6 +373,88 @@ FailureOr<Value> mainTensor(FusionKernels &state, Value body) {
   return state.materialized.lookup(body);
 }
 
+/// Output tile of the library's kernels for small products, by which the
+/// number of thread blocks a product gets is estimated.
+constexpr int64_t kLibraryTile = 64;
+/// Elements of k a part of a split product takes at least.
+constexpr int64_t kMinSplitPart = 1024;
+
+/// The parts a product's k is split into (1: not split). A product into few
+/// output tiles (at most a quarter of the multiprocessors) over a long k (a convolution's weight gradient: k is
+/// batch x pixels, 50,176 into 6 x 25 outputs in LeNet-5) would run on a
+/// handful of the chip's multiprocessors; as a batch of partial products
+/// over parts of k, about one block per multiprocessor, it fills the chip.
+/// The parts evenly divide k. The sum of the partials is in the fusion, in
+/// a fixed order: split runs are reproducible bit for bit, unlike the
+/// library's own split-K algorithms, which its heuristic chooses by timing
+/// only when autotuned.
+int64_t splitKParts(const GpuChip &chip, int64_t batch, int64_t m, int64_t n, int64_t k) {
+  int64_t tiles = batch * llvm::divideCeil(m, kLibraryTile) * llvm::divideCeil(n, kLibraryTile);
+  if (batch != 1 || 4 * tiles > chip.multiprocessors)
+    return 1;
+  int64_t parts = std::min<int64_t>(chip.multiprocessors / tiles, k / kMinSplitPart);
+  while (parts > 1 && k % parts != 0)
+    --parts;
+  return parts;
+}
+
+/// `op`'s product (batch 1, one m x n matrix) as `parts` library products
+/// over consecutive parts of k into partials [parts, op's result shape],
+/// then their sum onto `op`'s init in the fusion, which replaces `op`: the
+/// fusion's kernels add the partials along with whatever follows the
+/// product.
+LogicalResult emitSplitProduct(FusionKernels &state, linalg::GenericOp op, Matrix lhs, Matrix rhs,
+                               int64_t m, int64_t n, int64_t k, int64_t parts) {
+  int64_t part = k / parts;
+  // Part p of lhs is columns [p * part, (p + 1) * part) of m x k, rows of the
+  // stored k x m when transposed; of rhs, rows of k x n, columns of n x k.
+  lhs.batchStride = lhs.transposed ? part * lhs.rowStride : part;
+  rhs.batchStride = rhs.transposed ? part : part * rhs.rowStride;
+  FailureOr<Value> lhsMain = mainTensor(state, lhs.body), rhsMain = mainTensor(state, rhs.body);
+  if (failed(lhsMain) || failed(rhsMain))
+    return failure();
+
+  auto resultType = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+  SmallVector<int64_t> partialShape{parts};
+  llvm::append_range(partialShape, resultType.getShape());
+  Type element = resultType.getElementType();
+  OpBuilder &b = state.main;
+  Location loc = state.fusion.getLoc();
+  auto matmul = kgpu::MatmulOp::create(
+      b, loc, RankedTensorType::get(partialShape, element), *lhsMain, *rhsMain, Value(), Value(),
+      uint64_t(parts), uint64_t(m), uint64_t(n), uint64_t(part), lhs.transposed, rhs.transposed,
+      b.getDenseI64ArrayAttr({lhs.batchStride, lhs.rowStride}),
+      b.getDenseI64ArrayAttr({rhs.batchStride, rhs.rowStride}), DenseI64ArrayAttr(),
+      DenseI64ArrayAttr(), llvm::APFloat(1.0f), kgpu::Epilogue::None, state.allowTf32);
+  if (failed(mlir::verify(matmul))) {
+    matmul->erase();
+    return state.fusion.emitError("kiln-gpu-form-kernels: internal error: an invalid split library call");
+  }
+
+  // In the body: the partials (a stand-in the kernels read as the call's
+  // result) summed over their first dimension onto the product's init.
+  OpBuilder body(op);
+  Value partials = tensor::EmptyOp::create(body, loc, partialShape, element);
+  state.materialized[partials] = matmul.getResult();
+  MLIRContext *ctx = op.getContext();
+  unsigned rank = resultType.getRank();
+  SmallVector<AffineExpr> kept;
+  for (unsigned d = 1; d <= rank; ++d)
+    kept.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
+  iterators.front() = utils::IteratorType::reduction;
+  auto sum = linalg::GenericOp::create(
+      body, op.getLoc(), resultType, ValueRange{partials}, ValueRange{op.getDpsInitOperand(0)->get()},
+      ArrayRef<AffineMap>{body.getMultiDimIdentityMap(rank + 1), AffineMap::get(rank + 1, 0, kept, ctx)},
+      iterators, [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                ValueRange{arith::AddFOp::create(nested, nestedLoc, args[0], args[1])});
+      });
+  op->getResult(0).replaceAllUsesWith(sum->getResult(0));
+  op->erase();
+  return success();
+}
+
 /// The library call for `op`'s product `lhs · rhs` (batch x m x k times
 /// batch x k x n), with the epilogue steps that follow `op` in the fusion
 /// folded in. With `product` (a matrix product, not a convolution), a bias
@@ -380,6 +462,8 @@ FailureOr<Value> mainTensor(FusionKernels &state, Value body) {
 /// chain of movement ops after it ends in.
 LogicalResult emitProduct(FusionKernels &state, linalg::GenericOp op, Matrix lhs, Matrix rhs,
                           int64_t batch, int64_t m, int64_t n, int64_t k, const Product *product) {
+  if (int64_t parts = splitKParts(state.chip, batch, m, n, k); parts > 1)
+    return emitSplitProduct(state, op, lhs, rhs, m, n, k, parts);
   Value init = op.getDpsInitOperand(0)->get();
   Value bias, addend = isZero(init) ? Value() : init;
   bool relu = false;

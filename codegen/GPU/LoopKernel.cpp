@@ -3,7 +3,9 @@
 // The schedule for everything that is not a row reduction or a library
 // call: each thread computes `lanes` consecutive elements of the result(s)
 // in a grid-stride loop. Reductions inside (pooling windows, column sums)
-// run as loops in the thread that needs their value.
+// run as loops in the thread that needs their value. Results of different
+// shapes share the kernel side by side: each shape (a segment) has a range
+// of the grid's blocks and its own loop.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/GPU/Kernels.h"
@@ -43,46 +45,45 @@ static int64_t chooseLanes(ArrayRef<Value> results, ArrayRef<int64_t> shape) {
   return lanes;
 }
 
-LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
-  auto type = llvm::cast<RankedTensorType>(results.front().getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  int64_t lanes = chooseLanes(results, shape);
-  int64_t work = type.getNumElements() / lanes;
-  int64_t block = std::min<int64_t>(kLoopBlock, llvm::alignTo(std::max<int64_t>(work, 1), 32));
-  int64_t blocks = std::min<int64_t>(llvm::divideCeil(work, block),
-                                     state.chip.multiprocessors * state.maxBlocksPerSM);
+namespace {
 
-  SmallVector<Type> types = llvm::map_to_vector(results, [](Value v) { return v.getType(); });
-  KernelBuilder kernel(state.module, state.newKernelName(), state.fusion.getLoc(), types,
-                       {block, 1, 1});
+/// The results of one shape within a loop kernel, and the blocks that
+/// compute them: [firstBlock, firstBlock + blocks).
+struct Segment {
+  SmallVector<Value> results;
+  /// Index of the first of `results` among the kernel's results.
+  unsigned firstResult;
+  int64_t lanes, work, blocks, firstBlock;
+};
+
+/// Emits `segment`'s loop, its block being `localBlock` of its `blocks`.
+LogicalResult emitSegment(FusionKernels &state, KernelBuilder &kernel, const Segment &segment,
+                          int64_t block, Value localBlock) {
   OpBuilder &b = kernel.getBuilder();
   Location loc = kernel.getLoc();
-  Value thread = kernel.threadId();
+  ArrayRef<int64_t> shape = llvm::cast<ShapedType>(segment.results.front().getType()).getShape();
+  int64_t lanes = segment.lanes, work = segment.work, blocks = segment.blocks;
   Value first = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, kernel.blockId(),
-                            arith::ConstantIndexOp::create(b, loc, block)),
-      thread);
+      b, loc, arith::MulIOp::create(b, loc, localBlock, arith::ConstantIndexOp::create(b, loc, block)),
+      kernel.threadId());
   Value end = arith::ConstantIndexOp::create(b, loc, work);
   // Several items per trip only when the grid would loop anyway.
   int64_t items = work >= kItemsPerTrip * blocks * block ? kItemsPerTrip : 1;
   int64_t threads = blocks * block;
 
   // One pass when the grid covers the work, else a grid-stride loop.
+  OpBuilder::InsertionGuard after(b);
   Value item;
-  Operation *loop;
   if (blocks * block >= work) {
     Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, first, end);
     auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
     item = first;
-    loop = guard;
   } else {
     Value stride = arith::ConstantIndexOp::create(b, loc, threads * items);
     auto forOp = scf::ForOp::create(b, loc, first, end, stride);
     b.setInsertionPointToStart(forOp.getBody());
     item = forOp.getInductionVar();
-    loop = forOp;
   }
 
   ElementalEmitter emitter = state.makeEmitter(kernel, lanes);
@@ -109,7 +110,7 @@ LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
     LaneIndex linear{arith::MulIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, lanes)),
                      lanes > 1 ? 1 : 0, lanes};
     next.indices = emitter.delinearize(linear, shape);
-    for (Value result : results) {
+    for (Value result : segment.results) {
       FailureOr<Lanes> value = emitter.emit(result, next.indices);
       if (failed(value))
         return failure();
@@ -124,12 +125,78 @@ LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
       b.setInsertionPointToStart(store.thenBlock());
     }
     for (auto [i, value] : llvm::enumerate(done.values))
-      emitter.store(value, kernel.getResult(i), done.indices);
+      emitter.store(value, kernel.getResult(segment.firstResult + i), done.indices);
   }
-  b.setInsertionPointAfter(loop);
+  return success();
+}
 
-  ValueRange launched = kernel.launch(state.main, {std::max<int64_t>(blocks, 1), 1, 1});
-  for (auto [result, value] : llvm::zip(results, launched))
+/// Emits segments [lo, hi) for block `blockId`: a binary search over their
+/// first blocks, uniform across each block, down to one segment's loop.
+LogicalResult emitSegments(FusionKernels &state, KernelBuilder &kernel, ArrayRef<Segment> segments,
+                           int64_t block, Value blockId) {
+  OpBuilder &b = kernel.getBuilder();
+  Location loc = kernel.getLoc();
+  if (segments.size() == 1) {
+    Value local = blockId;
+    if (segments.front().firstBlock != 0)
+      local = arith::SubIOp::create(
+          b, loc, blockId, arith::ConstantIndexOp::create(b, loc, segments.front().firstBlock));
+    return emitSegment(state, kernel, segments.front(), block, local);
+  }
+  size_t mid = segments.size() / 2;
+  Value below = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, blockId,
+      arith::ConstantIndexOp::create(b, loc, segments[mid].firstBlock));
+  auto branch = scf::IfOp::create(b, loc, below, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  if (failed(emitSegments(state, kernel, segments.take_front(mid), block, blockId)))
+    return failure();
+  b.setInsertionPointToStart(branch.elseBlock());
+  return emitSegments(state, kernel, segments.drop_front(mid), block, blockId);
+}
+
+} // namespace
+
+LogicalResult emitLoopKernel(FusionKernels &state, ArrayRef<Value> results) {
+  // Results of one shape share a segment, in the order they first appear.
+  SmallVector<Segment> segments;
+  for (Value result : results) {
+    ArrayRef<int64_t> shape = llvm::cast<ShapedType>(result.getType()).getShape();
+    auto same = llvm::find_if(segments, [&](const Segment &s) {
+      return llvm::cast<ShapedType>(s.results.front().getType()).getShape() == shape;
+    });
+    if (same == segments.end())
+      segments.push_back({{result}, 0, 0, 0, 0, 0});
+    else
+      same->results.push_back(result);
+  }
+  SmallVector<Value> ordered;
+  int64_t block = 32;
+  for (Segment &segment : segments) {
+    auto type = llvm::cast<RankedTensorType>(segment.results.front().getType());
+    segment.firstResult = ordered.size();
+    llvm::append_range(ordered, segment.results);
+    segment.lanes = chooseLanes(segment.results, type.getShape());
+    segment.work = type.getNumElements() / segment.lanes;
+    block = std::max(block, std::min<int64_t>(kLoopBlock, llvm::alignTo(std::max<int64_t>(segment.work, 1), 32)));
+  }
+  int64_t blocks = 0;
+  for (Segment &segment : segments) {
+    segment.firstBlock = blocks;
+    segment.blocks = std::max<int64_t>(
+        1, std::min<int64_t>(llvm::divideCeil(segment.work, block),
+                             state.chip.multiprocessors * state.maxBlocksPerSM));
+    blocks += segment.blocks;
+  }
+
+  SmallVector<Type> types = llvm::map_to_vector(ordered, [](Value v) { return v.getType(); });
+  KernelBuilder kernel(state.module, state.newKernelName(), state.fusion.getLoc(), types,
+                       {block, 1, 1});
+  if (failed(emitSegments(state, kernel, segments, block, kernel.blockId())))
+    return failure();
+  ValueRange launched = kernel.launch(state.main, {blocks, 1, 1});
+  for (auto [result, value] : llvm::zip(ordered, launched))
     state.materialized[result] = value;
   return success();
 }

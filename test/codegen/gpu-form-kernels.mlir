@@ -274,3 +274,59 @@ func.func @sum_of_squares(%w: tensor<512x3136xf32>) -> tensor<f32> {
   }
   return %0 : tensor<f32>
 }
+
+// -----
+
+// A train step's updates: loop fusions that only the return reads merge into
+// one kernel before the return, a range of blocks per shape (16 for the
+// 64x256 weight, 1 for the bias, 256 threads each): blocks below 16 update
+// the weight, the rest the bias. A fusion that something else reads keeps
+// its own kernel, in place.
+// CHECK-LABEL: func.func @updates
+// CHECK: %[[OTHER:.*]] = kiln_gpu.launch @kiln_kernels::@[[K0:kiln_k[0-9]+]] grid [1, 1, 1]
+// CHECK: %[[BOTH:.*]]:2 = kiln_gpu.launch @kiln_kernels::@[[K1:kiln_k[0-9]+]] grid [17, 1, 1] block [256, 1, 1]
+// CHECK-SAME: -> (tensor<64x256xf32>, tensor<256xf32>)
+// CHECK: return %[[BOTH]]#0, %[[BOTH]]#1, %[[OTHER]]
+// CHECK: gpu.func @[[K1]]
+// CHECK: %[[BLOCK:.*]] = gpu.block_id x
+// CHECK: %[[BELOW:.*]] = arith.cmpi ult, %[[BLOCK]], %c16
+// CHECK: scf.if %[[BELOW]] {
+// CHECK: vector.store %{{.*}} : memref<64x256xf32>, vector<4xf32>
+// CHECK: } else {
+// CHECK: arith.subi %[[BLOCK]], %c16
+// CHECK: vector.store %{{.*}} : memref<256xf32>, vector<4xf32>
+func.func @updates(%w: tensor<64x256xf32>, %gw: tensor<64x256xf32>, %b: tensor<256xf32>, %gb: tensor<256xf32>) -> (tensor<64x256xf32>, tensor<256xf32>, tensor<256xf32>) {
+  %0 = kiln.fusion loop(%w, %gw) : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32> {
+  ^bb0(%p: tensor<64x256xf32>, %g: tensor<64x256xf32>):
+    %r = kiln.sub %p, %g : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
+    kiln.yield %r : tensor<64x256xf32>
+  }
+  %1 = kiln.fusion loop(%gb) : (tensor<256xf32>) -> tensor<256xf32> {
+  ^bb0(%g: tensor<256xf32>):
+    %r = kiln.neg %g : tensor<256xf32>
+    kiln.yield %r : tensor<256xf32>
+  }
+  %2 = kiln.fusion loop(%b, %1) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32> {
+  ^bb0(%p: tensor<256xf32>, %g: tensor<256xf32>):
+    %r = kiln.add %p, %g : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+    kiln.yield %r : tensor<256xf32>
+  }
+  return %0, %2, %1 : tensor<64x256xf32>, tensor<256xf32>, tensor<256xf32>
+}
+
+// -----
+
+// Results of different shapes of one fusion share its kernel too: the
+// 4096-element result's 4 blocks, then the 32-element one's block.
+// CHECK-LABEL: func.func @two_shapes
+// CHECK-COUNT-1: kiln_gpu.launch {{.*}} grid [5, 1, 1] block [256, 1, 1]
+// CHECK-NOT: kiln_gpu.launch
+func.func @two_shapes(%x: tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<32xf32>) {
+  %0:2 = kiln.fusion input(%x) : (tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<32xf32>) {
+  ^bb0(%a: tensor<128x32xf32>):
+    %e = kiln.exp %a : tensor<128x32xf32>
+    %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<128x32xf32>) -> tensor<32xf32>
+    kiln.yield %e, %s : tensor<128x32xf32>, tensor<32xf32>
+  }
+  return %0#0, %0#1 : tensor<128x32xf32>, tensor<32xf32>
+}

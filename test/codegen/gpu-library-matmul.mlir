@@ -146,3 +146,44 @@ func.func @heads_in_place(%q: tensor<128x256xf32>, %k: tensor<128x256xf32>, %v: 
   }
   return %o : tensor<128x256xf32>
 }
+
+// -----
+
+// A weight gradient x^T · dy: 16 x 25 outputs (one tile) over k = 50,176.
+// One product would run on one multiprocessor; it is 49 products over
+// consecutive parts of k (1,024 rows of x and of dy each: batch strides of
+// 1,024 rows), and a kernel sums the 49 partials, in order, with the SGD
+// step's scale that follows.
+// CHECK-LABEL: func.func @long_k
+// CHECK: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 batch 49 m 16 n 25 k 1024 {lhs_strides = array<i64: 16384, 16>, lhs_transposed, rhs_strides = array<i64: 25600, 25>} : tensor<50176x16xf32>, tensor<50176x25xf32> -> tensor<49x16x25xf32>
+// CHECK: %[[S:.*]] = kiln_gpu.launch @kiln_kernels::@[[K:kiln_k[0-9]+]] {{.*}}(%[[P]]) : (tensor<49x16x25xf32>) -> tensor<16x25xf32>
+// CHECK: return %[[S]]
+// CHECK: gpu.func @[[K]]
+// CHECK: scf.for %{{.*}} = %c0 to %c49 step %c1
+// CHECK: arith.addf
+// CHECK: arith.mulf
+func.func @long_k(%x: tensor<50176x16xf32>, %dy: tensor<50176x25xf32>) -> tensor<16x25xf32> {
+  %0 = kiln.fusion output(%x, %dy) : (tensor<50176x16xf32>, tensor<50176x25xf32>) -> tensor<16x25xf32> {
+  ^bb0(%a: tensor<50176x16xf32>, %b: tensor<50176x25xf32>):
+    %t = kiln.transpose %a {perm = array<i64: 1, 0>} : (tensor<50176x16xf32>) -> tensor<16x50176xf32>
+    %p = kiln.matmul %t, %b : (tensor<16x50176xf32>, tensor<50176x25xf32>) -> tensor<16x25xf32>
+    %c = kiln.constant dense<0.01> : tensor<f32>
+    %s = kiln.mul %p, %c : (tensor<16x25xf32>, tensor<f32>) -> tensor<16x25xf32>
+    kiln.yield %s : tensor<16x25xf32>
+  }
+  return %0 : tensor<16x25xf32>
+}
+
+// -----
+
+// A long k into many output tiles already fills the chip: one product.
+// CHECK-LABEL: func.func @long_k_wide
+// CHECK: kiln_gpu.matmul %arg0, %arg1 batch 1 m 512 n 512 k 8192
+func.func @long_k_wide(%x: tensor<512x8192xf32>, %w: tensor<8192x512xf32>) -> tensor<512x512xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<512x8192xf32>, tensor<8192x512xf32>) -> tensor<512x512xf32> {
+  ^bb0(%a: tensor<512x8192xf32>, %b: tensor<8192x512xf32>):
+    %p = kiln.matmul %a, %b : (tensor<512x8192xf32>, tensor<8192x512xf32>) -> tensor<512x512xf32>
+    kiln.yield %p : tensor<512x512xf32>
+  }
+  return %0 : tensor<512x512xf32>
+}

@@ -4,7 +4,8 @@
 # of each PyTorch reference model on the GPU, LeNet-5 trained by kiln-train on the GPU (state on
 # the device, CUDA graphs), the same through NCCL with one rank (and every GPU of the machine
 # when it has several), a checkpoint resumed on the GPU, and with a bench/ folder in the bundle
-# the GPU train-step benchmark (SKIP_PROFILE=1 leaves out the Nsight Compute profile). Every
+# the GPU train-step benchmark (SKIP_PROFILE=1 leaves out the Nsight Compute profiles; a
+# bench-base/ folder, prepared by another build, is timed too, Kiln only). Every
 # step's output goes to LOGDIR; the summary to stdout.
 #
 #   bash BUNDLE/device-check.sh BUNDLE LOGDIR
@@ -99,28 +100,48 @@ except FileNotFoundError:
     print("no CPU metrics in the bundle")
 sys.exit(0 if worst < 1e-5 and same else 1)
 PY
-# Where each kernel of a LeNet-5 train step spends its time (Nsight Compute, where installed).
-if command -v ncu >/dev/null && [[ -z ${SKIP_PROFILE:-} ]]; then
-  TAIL=3 step profile ncu --csv --metrics gpu__time_duration.sum "$bin/kiln-run" \
-    "$bundle/artifacts/lenet5-plain.kiln" --device gpu:0 --resident-state --no-cuda-graph \
-    --input image="$bundle/data/x.npy" --input labels="$bundle/data/labels.npy" --repeat 1
-  python3 - "$logs/profile.log" <<'PY'
+# Where each kernel of a train step spends its time (Nsight Compute, where installed): LeNet-5,
+# and with a bench/ folder each benchmark graph too.
+profile() {
+  local name=$1 artifact=$2
+  shift 2
+  TAIL=0 step "profile-$name" ncu --csv --metrics gpu__time_duration.sum "$bin/kiln-run" "$artifact" \
+    --device gpu:0 --resident-state --no-cuda-graph "$@" --repeat 1
+  python3 - "$logs/profile-$name.log" "$name" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+if not rows:
+    sys.exit(f"profile {sys.argv[2]}: no kernels measured")
 head, rows = rows[0], rows[1:]
 name, value, unit = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
 scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
 times = sorted(((float(r[value].replace(",", "")) * scale.get(r[unit], 1.0), r[name]) for r in rows),
                reverse=True)
 total = sum(t for t, _ in times)
-print(f"profile: {len(times)} kernels, {total:.1f} us in all; the longest:")
-for t, n in times[:15]:
+print(f"profile {sys.argv[2]}: {len(times)} kernels, {total:.1f} us in all; the longest:")
+for t, n in times[:12]:
     print(f"  {t:8.1f} us  {n[:100]}")
 PY
+}
+if command -v ncu >/dev/null && [[ -z ${SKIP_PROFILE:-} ]]; then
+  profile lenet5 "$bundle/artifacts/lenet5-plain.kiln" \
+    --input image="$bundle/data/x.npy" --input labels="$bundle/data/labels.npy"
+  for graph in "$bundle"/bench/*/; do
+    [[ -f $graph/step.kiln ]] || continue
+    inputs=()
+    for x in "$graph"/inputs/*.npy; do inputs+=(--input "$(basename "$x" .npy)=$x"); done
+    profile "$(basename "$graph")" "$graph/step.kiln" "${inputs[@]}" --input labels="$graph/labels.npy"
+  done
 fi
 if [[ -d $bundle/bench ]]; then
   TAIL=40 step bench timeout "${BENCH_SECONDS:-240}" python3 "$bundle/bench/train_gpu.py" run "$bundle/bench" \
     --results "$logs/bench"
+fi
+# Kiln's train steps from another build (`train_gpu.py prepare` there, copied to bench-base/),
+# timed in the same session to compare the two builds.
+if [[ -d $bundle/bench-base ]]; then
+  TAIL=12 step bench-base timeout "${BENCH_SECONDS:-240}" python3 "$bundle/bench-base/train_gpu.py" run \
+    "$bundle/bench-base" --frameworks kiln --results "$logs/bench-base"
 fi
 echo "== $failures step(s) failed"
 exit $((failures > 0))
