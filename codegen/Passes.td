@@ -575,16 +575,20 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       combined with the row's value at the end.
     * two-step reductions, where one kernel would leave most of the GPU
       idle: a result that reduces into fewer than 8,192 values at least
-      4,096 elements each (a bias's gradient: one sum over batch and pixels
-      per channel), which a loop kernel would give a thread per value, or
-      into fewer than 64 values at least 65,536 each (a whole weight's sum of
-      squares), which a row kernel would give a block per value. Its outer
-      reduced loops become parallel loops of partial results (until there
-      are at least 2,048 partials, or one more would leave fewer than 16
-      elements to each), computed first
-      by a row kernel where the remaining reduced loops trail, else a loop
-      kernel; a second reduction with the same combiner sums the partials
-      into the reduction's own init.
+      128 elements each (a bias's gradient: one sum over batch and pixels
+      per channel, or over the rows of a matrix per column), which a loop
+      kernel would give a thread per value, or into fewer than 64 values at
+      least 65,536 each (a whole weight's sum of squares), which a row
+      kernel would give a block per value. Its outer reduced loops become
+      parallel loops of partial results (until there are at least 2,048
+      partials, or one more would leave fewer than 16 elements to each);
+      where no whole loop can (one long loop of rows), the outermost reduced
+      loop is cut in two, its outer part parallel (up to 16,384 partials,
+      each a sum of at least 16), and the operands read it through a view
+      with that dimension in two. The partials are computed first by a row
+      kernel where the remaining reduced loops trail, else a loop kernel; a
+      second reduction with the same combiner sums them into the
+      reduction's own init, and is split again while it is still long.
 
     * library products (`library-gemm`, on by default): a fusion with one
       matrix product (loops batch.., m, n, k) or convolution of f32, f16 or

@@ -29,9 +29,11 @@ constexpr llvm::StringLiteral kKernelModule = "kiln_kernels";
 constexpr int64_t kFewRows = 64;
 /// ...each of at least this many elements (a block per row would crawl).
 constexpr int64_t kVeryLongRow = 1 << 16;
-/// Reductions split instead of a loop kernel's thread per result.
+/// Reductions split instead of a loop kernel's thread per result: a sum of
+/// 128 rows of a matrix into its columns (a bias gradient) in one kernel
+/// would run a few hundred threads through 128 dependent loads each.
 constexpr int64_t kFewResults = 8192;
-constexpr int64_t kLongReduction = 4096;
+constexpr int64_t kLongReduction = 128;
 
 struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKernelsPass> {
   using KilnGpuFormKernelsPassBase::KilnGpuFormKernelsPassBase;
@@ -121,17 +123,18 @@ private:
   /// Splits the reductions among `pending` that splitLongReduction takes
   /// with these bounds: their partial sums are materialized at once, by a
   /// row kernel where their reductions trail (else a loop kernel), and the
-  /// second step takes their place in `pending`.
+  /// second step takes their place in `pending`, to be split again while it
+  /// is still long (each split shortens the sum, so this ends).
   static LogicalResult splitLongReductions(FusionKernels &state, SmallVector<Value> &pending,
                                            int64_t fewerResultsThan, int64_t atLeastReduced) {
     for (Value &value : pending) {
-      FailureOr<SplitReduction> split = splitLongReduction(value, fewerResultsThan, atLeastReduced);
-      if (failed(split))
-        continue;
-      FailureOr<bool> rows = emitRowKernel(state, {split->partial});
-      if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
-        return failure();
-      value = split->result;
+      for (FailureOr<SplitReduction> split = splitLongReduction(value, fewerResultsThan, atLeastReduced);
+           succeeded(split); split = splitLongReduction(value, fewerResultsThan, atLeastReduced)) {
+        FailureOr<bool> rows = emitRowKernel(state, {split->partial});
+        if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
+          return failure();
+        value = split->result;
+      }
     }
     return success();
   }

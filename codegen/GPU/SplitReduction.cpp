@@ -39,6 +39,63 @@ namespace {
 /// each of them.
 constexpr int64_t kTargetPartials = 2048;
 constexpr int64_t kMinPartialReduction = 16;
+/// Partial results aimed at when a loop is cut in two because no whole
+/// loop could turn parallel (a bias gradient over the rows of one matrix):
+/// a thread per 4 of them then fills a few multiprocessors.
+constexpr int64_t kTargetCutPartials = 16384;
+
+/// The loops of a generic being split: their ranges and iterator types and
+/// the operands' indexing maps over them, and for each input the dimension
+/// that is to be expanded in two (see cutLoop), if any.
+struct Loops {
+  SmallVector<int64_t> ranges;
+  SmallVector<utils::IteratorType> iterators;
+  SmallVector<AffineMap> maps;
+  SmallVector<std::optional<unsigned>> expanded;
+};
+
+/// `loops` with reduction loop `loop` (range R) cut into an outer loop of
+/// `outer` and an inner one of R / outer, both reductions. Each input that
+/// indexes a dimension by the loop is to be read expanded, that dimension
+/// in two (outer, inner); fails when an operand uses the loop otherwise
+/// (in a sum of indices, or in two dimensions).
+std::optional<Loops> cutLoop(const Loops &loops, unsigned loop, int64_t outer, MLIRContext *ctx) {
+  int64_t inner = loops.ranges[loop] / outer;
+  Loops cut;
+  for (auto [i, range] : llvm::enumerate(loops.ranges)) {
+    if (i == loop) {
+      cut.ranges.append({outer, inner});
+      cut.iterators.append(2, utils::IteratorType::reduction);
+      continue;
+    }
+    cut.ranges.push_back(range);
+    cut.iterators.push_back(loops.iterators[i]);
+  }
+  unsigned count = loops.ranges.size();
+  SmallVector<AffineExpr> renumbered;
+  for (unsigned i = 0; i < count; ++i)
+    renumbered.push_back(getAffineDimExpr(i <= loop ? i : i + 1, ctx));
+  AffineExpr atLoop = getAffineDimExpr(loop, ctx);
+  for (AffineMap map : loops.maps) {
+    SmallVector<AffineExpr> results;
+    std::optional<unsigned> expanded;
+    for (AffineExpr expr : map.getResults()) {
+      if (expr == atLoop) {
+        if (expanded)
+          return std::nullopt;
+        expanded = results.size();
+        results.append({getAffineDimExpr(loop, ctx), getAffineDimExpr(loop + 1, ctx)});
+        continue;
+      }
+      if (expr.isFunctionOfDim(loop))
+        return std::nullopt;
+      results.push_back(expr.replaceDims(renumbered));
+    }
+    cut.maps.push_back(AffineMap::get(count + 1, 0, results, ctx));
+    cut.expanded.push_back(expanded);
+  }
+  return cut;
+}
 
 } // namespace
 
@@ -60,29 +117,62 @@ FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsTh
   TypedAttr identity = reductionIdentity(combiner, out.getType());
   if (!identity)
     return failure();
-  // The output map must name parallel loops only (a reduction's result).
+  // The output map must name parallel loops only (a reduction's result),
+  // or 0 where the reduced dimensions are kept.
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!outMap.isProjectedPermutation())
+  if (!outMap.isProjectedPermutation(/*allowZeroInResults=*/true))
     return failure();
 
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  Loops loops{ranges, op.getIteratorTypesArray(), op.getIndexingMapsArray(), {}};
+  loops.expanded.resize(loops.maps.size());
   int64_t parallel = 1, reduced = 1;
-  for (auto [range, iterator] : llvm::zip(ranges, iterators))
+  for (auto [range, iterator] : llvm::zip(loops.ranges, loops.iterators))
     (iterator == utils::IteratorType::parallel ? parallel : reduced) *= range;
   if (parallel >= fewerResultsThan || reduced < atLeastReduced)
     return failure();
   // Outer reduction loops become parallel, outermost first.
-  SmallVector<utils::IteratorType> first = iterators;
-  for (auto [loop, range] : llvm::enumerate(ranges)) {
-    if (iterators[loop] != utils::IteratorType::reduction || parallel >= kTargetPartials ||
+  SmallVector<utils::IteratorType> first = loops.iterators;
+  bool split = false;
+  for (auto [loop, range] : llvm::enumerate(loops.ranges)) {
+    if (loops.iterators[loop] != utils::IteratorType::reduction || parallel >= kTargetPartials ||
         reduced / range < kMinPartialReduction)
       continue;
     first[loop] = utils::IteratorType::parallel;
     parallel *= range;
     reduced /= range;
+    split |= range > 1;
   }
-  if (first == iterators)
+  // No whole loop could turn parallel without leaving its partials too
+  // short a sum (one long loop: rows of a matrix): the outermost reduction
+  // loop left is cut in two, the outer part parallel, the inner one at
+  // least kMinPartialReduction long. Payloads that read their loop indices
+  // are left alone.
+  bool readsIndices = !op.getRegion().getOps<linalg::IndexOp>().empty();
+  if (!split && !readsIndices) {
+    for (auto [loop, range] : llvm::enumerate(loops.ranges)) {
+      if (first[loop] != utils::IteratorType::reduction)
+        continue;
+      int64_t outer = std::min<int64_t>(range / kMinPartialReduction,
+                                        llvm::divideCeil(kTargetCutPartials, parallel));
+      while (outer > 1 && range % outer != 0)
+        --outer;
+      std::optional<Loops> cut;
+      if (outer > 1)
+        cut = cutLoop(loops, loop, outer, op.getContext());
+      if (cut) {
+        loops = std::move(*cut);
+        first[loop] = utils::IteratorType::parallel;
+        first.insert(first.begin() + loop + 1, utils::IteratorType::reduction);
+        split = true;
+      }
+      break;
+    }
+  }
+  if (!split)
     return failure();
+  ranges = loops.ranges;
+  SmallVector<utils::IteratorType> iterators = loops.iterators;
+  outMap = loops.maps.back();
 
   // The partials: one element per parallel loop of the first step, in loop order.
   MLIRContext *ctx = op.getContext();
@@ -112,10 +202,34 @@ FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsTh
         linalg::YieldOp::create(nested, at, start);
       });
 
-  // Step one: the original payload, with the chosen loops parallel.
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  // Step one: the original payload, with the chosen loops parallel (and
+  // inputs of a cut loop read through a view of that dimension in two).
+  SmallVector<AffineMap> maps = loops.maps;
   maps.back() = partialMap;
-  auto partial = linalg::GenericOp::create(b, loc, TypeRange{partialType}, op.getDpsInputs(),
+  SmallVector<Value> inputs;
+  for (auto [input, map, expanded] : llvm::zip(op.getDpsInputs(), loops.maps, loops.expanded)) {
+    if (!expanded) {
+      inputs.push_back(input);
+      continue;
+    }
+    auto type = llvm::cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> shape;
+    SmallVector<ReassociationIndices> groups;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      int64_t at = static_cast<int64_t>(shape.size());
+      if (d == *expanded) {
+        unsigned outer = llvm::cast<AffineDimExpr>(map.getResult(d)).getPosition();
+        groups.push_back({at, at + 1});
+        shape.append({loops.ranges[outer], loops.ranges[outer + 1]});
+        continue;
+      }
+      groups.push_back({at});
+      shape.push_back(size);
+    }
+    inputs.push_back(tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), input, groups));
+  }
+  auto partial = linalg::GenericOp::create(b, loc, TypeRange{partialType}, inputs,
                                            ValueRange{init.getResult(0)}, maps, first);
   IRMapping none;
   op.getRegion().cloneInto(&partial.getRegion(), none);
@@ -129,9 +243,10 @@ FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsTh
   for (unsigned loop : partialLoops)
     second.push_back(iterators[loop]);
   SmallVector<AffineExpr> resultExprs;
-  for (AffineExpr expr : outMap.getResults())
-    resultExprs.push_back(getAffineDimExpr(
-        positionOf[llvm::cast<AffineDimExpr>(expr).getPosition()], ctx));
+  for (AffineExpr expr : outMap.getResults()) {
+    auto dim = llvm::dyn_cast<AffineDimExpr>(expr);
+    resultExprs.push_back(dim ? getAffineDimExpr(positionOf[dim.getPosition()], ctx) : expr);
+  }
   AffineMap resultMap = AffineMap::get(partialLoops.size(), 0, resultExprs, ctx);
   Value accumulator = op.getDpsInits()[0];
   auto combined = linalg::GenericOp::create(

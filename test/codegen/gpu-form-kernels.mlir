@@ -242,14 +242,15 @@ func.func @bias_gradient(%x: tensor<100x32x28x28xf32>) -> tensor<32xf32> {
 
 // -----
 
-// A short sum of the same shape stays one loop kernel.
+// A short sum of the same shape (64 elements into each result) stays one
+// loop kernel.
 // CHECK-LABEL: func.func @short_column_sum
 // CHECK-COUNT-1: kiln_gpu.launch
 // CHECK-NOT: kiln_gpu.launch
-func.func @short_column_sum(%x: tensor<4x32x8x8xf32>) -> tensor<32xf32> {
-  %0 = kiln.fusion input(%x) : (tensor<4x32x8x8xf32>) -> tensor<32xf32> {
-  ^bb0(%a: tensor<4x32x8x8xf32>):
-    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<4x32x8x8xf32>) -> tensor<32xf32>
+func.func @short_column_sum(%x: tensor<4x32x4x4xf32>) -> tensor<32xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<4x32x4x4xf32>) -> tensor<32xf32> {
+  ^bb0(%a: tensor<4x32x4x4xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>, keepdims = false} : (tensor<4x32x4x4xf32>) -> tensor<32xf32>
     kiln.yield %s : tensor<32xf32>
   }
   return %0 : tensor<32xf32>
@@ -317,16 +318,41 @@ func.func @updates(%w: tensor<64x256xf32>, %gw: tensor<64x256xf32>, %b: tensor<2
 // -----
 
 // Results of different shapes of one fusion share its kernel too: the
-// 4096-element result's 4 blocks, then the 32-element one's block.
+// 2048-element result's 2 blocks, then the 32-element one's block.
 // CHECK-LABEL: func.func @two_shapes
-// CHECK-COUNT-1: kiln_gpu.launch {{.*}} grid [5, 1, 1] block [256, 1, 1]
+// CHECK-COUNT-1: kiln_gpu.launch {{.*}} grid [3, 1, 1] block [256, 1, 1]
 // CHECK-NOT: kiln_gpu.launch
-func.func @two_shapes(%x: tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<32xf32>) {
-  %0:2 = kiln.fusion input(%x) : (tensor<128x32xf32>) -> (tensor<128x32xf32>, tensor<32xf32>) {
-  ^bb0(%a: tensor<128x32xf32>):
-    %e = kiln.exp %a : tensor<128x32xf32>
-    %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<128x32xf32>) -> tensor<32xf32>
-    kiln.yield %e, %s : tensor<128x32xf32>, tensor<32xf32>
+func.func @two_shapes(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<32xf32>) {
+  %0:2 = kiln.fusion input(%x) : (tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<32xf32>) {
+  ^bb0(%a: tensor<64x32xf32>):
+    %e = kiln.exp %a : tensor<64x32xf32>
+    %s = kiln.reduce_sum %e {axes = array<i64: 0>, keepdims = false} : (tensor<64x32xf32>) -> tensor<32xf32>
+    kiln.yield %e, %s : tensor<64x32xf32>, tensor<32xf32>
   }
-  return %0#0, %0#1 : tensor<128x32xf32>, tensor<32xf32>
+  return %0#0, %0#1 : tensor<64x32xf32>, tensor<32xf32>
+}
+
+// -----
+
+// A bias gradient over the rows of one matrix: 1024 sums of 256 rows. No
+// whole loop can turn parallel (that would leave sums of one element), so
+// the rows are cut in two: 16 partial sums of 16 rows for each column
+// (16,384 partials, read as rows 16 * i + j), then 1024 sums of 16.
+// CHECK-LABEL: func.func @rows_cut
+// CHECK: %[[P:.*]] = kiln_gpu.launch @kiln_kernels::@[[K1:kiln_k[0-9]+]] grid [16, 1, 1] block [256, 1, 1](%{{.*}}) : (tensor<256x1024xf32>) -> tensor<16x1024xf32>
+// CHECK: %[[S:.*]] = kiln_gpu.launch @kiln_kernels::@[[K2:kiln_k[0-9]+]] grid [1, 1, 1] block [256, 1, 1](%[[P]]) : (tensor<16x1024xf32>) -> tensor<1024xf32>
+// CHECK: return %[[S]]
+// CHECK: gpu.func @[[K1]]
+// CHECK: scf.for %[[J:.*]] = %c0 to %c16 step %c1
+// CHECK: %[[ROW:.*]] = arith.addi %[[J]], %{{.*}}
+// CHECK: vector.load %{{.*}}[%[[ROW]], %{{.*}}] {{.*}} : memref<256x1024xf32>, vector<4xf32>
+// CHECK: gpu.func @[[K2]]
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1
+func.func @rows_cut(%x: tensor<256x1024xf32>) -> tensor<1024xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> tensor<1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0>, keepdims = false} : (tensor<256x1024xf32>) -> tensor<1024xf32>
+    kiln.yield %s : tensor<1024xf32>
+  }
+  return %0 : tensor<1024xf32>
 }

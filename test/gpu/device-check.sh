@@ -4,9 +4,10 @@
 # of each PyTorch reference model on the GPU, LeNet-5 trained by kiln-train on the GPU (state on
 # the device, CUDA graphs), the same through NCCL with one rank (and every GPU of the machine
 # when it has several), a checkpoint resumed on the GPU, and with a bench/ folder in the bundle
-# the GPU train-step benchmark (SKIP_PROFILE=1 leaves out the Nsight Compute profiles; a
-# bench-base/ folder, prepared by another build, is timed too, Kiln only). Every
-# step's output goes to LOGDIR; the summary to stdout.
+# the GPU train-step benchmark (BENCH_FRAMEWORKS=kiln,jax times only those) and an Nsight
+# Compute profile of each graph's step (SKIP_PROFILE=1 leaves them out); a bench-base/ folder,
+# prepared by another build, is timed too, Kiln only. Every step's output goes to LOGDIR; the
+# summary to stdout.
 #
 #   bash BUNDLE/device-check.sh BUNDLE LOGDIR
 set -uo pipefail
@@ -53,12 +54,16 @@ grep -h "worst loss error" "$logs/reference.log"
 train=("$bin/kiln-train" --data "$bundle/data" --eval-every 200 --print-every 50 --progress off)
 step lenet-gpu "${train[@]}" "$bundle/artifacts/lenet5-plain.kiln" --devices gpu:0 --epochs 2 \
   --metrics "$logs/lenet-gpu.csv" --checkpoint-dir "$logs/ckpt-gpu" --checkpoint-every 200
-step lenet-nccl "${train[@]}" "$bundle/artifacts/lenet5-dp.kiln" --devices gpu:0 --epochs 2 \
-  --metrics "$logs/lenet-nccl.csv"
-# One process per GPU as kiln-launch starts them (here one): "--devices gpu" is the GPU of the
-# local rank, and the ranks meet over TCP on loopback.
-step lenet-launch "$bin/kiln-launch" --nproc-per-node 1 --rdzv 127.0.0.1:29531 -- "${train[@]}" \
-  "$bundle/artifacts/lenet5-dp.kiln" --devices gpu --epochs 2 --metrics "$logs/lenet-launch.csv"
+if [[ -f $bundle/artifacts/lenet5-dp.kiln ]]; then
+  step lenet-nccl "${train[@]}" "$bundle/artifacts/lenet5-dp.kiln" --devices gpu:0 --epochs 2 \
+    --metrics "$logs/lenet-nccl.csv"
+  # One process per GPU as kiln-launch starts them (here one): "--devices gpu" is the GPU of the
+  # local rank, and the ranks meet over TCP on loopback.
+  step lenet-launch "$bin/kiln-launch" --nproc-per-node 1 --rdzv 127.0.0.1:29531 -- "${train[@]}" \
+    "$bundle/artifacts/lenet5-dp.kiln" --devices gpu --epochs 2 --metrics "$logs/lenet-launch.csv"
+else
+  echo "== lenet-nccl, lenet-launch: skipped (no lenet5-dp.kiln in the bundle)"
+fi
 # Resume: 150 steps, then on to the end from the checkpoint at 150, against the straight run.
 step lenet-resume-a "${train[@]}" "$bundle/artifacts/lenet5-plain.kiln" --devices gpu:0 --steps 150 \
   --checkpoint-dir "$logs/ckpt-resume" --checkpoint-every 150
@@ -77,9 +82,14 @@ logs, bundle = sys.argv[1:3]
 def losses(name):
     with open(f"{logs}/{name}.csv") as f:
         return {int(r["step"]): float(r["loss"]) for r in csv.DictReader(f)}
-gpu, nccl, resumed = losses("lenet-gpu"), losses("lenet-nccl"), losses("lenet-resumed")
-worst = max(abs(gpu[s] - nccl[s]) / max(abs(gpu[s]), 1e-12) for s in gpu)
-print(f"GPU vs NCCL (one rank): {len(gpu)} steps, worst relative loss difference {worst:.3g}")
+gpu, resumed = losses("lenet-gpu"), losses("lenet-resumed")
+worst = 0.0
+try:
+    nccl = losses("lenet-nccl")
+    worst = max(abs(gpu[s] - nccl[s]) / max(abs(gpu[s]), 1e-12) for s in gpu)
+    print(f"GPU vs NCCL (one rank): {len(gpu)} steps, worst relative loss difference {worst:.3g}")
+except FileNotFoundError:
+    print("no NCCL run")
 try:
     launched = losses("lenet-launch")
     print(f"kiln-launch (one process, NCCL over the TCP rendezvous) vs GPU: bitwise equal: "
@@ -105,22 +115,29 @@ PY
 profile() {
   local name=$1 artifact=$2
   shift 2
-  TAIL=0 step "profile-$name" ncu --csv --metrics gpu__time_duration.sum "$bin/kiln-run" "$artifact" \
-    --device gpu:0 --resident-state --no-cuda-graph "$@" --repeat 1
+  TAIL=0 step "profile-$name" ncu --csv --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size \
+    "$bin/kiln-run" "$artifact" --device gpu:0 --resident-state --no-cuda-graph "$@" --repeat 1
   python3 - "$logs/profile-$name.log" "$name" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 if not rows:
     sys.exit(f"profile {sys.argv[2]}: no kernels measured")
 head, rows = rows[0], rows[1:]
-name, value, unit = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+col = {k: head.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Value", "Metric Unit")}
 scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
-times = sorted(((float(r[value].replace(",", "")) * scale.get(r[unit], 1.0), r[name]) for r in rows),
-               reverse=True)
-total = sum(t for t, _ in times)
+kernels = {}
+for r in rows:
+    k = kernels.setdefault(r[col["ID"]], {"name": r[col["Kernel Name"]]})
+    value = r[col["Metric Value"]].replace(",", "")
+    if r[col["Metric Name"]] == "gpu__time_duration.sum":
+        k["us"] = float(value) * scale.get(r[col["Metric Unit"]], 1.0)
+    else:
+        k[r[col["Metric Name"]].split("__")[1]] = value
+times = sorted(kernels.values(), key=lambda k: -k.get("us", 0))
+total = sum(k.get("us", 0) for k in times)
 print(f"profile {sys.argv[2]}: {len(times)} kernels, {total:.1f} us in all; the longest:")
-for t, n in times[:12]:
-    print(f"  {t:8.1f} us  {n[:100]}")
+for k in times[:12]:
+    print(f"  {k.get('us', 0):8.1f} us  grid {k.get('grid_size', '?'):>6} x {k.get('block_size', '?'):>4}  {k['name'][:80]}")
 PY
 }
 if command -v ncu >/dev/null && [[ -z ${SKIP_PROFILE:-} ]]; then
@@ -135,13 +152,14 @@ if command -v ncu >/dev/null && [[ -z ${SKIP_PROFILE:-} ]]; then
 fi
 if [[ -d $bundle/bench ]]; then
   TAIL=40 step bench timeout "${BENCH_SECONDS:-240}" python3 "$bundle/bench/train_gpu.py" run "$bundle/bench" \
-    --results "$logs/bench"
+    --frameworks "${BENCH_FRAMEWORKS:-kiln,torch,torch-compile,jax}" --results "$logs/bench"
 fi
 # Kiln's train steps from another build (`train_gpu.py prepare` there, copied to bench-base/),
 # timed in the same session to compare the two builds.
 if [[ -d $bundle/bench-base ]]; then
+  graphs=$(for g in "$bundle"/bench-base/*/step.kiln; do basename "$(dirname "$g")"; done | paste -sd,)
   TAIL=12 step bench-base timeout "${BENCH_SECONDS:-240}" python3 "$bundle/bench-base/train_gpu.py" run \
-    "$bundle/bench-base" --frameworks kiln --results "$logs/bench-base"
+    "$bundle/bench-base" --graphs "$graphs" --frameworks kiln --results "$logs/bench-base"
 fi
 echo "== $failures step(s) failed"
 exit $((failures > 0))
