@@ -584,7 +584,7 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       partials, or one more would leave fewer than 16 elements to each);
       where no whole loop can (one long loop of rows), the outermost reduced
       loop is cut in two, its outer part parallel (up to 16,384 partials,
-      each a sum of at least 16), and the operands read it through a view
+      each a sum of at least 4), and the operands read it through a view
       with that dimension in two. The partials are computed first by a row
       kernel where the remaining reduced loops trail, else a loop kernel; a
       second reduction with the same combiner sums them into the
@@ -596,9 +596,11 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       [batch, rows, columns]; an operand that is a transpose of its last
       two dimensions is read transposed instead of copied; an operand
       computed in the fusion is materialized by a loop kernel first. Along
-      the chain of single-use elementwise ops after the product, a bias
-      along the columns, an addend of the result's shape (a residual) and a
-      ReLU fold into the library's epilogue; whatever follows is a loop
+      the chain of single-use elementwise ops after the product, a scale, a
+      bias along the columns, an addend of the result's shape (a residual),
+      a subtraction from a tensor of the result's shape (an SGD step on a
+      weight: alpha negated, the weight the addend) and a ReLU fold into the
+      library's epilogue; whatever follows is a loop
       kernel reading the product. A product that accumulates onto a tensor
       computed in the fusion (a convolution's broadcast bias) is split into
       a product from zero and an elementwise add in that kernel. A
@@ -606,8 +608,13 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       the image read through the convolution's own indexing map, padding
       included) and one product per image (or per group): filter
       [f, window] times columns [window, spatial]; when there are both
-      several images and several groups, it stays a direct kernel. Integer
-      products stay generated. A single product into at most a quarter of
+      several images and several groups, it stays a direct kernel. When the
+      filter is the same for every batch element and the products would be
+      too few and small to fill the chip over a long window (a weight
+      gradient, one product per input channel), it is one product instead,
+      the im2col matrix [window, batch x spatial] holding the batch among its
+      columns, and a kernel transposes the result. Integer products stay
+      generated. A single product into at most a quarter of
       the multiprocessors' worth of 64 x 64 output tiles over a long k (a
       convolution's weight gradient: 6 x 25 outputs over k = 50,176) is
       split along k (split-K): a batch of products over parts of at least

@@ -200,8 +200,10 @@ bool isZero(Value value) {
   return isZero(generic.getDpsInputOperand(0)->get());
 }
 
-/// One step of the result's treatment the library applies itself.
-enum class Step { Scale, Bias, Addend, Relu };
+/// One step of the result's treatment the library applies itself: x * c,
+/// x + bias[n], x + addend, addend - x (an SGD update of a weight by its
+/// gradient: alpha negated, the weight the addend), relu(x).
+enum class Step { Scale, Bias, Addend, SubtractFrom, Relu };
 
 /// The value of `value` when it is a constant scalar or a splat tensor.
 std::optional<double> constantScalar(Value value) {
@@ -276,12 +278,18 @@ std::optional<Step> matchStep(linalg::GenericOp generic, Value current,
     return std::nullopt;
   }
 
-  // x + bias[n] or x + addend.
+  // x + bias[n], x + addend or addend - x.
   if (generic.getNumDpsInputs() != 2 || ops.size() != 1)
     return std::nullopt;
   auto add = dyn_cast<arith::AddFOp>(ops[0]);
   OpOperand *otherOperand = generic.getDpsInputOperand(productOperand == generic.getDpsInputOperand(0) ? 1 : 0);
   Value otherArg = payload.getArgument(otherOperand->getOperandNumber());
+  if (auto sub = dyn_cast<arith::SubFOp>(ops[0]);
+      sub && sub.getResult() == yielded && sub.getLhs() == otherArg && sub.getRhs() == in &&
+      generic.getMatchingIndexingMap(otherOperand).isIdentity()) {
+    other = otherOperand->get();
+    return Step::SubtractFrom;
+  }
   if (!add || add.getResult() != yielded ||
       !((add.getLhs() == in && add.getRhs() == otherArg) ||
         (add.getRhs() == in && add.getLhs() == otherArg)))
@@ -388,14 +396,76 @@ constexpr int64_t kMinSplitPart = 1024;
 /// a fixed order: split runs are reproducible bit for bit, unlike the
 /// library's own split-K algorithms, which its heuristic chooses by timing
 /// only when autotuned.
+/// Output tiles of an m x n product, by the estimate above.
+int64_t libraryTiles(int64_t m, int64_t n) {
+  return llvm::divideCeil(m, kLibraryTile) * llvm::divideCeil(n, kLibraryTile);
+}
+
 int64_t splitKParts(const GpuChip &chip, int64_t batch, int64_t m, int64_t n, int64_t k) {
-  int64_t tiles = batch * llvm::divideCeil(m, kLibraryTile) * llvm::divideCeil(n, kLibraryTile);
+  int64_t tiles = batch * libraryTiles(m, n);
   if (batch != 1 || 4 * tiles > chip.multiprocessors)
     return 1;
   int64_t parts = std::min<int64_t>(chip.multiprocessors / tiles, k / kMinSplitPart);
   while (parts > 1 && k % parts != 0)
     --parts;
   return parts;
+}
+
+/// The library products lhs · rhs (one m x n product) over `parts`
+/// consecutive parts of k into partials of `partialShape` ([parts, ...],
+/// parts x m x n elements), and a stand-in for them in the body before
+/// `at`, which the fusion's kernels read as the library's result.
+FailureOr<Value> emitPartialProducts(FusionKernels &state, Operation *at, Matrix lhs, Matrix rhs, int64_t m,
+                                     int64_t n, int64_t k, int64_t parts, ArrayRef<int64_t> partialShape) {
+  int64_t part = k / parts;
+  // Part p of lhs is columns [p * part, (p + 1) * part) of m x k, rows of the
+  // stored k x m when transposed; of rhs, rows of k x n, columns of n x k.
+  lhs.batchStride = lhs.transposed ? part * lhs.rowStride : part;
+  rhs.batchStride = rhs.transposed ? part : part * rhs.rowStride;
+  FailureOr<Value> lhsMain = mainTensor(state, lhs.body), rhsMain = mainTensor(state, rhs.body);
+  if (failed(lhsMain) || failed(rhsMain))
+    return failure();
+  Type element = llvm::cast<ShapedType>(lhs.body.getType()).getElementType();
+  auto type = RankedTensorType::get(partialShape, element);
+  OpBuilder &b = state.main;
+  Location loc = state.fusion.getLoc();
+  auto matmul = kgpu::MatmulOp::create(
+      b, loc, type, *lhsMain, *rhsMain, Value(), Value(), uint64_t(parts), uint64_t(m), uint64_t(n),
+      uint64_t(part), lhs.transposed, rhs.transposed, b.getDenseI64ArrayAttr({lhs.batchStride, lhs.rowStride}),
+      b.getDenseI64ArrayAttr({rhs.batchStride, rhs.rowStride}), DenseI64ArrayAttr(), DenseI64ArrayAttr(),
+      llvm::APFloat(1.0f), kgpu::Epilogue::None, state.allowTf32);
+  if (failed(mlir::verify(matmul))) {
+    matmul->erase();
+    return state.fusion.emitError("kiln-gpu-form-kernels: internal error: an invalid split library call");
+  }
+  OpBuilder body(at);
+  Value partials = tensor::EmptyOp::create(body, loc, partialShape, element);
+  state.materialized[partials] = matmul.getResult();
+  return partials;
+}
+
+/// init + Σ_p partials[p, ...], of init's type: `toPartial` maps init's
+/// dimensions (loops 1..rank; loop 0 runs over the parts) to the partials'
+/// dimensions after the first.
+Value sumPartials(OpBuilder &body, Location loc, Value partials, Value init, ArrayRef<AffineExpr> toPartial) {
+  auto type = llvm::cast<RankedTensorType>(init.getType());
+  MLIRContext *ctx = body.getContext();
+  unsigned rank = type.getRank();
+  SmallVector<AffineExpr> partialExprs{getAffineDimExpr(0, ctx)};
+  llvm::append_range(partialExprs, toPartial);
+  SmallVector<AffineExpr> kept;
+  for (unsigned d = 1; d <= rank; ++d)
+    kept.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
+  iterators.front() = utils::IteratorType::reduction;
+  auto sum = linalg::GenericOp::create(
+      body, loc, type, ValueRange{partials}, ValueRange{init},
+      ArrayRef<AffineMap>{AffineMap::get(rank + 1, 0, partialExprs, ctx), AffineMap::get(rank + 1, 0, kept, ctx)},
+      iterators, [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc,
+                                ValueRange{arith::AddFOp::create(nested, nestedLoc, args[0], args[1])});
+      });
+  return sum->getResult(0);
 }
 
 /// `op`'s product (batch 1, one m x n matrix) as `parts` library products
@@ -405,52 +475,18 @@ int64_t splitKParts(const GpuChip &chip, int64_t batch, int64_t m, int64_t n, in
 /// product.
 LogicalResult emitSplitProduct(FusionKernels &state, linalg::GenericOp op, Matrix lhs, Matrix rhs,
                                int64_t m, int64_t n, int64_t k, int64_t parts) {
-  int64_t part = k / parts;
-  // Part p of lhs is columns [p * part, (p + 1) * part) of m x k, rows of the
-  // stored k x m when transposed; of rhs, rows of k x n, columns of n x k.
-  lhs.batchStride = lhs.transposed ? part * lhs.rowStride : part;
-  rhs.batchStride = rhs.transposed ? part : part * rhs.rowStride;
-  FailureOr<Value> lhsMain = mainTensor(state, lhs.body), rhsMain = mainTensor(state, rhs.body);
-  if (failed(lhsMain) || failed(rhsMain))
-    return failure();
-
   auto resultType = llvm::cast<RankedTensorType>(op->getResult(0).getType());
   SmallVector<int64_t> partialShape{parts};
   llvm::append_range(partialShape, resultType.getShape());
-  Type element = resultType.getElementType();
-  OpBuilder &b = state.main;
-  Location loc = state.fusion.getLoc();
-  auto matmul = kgpu::MatmulOp::create(
-      b, loc, RankedTensorType::get(partialShape, element), *lhsMain, *rhsMain, Value(), Value(),
-      uint64_t(parts), uint64_t(m), uint64_t(n), uint64_t(part), lhs.transposed, rhs.transposed,
-      b.getDenseI64ArrayAttr({lhs.batchStride, lhs.rowStride}),
-      b.getDenseI64ArrayAttr({rhs.batchStride, rhs.rowStride}), DenseI64ArrayAttr(),
-      DenseI64ArrayAttr(), llvm::APFloat(1.0f), kgpu::Epilogue::None, state.allowTf32);
-  if (failed(mlir::verify(matmul))) {
-    matmul->erase();
-    return state.fusion.emitError("kiln-gpu-form-kernels: internal error: an invalid split library call");
-  }
-
-  // In the body: the partials (a stand-in the kernels read as the call's
-  // result) summed over their first dimension onto the product's init.
+  FailureOr<Value> partials = emitPartialProducts(state, op, lhs, rhs, m, n, k, parts, partialShape);
+  if (failed(partials))
+    return failure();
+  SmallVector<AffineExpr> same;
+  for (unsigned d = 1; d <= resultType.getRank(); ++d)
+    same.push_back(getAffineDimExpr(d, op.getContext()));
   OpBuilder body(op);
-  Value partials = tensor::EmptyOp::create(body, loc, partialShape, element);
-  state.materialized[partials] = matmul.getResult();
-  MLIRContext *ctx = op.getContext();
-  unsigned rank = resultType.getRank();
-  SmallVector<AffineExpr> kept;
-  for (unsigned d = 1; d <= rank; ++d)
-    kept.push_back(getAffineDimExpr(d, ctx));
-  SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
-  iterators.front() = utils::IteratorType::reduction;
-  auto sum = linalg::GenericOp::create(
-      body, op.getLoc(), resultType, ValueRange{partials}, ValueRange{op.getDpsInitOperand(0)->get()},
-      ArrayRef<AffineMap>{body.getMultiDimIdentityMap(rank + 1), AffineMap::get(rank + 1, 0, kept, ctx)},
-      iterators, [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        linalg::YieldOp::create(nested, nestedLoc,
-                                ValueRange{arith::AddFOp::create(nested, nestedLoc, args[0], args[1])});
-      });
-  op->getResult(0).replaceAllUsesWith(sum->getResult(0));
+  op->getResult(0).replaceAllUsesWith(
+      sumPartials(body, op.getLoc(), *partials, op.getDpsInitOperand(0)->get(), same));
   op->erase();
   return success();
 }
@@ -490,6 +526,13 @@ LogicalResult emitProduct(FusionKernels &state, linalg::GenericOp op, Matrix lhs
     } else if (*step == Step::Addend) {
       if (addend || !state.materializeView(other))
         break;
+      addend = other;
+    } else if (*step == Step::SubtractFrom) {
+      // addend - alpha * AB: alpha negated, beta 1. Only onto the product
+      // alone: addend - (AB + bias) would need the bias negated too.
+      if (bias || addend || !state.materializeView(other))
+        break;
+      alpha = -alpha;
       addend = other;
     } else {
       relu = true;
@@ -587,11 +630,18 @@ LogicalResult emitConvolution(FusionKernels &state, linalg::GenericOp conv,
   if (loops.channel && imageMap.isFunctionOfDim(*loops.channel))
     return success();
   conv = splitInit(state, conv);
+  // One filter for every batch index, and products too few and too small
+  // to fill the chip over a long window (a weight gradient, batched over
+  // input channels: 6 products of 16 x 25 over k = 6,400 in LeNet-5): one
+  // product instead, with the batch among its columns, split along k.
+  bool fold = filterBatchSize == 1 && batch > 1 && window >= 2 * kMinSplitPart &&
+              4 * batch * libraryTiles(channels, spatial) <= state.chip.multiprocessors;
 
-  // The im2col generic: loops batch.., window.., spatial.., reading the
-  // image through the convolution's own map.
-  SmallVector<int64_t> order(loops.batch);
-  llvm::append_range(order, loops.window);
+  // The im2col generic: loops batch.., window.., spatial.. (window..,
+  // batch.., spatial.. when folded), reading the image through the
+  // convolution's own map.
+  SmallVector<int64_t> order(fold ? loops.window : loops.batch);
+  llvm::append_range(order, fold ? loops.batch : loops.window);
   llvm::append_range(order, loops.spatial);
   MLIRContext *ctx = conv.getContext();
   SmallVector<AffineExpr> renamed(conv.getNumLoops(), getAffineConstantExpr(0, ctx));
@@ -614,6 +664,28 @@ LogicalResult emitConvolution(FusionKernels &state, linalg::GenericOp conv,
         linalg::YieldOp::create(nested, nestedLoc, args[0]);
       });
 
+  if (fold) {
+    // filter [channels, window] · columns [window, batch x spatial] into
+    // partials [parts, channels, batch, spatial], summed and transposed
+    // into the convolution's [batch, channels, spatial].
+    int64_t columnsN = batch * spatial;
+    int64_t parts = std::max<int64_t>(1, splitKParts(state.chip, 1, channels, columnsN, window));
+    Matrix lhs{conv.getDpsInputOperand(1)->get(), false, 0, window};
+    Matrix rhs{columns->getResult(0), false, 0, columnsN, /*computed=*/true};
+    FailureOr<Value> partials = emitPartialProducts(state, conv, lhs, rhs, channels, columnsN, window, parts,
+                                                    {parts, channels, batch, spatial});
+    if (failed(partials))
+      return failure();
+    OpBuilder body(conv);
+    auto resultType = llvm::cast<RankedTensorType>(conv->getResult(0).getType());
+    Value init = reshape(body, loc, conv.getDpsInitOperand(0)->get(), {batch, channels, spatial});
+    AffineExpr image = getAffineDimExpr(1, ctx), channel = getAffineDimExpr(2, ctx),
+               pixel = getAffineDimExpr(3, ctx);
+    Value sum = sumPartials(body, loc, *partials, init, {channel, image, pixel});
+    conv->getResult(0).replaceAllUsesWith(reshape(body, loc, sum, resultType.getShape()));
+    conv->erase();
+    return success();
+  }
   Matrix lhs{conv.getDpsInputOperand(1)->get(), false,
              filterBatchSize == batch && batch > 1 ? channels * window : 0, window};
   Matrix rhs{columns->getResult(0), false, window * spatial, spatial, /*computed=*/true};

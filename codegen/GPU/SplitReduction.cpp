@@ -41,8 +41,11 @@ constexpr int64_t kTargetPartials = 2048;
 constexpr int64_t kMinPartialReduction = 16;
 /// Partial results aimed at when a loop is cut in two because no whole
 /// loop could turn parallel (a bias gradient over the rows of one matrix):
-/// a thread per 4 of them then fills a few multiprocessors.
+/// a thread per 4 of them then fills a few multiprocessors; and the
+/// shortest sum the cut leaves each (the payload of such a sum is often a
+/// long recomputation, as a layer norm's weight gradient is).
 constexpr int64_t kTargetCutPartials = 16384;
+constexpr int64_t kMinCutReduction = 4;
 
 /// The loops of a generic being split: their ranges and iterator types and
 /// the operands' indexing maps over them, and for each input the dimension
@@ -145,14 +148,14 @@ FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsTh
   // No whole loop could turn parallel without leaving its partials too
   // short a sum (one long loop: rows of a matrix): the outermost reduction
   // loop left is cut in two, the outer part parallel, the inner one at
-  // least kMinPartialReduction long. Payloads that read their loop indices
+  // least kMinCutReduction long. Payloads that read their loop indices
   // are left alone.
   bool readsIndices = !op.getRegion().getOps<linalg::IndexOp>().empty();
   if (!split && !readsIndices) {
     for (auto [loop, range] : llvm::enumerate(loops.ranges)) {
       if (first[loop] != utils::IteratorType::reduction)
         continue;
-      int64_t outer = std::min<int64_t>(range / kMinPartialReduction,
+      int64_t outer = std::min<int64_t>(range / kMinCutReduction,
                                         llvm::divideCeil(kTargetCutPartials, parallel));
       while (outer > 1 && range % outer != 0)
         --outer;

@@ -187,3 +187,47 @@ func.func @long_k_wide(%x: tensor<512x8192xf32>, %w: tensor<8192x512xf32>) -> te
   }
   return %0 : tensor<512x512xf32>
 }
+
+// -----
+
+// A convolution's weight gradient: the input [ci, n, h, w] (channels first)
+// convolved with the output gradient as filter [co, n, oh, ow]. As products
+// it would be 6 (one per input channel) of 16 x 25 over k = 6,400: 6 blocks
+// of the GPU. The filter is the same for all 6, so it is one product with
+// the channels among its columns, [16, 6400] · [6400, 6 x 25] (im2col in
+// window-major order), split in 5 parts of k; a kernel sums the parts into
+// the [6, 16, 5, 5] layout.
+// CHECK-LABEL: func.func @weight_gradient_conv
+// CHECK: %[[COLS:.*]] = kiln_gpu.launch {{.*}}(%arg0) : (tensor<6x64x14x14xf32>) -> tensor<64x10x10x6x1x5x5xf32>
+// CHECK: %[[P:.*]] = kiln_gpu.matmul %{{.*}}, %[[COLS]] batch 5 m 16 n 150 k 1280 {lhs_strides = array<i64: 1280, 6400>, rhs_strides = array<i64: 192000, 150>} : tensor<1x16x64x10x10xf32>, tensor<64x10x10x6x1x5x5xf32> -> tensor<5x16x6x25xf32>
+// CHECK: %[[G:.*]] = kiln_gpu.launch {{.*}}(%[[P]]) : (tensor<5x16x6x25xf32>) -> tensor<6x16x5x5xf32>
+// CHECK: return %[[G]]
+func.func @weight_gradient_conv(%x: tensor<6x64x14x14xf32>, %dy: tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
+  %0 = kiln.fusion output(%x, %dy) : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
+  ^bb0(%a: tensor<6x64x14x14xf32>, %f: tensor<16x64x10x10xf32>):
+    %c = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32>
+    kiln.yield %c : tensor<6x16x5x5xf32>
+  }
+  return %0 : tensor<6x16x5x5xf32>
+}
+
+// -----
+
+// An SGD step on a weight, w - 0.01 * (x^T · dy): the library computes it
+// whole, alpha -0.01 and w as the addend (beta 1): no kernel.
+// CHECK-LABEL: func.func @sgd_update
+// CHECK-NEXT: %[[W:.*]] = kiln_gpu.matmul %arg0, %arg1 addend(%arg2 : tensor<400x120xf32>) batch 1 m 400 n 120 k 64 {alpha = -0.00999999977 : f32, lhs_transposed} : tensor<64x400xf32>, tensor<64x120xf32> -> tensor<400x120xf32>
+// CHECK-NEXT: return %[[W]]
+// CHECK-NOT: gpu.func
+func.func @sgd_update(%x: tensor<64x400xf32>, %dy: tensor<64x120xf32>, %w: tensor<400x120xf32>) -> tensor<400x120xf32> {
+  %0 = kiln.fusion output(%x, %dy, %w) : (tensor<64x400xf32>, tensor<64x120xf32>, tensor<400x120xf32>) -> tensor<400x120xf32> {
+  ^bb0(%a: tensor<64x400xf32>, %b: tensor<64x120xf32>, %v: tensor<400x120xf32>):
+    %t = kiln.transpose %a {perm = array<i64: 1, 0>} : (tensor<64x400xf32>) -> tensor<400x64xf32>
+    %g = kiln.matmul %t, %b : (tensor<400x64xf32>, tensor<64x120xf32>) -> tensor<400x120xf32>
+    %c = kiln.constant dense<0.01> : tensor<f32>
+    %s = kiln.mul %g, %c : (tensor<400x120xf32>, tensor<f32>) -> tensor<400x120xf32>
+    %u = kiln.sub %v, %s : (tensor<400x120xf32>, tensor<400x120xf32>) -> tensor<400x120xf32>
+    kiln.yield %u : tensor<400x120xf32>
+  }
+  return %0 : tensor<400x120xf32>
+}
