@@ -575,7 +575,7 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       combined with the row's value at the end.
     * two-step reductions, where one kernel would leave most of the GPU
       idle: a result that reduces into fewer than 8,192 values at least
-      128 elements each (a bias's gradient: one sum over batch and pixels
+      32 elements each (a bias's gradient: one sum over batch and pixels
       per channel, or over the rows of a matrix per column), which a loop
       kernel would give a thread per value, or into fewer than 64 values at
       least 65,536 each (a whole weight's sum of squares), which a row
@@ -588,7 +588,8 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       with that dimension in two. The partials are computed first by a row
       kernel where the remaining reduced loops trail, else a loop kernel; a
       second reduction with the same combiner sums them into the
-      reduction's own init, and is split again while it is still long.
+      reduction's own init, and is split again while it sums at least 256
+      partials into each value.
 
     * library products (`library-gemm`, on by default): a fusion with one
       matrix product (loops batch.., m, n, k) or convolution of f32, f16 or
@@ -614,13 +615,13 @@ def KilnGpuFormKernelsPass : Pass<"kiln-gpu-form-kernels", "mlir::ModuleOp"> {
       gradient, one product per input channel), it is one product instead,
       the im2col matrix [window, batch x spatial] holding the batch among its
       columns, and a kernel transposes the result. Integer products stay
-      generated. A single product into at most a quarter of
-      the multiprocessors' worth of 64 x 64 output tiles over a long k (a
-      convolution's weight gradient: 6 x 25 outputs over k = 50,176) is
-      split along k (split-K): a batch of products over parts of at least
-      1,024 of k, about one per multiprocessor, into partials that a loop
-      kernel sums in a fixed order, with the epilogue (so split runs stay
-      reproducible bit for bit).
+      generated. A single product into at most a quarter of the
+      multiprocessors' worth of 64 x 64 output tiles over a k of at least
+      4,096 (a convolution's weight gradient: 6 x 25 outputs over
+      k = 50,176) is split along k (split-K): a batch of products over
+      parts of at least 256 of k, about one per multiprocessor (128 of 392
+      there), into partials that a loop kernel sums in a fixed order, with
+      the epilogue (so split runs stay reproducible bit for bit).
     In every kernel, a division by a constant is a multiplication by its
     rounded reciprocal (within one ulp of the division, as in XLA): a
     correctly rounded division costs about ten instructions on a GPU.

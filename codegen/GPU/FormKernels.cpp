@@ -30,10 +30,14 @@ constexpr int64_t kFewRows = 64;
 /// ...each of at least this many elements (a block per row would crawl).
 constexpr int64_t kVeryLongRow = 1 << 16;
 /// Reductions split instead of a loop kernel's thread per result: a sum of
-/// 128 rows of a matrix into its columns (a bias gradient) in one kernel
-/// would run a few hundred threads through 128 dependent loads each.
+/// the 64 rows of a matrix into its columns (a bias gradient at batch 64)
+/// in one kernel would run a few dozen threads through 64 loads each, one
+/// after the other (about 10 microseconds on an H100).
 constexpr int64_t kFewResults = 8192;
-constexpr int64_t kLongReduction = 128;
+constexpr int64_t kLongReduction = 32;
+/// A second step is split again only if it is this long: one more kernel
+/// costs about as much as a loop of a few hundred adds.
+constexpr int64_t kLongSecondStep = 256;
 
 struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKernelsPass> {
   using KilnGpuFormKernelsPassBase::KilnGpuFormKernelsPassBase;
@@ -124,12 +128,14 @@ private:
   /// with these bounds: their partial sums are materialized at once, by a
   /// row kernel where their reductions trail (else a loop kernel), and the
   /// second step takes their place in `pending`, to be split again while it
-  /// is still long (each split shortens the sum, so this ends).
+  /// sums at least kLongSecondStep partials into each result (each split
+  /// shortens the sum, so this ends).
   static LogicalResult splitLongReductions(FusionKernels &state, SmallVector<Value> &pending,
                                            int64_t fewerResultsThan, int64_t atLeastReduced) {
+    int64_t again = std::max(atLeastReduced, kLongSecondStep);
     for (Value &value : pending) {
       for (FailureOr<SplitReduction> split = splitLongReduction(value, fewerResultsThan, atLeastReduced);
-           succeeded(split); split = splitLongReduction(value, fewerResultsThan, atLeastReduced)) {
+           succeeded(split); split = splitLongReduction(value, fewerResultsThan, again)) {
         FailureOr<bool> rows = emitRowKernel(state, {split->partial});
         if (failed(rows) || (!*rows && failed(emitLoopKernel(state, {split->partial}))))
           return failure();

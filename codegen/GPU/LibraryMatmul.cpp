@@ -384,26 +384,29 @@ FailureOr<Value> mainTensor(FusionKernels &state, Value body) {
 /// Output tile of the library's kernels for small products, by which the
 /// number of thread blocks a product gets is estimated.
 constexpr int64_t kLibraryTile = 64;
-/// Elements of k a part of a split product takes at least.
-constexpr int64_t kMinSplitPart = 1024;
+/// Products split along k reduce at least kLongK elements into each
+/// result, in parts of at least kMinSplitPart.
+constexpr int64_t kLongK = 4096;
+constexpr int64_t kMinSplitPart = 256;
+
+/// Output tiles of an m x n product, by the estimate above.
+int64_t libraryTiles(int64_t m, int64_t n) {
+  return llvm::divideCeil(m, kLibraryTile) * llvm::divideCeil(n, kLibraryTile);
+}
 
 /// The parts a product's k is split into (1: not split). A product into few
-/// output tiles (at most a quarter of the multiprocessors) over a long k (a convolution's weight gradient: k is
-/// batch x pixels, 50,176 into 6 x 25 outputs in LeNet-5) would run on a
+/// output tiles (at most a quarter of the multiprocessors) over a long k
+/// (kLongK or more; a convolution's weight gradient: k is batch x pixels,
+/// 50,176 into 6 x 25 outputs in LeNet-5) would run on a
 /// handful of the chip's multiprocessors; as a batch of partial products
 /// over parts of k, about one block per multiprocessor, it fills the chip.
 /// The parts evenly divide k. The sum of the partials is in the fusion, in
 /// a fixed order: split runs are reproducible bit for bit, unlike the
 /// library's own split-K algorithms, which its heuristic chooses by timing
 /// only when autotuned.
-/// Output tiles of an m x n product, by the estimate above.
-int64_t libraryTiles(int64_t m, int64_t n) {
-  return llvm::divideCeil(m, kLibraryTile) * llvm::divideCeil(n, kLibraryTile);
-}
-
 int64_t splitKParts(const GpuChip &chip, int64_t batch, int64_t m, int64_t n, int64_t k) {
   int64_t tiles = batch * libraryTiles(m, n);
-  if (batch != 1 || 4 * tiles > chip.multiprocessors)
+  if (batch != 1 || k < kLongK || 4 * tiles > chip.multiprocessors)
     return 1;
   int64_t parts = std::min<int64_t>(chip.multiprocessors / tiles, k / kMinSplitPart);
   while (parts > 1 && k % parts != 0)
@@ -634,7 +637,7 @@ LogicalResult emitConvolution(FusionKernels &state, linalg::GenericOp conv,
   // to fill the chip over a long window (a weight gradient, batched over
   // input channels: 6 products of 16 x 25 over k = 6,400 in LeNet-5): one
   // product instead, with the batch among its columns, split along k.
-  bool fold = filterBatchSize == 1 && batch > 1 && window >= 2 * kMinSplitPart &&
+  bool fold = filterBatchSize == 1 && batch > 1 && window >= kLongK &&
               4 * batch * libraryTiles(channels, spatial) <= state.chip.multiprocessors;
 
   // The im2col generic: loops batch.., window.., spatial.. (window..,

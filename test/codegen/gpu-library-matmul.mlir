@@ -150,16 +150,16 @@ func.func @heads_in_place(%q: tensor<128x256xf32>, %k: tensor<128x256xf32>, %v: 
 // -----
 
 // A weight gradient x^T · dy: 16 x 25 outputs (one tile) over k = 50,176.
-// One product would run on one multiprocessor; it is 49 products over
-// consecutive parts of k (1,024 rows of x and of dy each: batch strides of
-// 1,024 rows), and a kernel sums the 49 partials, in order, with the SGD
-// step's scale that follows.
+// One product would run on one multiprocessor; it is 128 products over
+// consecutive parts of k (392 rows of x and of dy each: batch strides of
+// 392 rows), about one per multiprocessor, and a kernel sums the 128
+// partials, in order, with the SGD step's scale that follows.
 // CHECK-LABEL: func.func @long_k
-// CHECK: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 batch 49 m 16 n 25 k 1024 {lhs_strides = array<i64: 16384, 16>, lhs_transposed, rhs_strides = array<i64: 25600, 25>} : tensor<50176x16xf32>, tensor<50176x25xf32> -> tensor<49x16x25xf32>
-// CHECK: %[[S:.*]] = kiln_gpu.launch @kiln_kernels::@[[K:kiln_k[0-9]+]] {{.*}}(%[[P]]) : (tensor<49x16x25xf32>) -> tensor<16x25xf32>
+// CHECK: %[[P:.*]] = kiln_gpu.matmul %arg0, %arg1 batch 128 m 16 n 25 k 392 {lhs_strides = array<i64: 6272, 16>, lhs_transposed, rhs_strides = array<i64: 9800, 25>} : tensor<50176x16xf32>, tensor<50176x25xf32> -> tensor<128x16x25xf32>
+// CHECK: %[[S:.*]] = kiln_gpu.launch @kiln_kernels::@[[K:kiln_k[0-9]+]] {{.*}}(%[[P]]) : (tensor<128x16x25xf32>) -> tensor<16x25xf32>
 // CHECK: return %[[S]]
 // CHECK: gpu.func @[[K]]
-// CHECK: scf.for %{{.*}} = %c0 to %c49 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c128 step %c1
 // CHECK: arith.addf
 // CHECK: arith.mulf
 func.func @long_k(%x: tensor<50176x16xf32>, %dy: tensor<50176x25xf32>) -> tensor<16x25xf32> {
@@ -195,12 +195,12 @@ func.func @long_k_wide(%x: tensor<512x8192xf32>, %w: tensor<8192x512xf32>) -> te
 // it would be 6 (one per input channel) of 16 x 25 over k = 6,400: 6 blocks
 // of the GPU. The filter is the same for all 6, so it is one product with
 // the channels among its columns, [16, 6400] · [6400, 6 x 25] (im2col in
-// window-major order), split in 5 parts of k; a kernel sums the parts into
+// window-major order), split in 25 parts of k; a kernel sums the parts into
 // the [6, 16, 5, 5] layout.
 // CHECK-LABEL: func.func @weight_gradient_conv
 // CHECK: %[[COLS:.*]] = kiln_gpu.launch {{.*}}(%arg0) : (tensor<6x64x14x14xf32>) -> tensor<64x10x10x6x1x5x5xf32>
-// CHECK: %[[P:.*]] = kiln_gpu.matmul %{{.*}}, %[[COLS]] batch 5 m 16 n 150 k 1280 {lhs_strides = array<i64: 1280, 6400>, rhs_strides = array<i64: 192000, 150>} : tensor<1x16x64x10x10xf32>, tensor<64x10x10x6x1x5x5xf32> -> tensor<5x16x6x25xf32>
-// CHECK: %[[G:.*]] = kiln_gpu.launch {{.*}}(%[[P]]) : (tensor<5x16x6x25xf32>) -> tensor<6x16x5x5xf32>
+// CHECK: %[[P:.*]] = kiln_gpu.matmul %{{.*}}, %[[COLS]] batch 25 m 16 n 150 k 256 {lhs_strides = array<i64: 256, 6400>, rhs_strides = array<i64: 38400, 150>} : tensor<1x16x64x10x10xf32>, tensor<64x10x10x6x1x5x5xf32> -> tensor<25x16x6x25xf32>
+// CHECK: %[[G:.*]] = kiln_gpu.launch {{.*}}(%[[P]]) : (tensor<25x16x6x25xf32>) -> tensor<6x16x5x5xf32>
 // CHECK: return %[[G]]
 func.func @weight_gradient_conv(%x: tensor<6x64x14x14xf32>, %dy: tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
   %0 = kiln.fusion output(%x, %dy) : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
