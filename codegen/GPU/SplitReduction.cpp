@@ -151,24 +151,24 @@ FailureOr<SplitReduction> splitLongReduction(Value value, int64_t fewerResultsTh
   // least kMinCutReduction long. Payloads that read their loop indices
   // are left alone.
   bool readsIndices = !op.getRegion().getOps<linalg::IndexOp>().empty();
-  if (!split && !readsIndices) {
-    for (auto [loop, range] : llvm::enumerate(loops.ranges)) {
-      if (first[loop] != utils::IteratorType::reduction)
-        continue;
-      int64_t outer = std::min<int64_t>(range / kMinCutReduction,
-                                        llvm::divideCeil(kTargetCutPartials, parallel));
-      while (outer > 1 && range % outer != 0)
-        --outer;
-      std::optional<Loops> cut;
-      if (outer > 1)
-        cut = cutLoop(loops, loop, outer, op.getContext());
-      if (cut) {
-        loops = std::move(*cut);
-        first[loop] = utils::IteratorType::parallel;
-        first.insert(first.begin() + loop + 1, utils::IteratorType::reduction);
-        split = true;
-      }
-      break;
+  std::optional<unsigned> cuttable;
+  for (unsigned loop = 0; loop < first.size() && !cuttable; ++loop)
+    if (first[loop] == utils::IteratorType::reduction && loops.ranges[loop] >= 2 * kMinCutReduction)
+      cuttable = loop;
+  if (!split && !readsIndices && cuttable) {
+    unsigned loop = *cuttable;
+    int64_t range = loops.ranges[loop];
+    int64_t outer = std::min<int64_t>(range / kMinCutReduction, llvm::divideCeil(kTargetCutPartials, parallel));
+    while (outer > 1 && range % outer != 0)
+      --outer;
+    std::optional<Loops> cut;
+    if (outer > 1)
+      cut = cutLoop(loops, loop, outer, op.getContext());
+    if (cut) {
+      loops = std::move(*cut);
+      first[loop] = utils::IteratorType::parallel;
+      first.insert(first.begin() + loop + 1, utils::IteratorType::reduction);
+      split = true;
     }
   }
   if (!split)

@@ -358,3 +358,19 @@ func.func @rows_cut(%x: tensor<256x1024xf32>) -> tensor<1024xf32> {
   }
   return %0 : tensor<1024xf32>
 }
+
+// -----
+
+// The same with the reduced dimension kept (result 1 x 1024, output map
+// (d0, d1) -> (0, d1)): split alike.
+// CHECK-LABEL: func.func @rows_cut_keepdims
+// CHECK: %[[P:.*]] = kiln_gpu.launch {{.*}} : (tensor<256x1024xf32>) -> tensor<16x1024xf32>
+// CHECK: kiln_gpu.launch {{.*}}(%[[P]]) : (tensor<16x1024xf32>) -> tensor<1x1024xf32>
+func.func @rows_cut_keepdims(%x: tensor<256x1024xf32>) -> tensor<1x1024xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> tensor<1x1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0>, keepdims = true} : (tensor<256x1024xf32>) -> tensor<1x1024xf32>
+    kiln.yield %s : tensor<1x1024xf32>
+  }
+  return %0 : tensor<1x1024xf32>
+}
