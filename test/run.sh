@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Kiln and runs every test: lit (dialect, importer, codegen, tools),
 # GoogleTest (runtime), and the ONNX backend node tests through the whole
-# compile-and-run path. Works on a fresh Debian bookworm machine.
+# compile-and-run path; then the runtime's tests and fuzz targets under
+# AddressSanitizer and UBSan. Works on a fresh Debian bookworm machine.
 # The last line is "N passed, N failed".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,13 +16,32 @@ log=build/ctest.log
 status=0
 ctest --test-dir build --output-on-failure -j "$(nproc)" 2>&1 | tee "$log" || status=$?
 # ctest's summary: "97% tests passed, 1 tests failed out of 60".
-summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)
+summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1 || true)
+passed=0
+failed=1
 if [[ $summary =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
   failed=${BASH_REMATCH[1]}
-  total=${BASH_REMATCH[2]}
-  echo "$((total - failed)) passed, $failed failed"
+  passed=$((BASH_REMATCH[2] - failed))
 else
-  echo "0 passed, 1 failed (ctest printed no summary)"
+  echo "run.sh: ctest printed no summary"
   status=1
 fi
+
+# The runtime, the tools and the fuzz targets of the readers of untrusted files once more under
+# AddressSanitizer and UndefinedBehaviorSanitizer (a build of its own, a few minutes; each fuzz
+# target runs KILN_FUZZ_SECONDS, default 20). test/sanitize.sh without --runtime covers the
+# compiler too, in about an hour on two cores.
+sanitize_log=build/sanitize.log
+KILN_KILNC=$root/build/bin/kilnc test/sanitize.sh --runtime "${KILN_FUZZ_SECONDS:-20}" 2>&1 |
+  tee "$sanitize_log" || status=1
+if [[ $(tail -1 "$sanitize_log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+  passed=$((passed + BASH_REMATCH[1]))
+  failed=$((failed + BASH_REMATCH[2]))
+else
+  echo "run.sh: test/sanitize.sh --runtime printed no summary"
+  failed=$((failed + 1))
+  status=1
+fi
+((failed == 0)) || status=1
+echo "$passed passed, $failed failed"
 exit "$status"

@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
 # Builds Kiln with AddressSanitizer and UndefinedBehaviorSanitizer (clang-22, in build-asan), runs
 # every test under them, then each libFuzzer target for a while:
-#   test/sanitize.sh [FUZZ_SECONDS]    seconds per fuzz target (default 30; 0 skips fuzzing)
+#   test/sanitize.sh [--runtime] [FUZZ_SECONDS]
+#     FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
+#     --runtime     the runtime, the tools and their tests only, without the compiler (in
+#                   build-asan-runtime; a few minutes where the whole build takes an hour):
+#                   the artifact loader, the .npy/TensorProto/manifest readers and their fuzz
+#                   targets; test/run.sh runs this one
 # A sanitizer report aborts the process it happens in, which fails its test. The last line is
 # "N passed, N failed", each fuzz target counting as one test.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+build=build-asan
+compiler=ON
+if [[ ${1:-} == --runtime ]]; then
+  build=build-asan-runtime
+  compiler=OFF
+  shift
+fi
 fuzz_seconds=${1:-${KILN_FUZZ_SECONDS:-30}}
 
 ./setup.sh
-cmake -S . -B build-asan -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON >/dev/null
-ninja -C build-asan
+cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_COMPILER="$compiler" >/dev/null
+ninja -C "$build"
 source test/sanitizer-options.sh
 
-log=build-asan/ctest.log
+log=$build/ctest.log
 status=0
-ctest --test-dir build-asan --output-on-failure -j "$(nproc)" 2>&1 | tee "$log" || status=$?
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" 2>&1 | tee "$log" || status=$?
 # ctest's summary: "97% tests passed, 1 tests failed out of 60".
 summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1 || true)
 if [[ $summary =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
@@ -29,8 +41,10 @@ else
 fi
 
 if ((fuzz_seconds > 0)); then
-  fuzz_log=build-asan/fuzz.log
-  KILN_FUZZ_BUILD=build-asan test/fuzz/run.sh "$fuzz_seconds" 2>&1 | tee "$fuzz_log" || status=1
+  fuzz_log=$build/fuzz.log
+  targets=()
+  [[ $compiler == OFF ]] && targets=(fuzz-npy fuzz-tensorproto fuzz-manifest)
+  KILN_FUZZ_BUILD=$build test/fuzz/run.sh "$fuzz_seconds" "${targets[@]}" 2>&1 | tee "$fuzz_log" || status=1
   passed=$((passed + $(grep -cE '^fuzz-[a-z-]+: .*no crash$' "$fuzz_log" || true)))
   failed=$((failed + $(grep -cE '^fuzz-[a-z-]+: (CRASH|not built)' "$fuzz_log" || true)))
 fi

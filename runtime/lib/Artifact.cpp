@@ -413,12 +413,16 @@ void checkBufferRecord(void *library, const std::string &symbol,
                                                        " record of its buffers");
   const auto *words = reinterpret_cast<const uint64_t *>(record->data);
   std::size_t count = inputs.size() + outputs.size();
-  if (record->size < sizeof(uint64_t) || words[0] != count ||
-      record->size != (count + 1) * sizeof(uint64_t))
+  if (record->size < sizeof(uint64_t) || words[0] != count)
     throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
                       path + ": the manifest lists " + std::to_string(count) + " buffers for " +
                           symbol + ", the code was compiled for " +
                           (record->size >= sizeof(uint64_t) ? std::to_string(words[0]) : "?"));
+  if (record->size != (count + 1) * sizeof(uint64_t))
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      path + ": " + recordName + " is " + std::to_string(record->size) +
+                          " bytes, not the " + std::to_string((count + 1) * sizeof(uint64_t)) +
+                          " of a record of " + std::to_string(count) + " buffers");
   for (std::size_t i = 0; i < count; ++i) {
     const kiln::rt::TensorSpec &spec = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
     if (spec.byteSize() != words[1 + i])

@@ -6,8 +6,9 @@
 # $KILN_FUZZ_BUILD/bin (default build-asan, which test/sanitize.sh builds). Seeds, corpora, logs
 # and crash reproducers go under $KILN_FUZZ_WORK (default $KILN_FUZZ_BUILD/fuzz); reproducers
 # stay in results/TARGET until the next run. With KILN_FUZZ_RUNS=N a target also stops after N
-# executions beyond its seeds (ctest's brief runs). Exits non-zero if any target crashed; the
-# last lines are one summary per target.
+# executions beyond its seeds (ctest's brief runs). The manifest target's seeds include the
+# manifest of an artifact that $KILN_KILNC (default: kilnc of the same build) compiles. Exits
+# non-zero if any target crashed; the last lines are one summary per target.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:?usage: test/fuzz/run.sh SECONDS [TARGET...]}
@@ -77,7 +78,8 @@ PY
 seed_manifest() {
   cp "$root"/test/fuzz/seeds/manifest/* "$1"/
   local artifact=$work/seeds/cnn.kiln
-  if "$build/bin/kilnc" "$root/examples/cnn/model.onnx" -o "$artifact" >"$work/seeds/kilnc.log" 2>&1; then
+  if "${KILN_KILNC:-$build/bin/kilnc}" "$root/examples/cnn/model.onnx" -o "$artifact" \
+    >"$work/seeds/kilnc.log" 2>&1; then
     python3 - "$artifact" "$1/cnn.txt" <<'PY'
 import sys
 data = open(sys.argv[1], "rb").read()
