@@ -184,19 +184,23 @@ std::string invalidSymbolName(llvm::StringRef name) {
   return "";
 }
 
-/// Numbers the gathers of the CPU module `module` for run-time index checks
-/// (kIndexCheckAttr) and adds the global their failures are recorded in.
-/// Gathers by constant indices were checked when they were imported.
+/// Numbers the gathers (Gather, GatherElements) of the CPU module `module`
+/// for run-time index checks (kIndexCheckAttr) and adds the global their
+/// failures are recorded in. Gathers by constant indices were checked when
+/// they were imported.
 std::vector<IndexCheck> planIndexChecks(ModuleOp module) {
   std::vector<IndexCheck> checks;
   OpBuilder builder(module.getContext());
-  module.walk([&](GatherOp gather) {
-    if (matchPattern(gather.getIndices(), m_Constant()))
+  module.walk([&](Operation *op) {
+    if (!isa<GatherOp, GatherElementsOp>(op))
       return;
+    Value data = op->getOperand(0), indices = op->getOperand(1);
+    if (matchPattern(indices, m_Constant()))
+      return;
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
     int64_t id = static_cast<int64_t>(checks.size());
-    gather->setAttr(kIndexCheckAttr, builder.getI64IntegerAttr(id));
-    checks.push_back({id, gather.getData().getType().getDimSize(gather.getAxis()),
-                      nodeName(gather.getLoc())});
+    op->setAttr(kIndexCheckAttr, builder.getI64IntegerAttr(id));
+    checks.push_back({id, cast<RankedTensorType>(data.getType()).getDimSize(axis), nodeName(op->getLoc())});
   });
   if (!checks.empty()) {
     module.getContext()->getOrLoadDialect<memref::MemRefDialect>();

@@ -176,6 +176,10 @@ Results one(FailureOr<OpT> op) {
 /// NegativeLogLikelihoodLoss) to `table`.
 void addLossHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of ONNX's ops that read by index (Gather,
+/// GatherElements) to `table`.
+void addIndexingHandlers(llvm::StringMap<Handler> &table);
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_COMPILER_IMPORTER_H

@@ -805,24 +805,6 @@ Results importSplit(Importer &im, Node &n) {
   return results;
 }
 
-Results importGather(Importer &im, Node &n) {
-  int64_t rank = typeOf(n.input(0)).getRank();
-  int64_t axis = n.getInt("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  // Constant indices are checked here; others at run time (kilnc
-  // --no-index-checks) and clamped.
-  DenseIntElementsAttr indices;
-  if (axis >= 0 && axis < rank && matchPattern(n.input(1), m_Constant(&indices))) {
-    int64_t size = typeOf(n.input(0)).getDimSize(axis);
-    for (const APInt &index : indices.getValues<APInt>())
-      if (index.getSExtValue() < -size || index.getSExtValue() >= size)
-        return im.failNode(n, ImportFailure::Invalid,
-                           "index " + std::to_string(index.getSExtValue()) +
-                               " is out of range for a dimension of " + std::to_string(size));
-  }
-  return one(im.create<GatherOp>(n.loc, n.input(0), n.input(1), axis));
-}
 
 Results importExpand(Importer &im, Node &n) {
   RankedTensorType type = typeOf(n.input(0));
@@ -1062,7 +1044,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Concat"] = importConcat;
     t["Slice"] = importSlice;
     t["Split"] = importSplit;
-    t["Gather"] = importGather;
+    addIndexingHandlers(t);
     t["Expand"] = importExpand;
     t["Tile"] = importTile;
     t["Trilu"] = importTrilu;

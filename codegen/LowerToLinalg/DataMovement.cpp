@@ -318,11 +318,52 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
   }
 };
 
+// GatherElements: as Gather, the indices wrapped, clamped (and checked, with
+// a check id) once each by a generic over them; then a generic over the
+// result reads data at its own position with the axis coordinate replaced
+// by the index there.
+struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherElementsOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    int64_t axisSize = op.getData().getType().getDimSize(axis);
+    auto indexType = op.getIndices().getType();
+    auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr);
+    AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+    SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+    Value indices =
+        linalg::GenericOp::create(
+            rewriter, op.getLoc(), indexType, op.getIndices(),
+            emptyTensor(rewriter, op.getLoc(), indexType), SmallVector<AffineMap>{id, id}, parallel,
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
+              if (checkId)
+                recordBadIndex(b, loc, index, axisSize, checkId.getInt());
+              index = wrapAndClamp(b, loc, index, axisSize);
+              linalg::YieldOp::create(
+                  b, loc, Value(arith::IndexCastOp::create(b, loc, indexType.getElementType(), index)));
+            })
+            .getResult(0);
+    auto generic = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, indices, emptyTensor(rewriter, op.getLoc(), type),
+        SmallVector<AffineMap>{id, id}, parallel, [&](OpBuilder &b, Location loc, ValueRange args) {
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < rank; ++d)
+            coords.push_back(d == axis ? Value(arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]))
+                                       : Value(linalg::IndexOp::create(b, loc, d)));
+          linalg::YieldOp::create(b, loc, Value(tensor::ExtractOp::create(b, loc, op.getData(), coords)));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, ConcatLowering, SliceLowering,
-               GatherLowering>(patterns.getContext());
+               GatherLowering, GatherElementsLowering>(patterns.getContext());
   // Tried before the general concat lowering.
   patterns.add<PaddingConcatLowering>(patterns.getContext(), /*benefit=*/2);
 }

@@ -666,6 +666,34 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  RankedTensorType data = rankedType(adaptor.getData());
+  RankedTensorType indices = rankedType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ", data.getRank());
+  if (indices.getRank() != data.getRank())
+    return emitOptionalError(loc, "indices must have the rank of data (", data.getRank(), "), got ",
+                             indices.getRank());
+  results.push_back(RankedTensorType::get(indices.getShape(), data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType();
+  int64_t axis = getAxis();
+  if (indices.getRank() != data.getRank())
+    return emitOpError("indices must have the rank of data (") << data.getRank() << "), got "
+                                                                << indices.getRank();
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " (" << indices.getDimSize(d) << ") is longer than data's ("
+             << data.getDimSize(d) << ")";
+  return success();
+}
+
 LogicalResult ExpandOp::verify() {
   SmallVector<int64_t> shape;
   ArrayRef<int64_t> result = getType().getShape();

@@ -635,6 +635,27 @@ def Kiln_GatherOp : Kiln_Op<"gather", [InferTypeOpAdaptor, Kiln_Differentiable]>
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [InferTypeOpAdaptor]> {
+  let summary = "Picks elements along `axis` by index, element by element (ONNX GatherElements)";
+  let description = [{
+    `indices` has the rank of `data`, and the result has the shape of
+    `indices`: result[i0, .., iA, .., iR] = data[i0, .., indices[i0, .., iA,
+    .., iR], .., iR] for A = `axis`. Along the other dimensions `indices`
+    may be shorter than `data`, never longer. Negative indices count from
+    the end.
+
+    ```mlir
+    %y = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand", [Kiln_Differentiable]> {
   let summary = "Broadcasts to a larger shape (ONNX Expand)";
   let description = [{

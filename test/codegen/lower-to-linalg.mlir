@@ -290,3 +290,20 @@ func.func @dropout_offset(%x: tensor<4x8xf32>, %step: tensor<i64>, %offset: tens
   %y = kiln.dropout %x, %step offset %offset {ratio = 0.25 : f32, seed = 3 : i64} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// GatherElements: the indices are wrapped and clamped once each, then the
+// result reads data at its own position with the axis coordinate replaced
+// by the index there.
+// CHECK-LABEL: func @gather_elements
+// CHECK: %[[I:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<3x2xi64>)
+// CHECK: arith.minsi
+// CHECK: linalg.generic {{.*}} ins(%[[I]] : tensor<3x2xi64>) outs(%{{.*}} : tensor<3x2xf32>)
+// CHECK: %[[ROW:.*]] = linalg.index 0 : index
+// CHECK: %[[COL:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: tensor.extract %arg0[%[[ROW]], %[[COL]]] : tensor<3x4xf32>
+func.func @gather_elements(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>) -> tensor<3x2xf32> {
+  %0 = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}

@@ -318,3 +318,19 @@ func.func @dropout_offset(%x: tensor<4xf32>, %c: tensor<i64>, %o: tensor<2xi64>)
   %y = kiln.dropout %x, %c offset %o {ratio = 0.5 : f32} : (tensor<4xf32>, tensor<i64>, tensor<2xi64>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @gather_elements_longer_indices(%x: tensor<2x3xf32>, %i: tensor<3x3xi64>) -> tensor<3x3xf32> {
+  // expected-error @+1 {{'kiln.gather_elements' op indices dimension 0 (3) is longer than data's (2)}}
+  %0 = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @gather_elements_rank(%x: tensor<2x3xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{'kiln.gather_elements' op indices must have the rank of data (2), got 1}}
+  %0 = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

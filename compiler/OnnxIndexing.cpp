@@ -1,0 +1,64 @@
+//===- OnnxIndexing.cpp - ONNX's ops that read by index --------------------===//
+//
+// Gather and GatherElements. Constant indices are checked here, naming the
+// node and the index; others are checked at run time (kilnc
+// --no-index-checks turns that off) and clamped either way, so a bad index
+// never reads outside the data.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer.h"
+
+#include "mlir/IR/Matchers.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+/// The node's `axis` attribute for data of rank `rank`, negative values
+/// counting from the end (range checks are the op's verifier's).
+int64_t axisOf(Node &n, int64_t rank) {
+  int64_t axis = n.getInt("axis", 0);
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Fails the node if `indices` is a constant holding an index outside
+/// [-size, size) for data whose indexed dimension is `size` long.
+LogicalResult checkConstantIndices(Importer &im, Node &n, Value indices, int64_t size) {
+  DenseIntElementsAttr values;
+  if (!matchPattern(indices, m_Constant(&values)))
+    return success();
+  for (const APInt &index : values.getValues<APInt>())
+    if (index.getSExtValue() < -size || index.getSExtValue() >= size) {
+      (void)im.failNode(n, ImportFailure::Invalid,
+                        "index " + std::to_string(index.getSExtValue()) +
+                            " is out of range for a dimension of " + std::to_string(size));
+      return failure();
+    }
+  return success();
+}
+
+Results importGather(Importer &im, Node &n) {
+  RankedTensorType data = typeOf(n.input(0));
+  int64_t axis = axisOf(n, data.getRank());
+  if (axis >= 0 && axis < data.getRank() &&
+      failed(checkConstantIndices(im, n, n.input(1), data.getDimSize(axis))))
+    return failure();
+  return one(im.create<GatherOp>(n.loc, n.input(0), n.input(1), axis));
+}
+
+Results importGatherElements(Importer &im, Node &n) {
+  RankedTensorType data = typeOf(n.input(0));
+  int64_t axis = axisOf(n, data.getRank());
+  if (axis >= 0 && axis < data.getRank() &&
+      failed(checkConstantIndices(im, n, n.input(1), data.getDimSize(axis))))
+    return failure();
+  return one(im.create<GatherElementsOp>(n.loc, n.input(0), n.input(1), axis));
+}
+
+} // namespace
+
+void addIndexingHandlers(llvm::StringMap<Handler> &table) {
+  table["Gather"] = importGather;
+  table["GatherElements"] = importGatherElements;
+}
+
+} // namespace kiln::onnx_import
