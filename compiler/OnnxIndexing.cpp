@@ -36,29 +36,23 @@ LogicalResult checkConstantIndices(Importer &im, Node &n, Value indices, int64_t
   return success();
 }
 
-Results importGather(Importer &im, Node &n) {
+/// Gather and GatherElements: data, indices and an axis, the indices
+/// checked here when they are constants.
+template <typename OpT>
+Results importByIndex(Importer &im, Node &n) {
   RankedTensorType data = typeOf(n.input(0));
   int64_t axis = axisOf(n, data.getRank());
   if (axis >= 0 && axis < data.getRank() &&
       failed(checkConstantIndices(im, n, n.input(1), data.getDimSize(axis))))
     return failure();
-  return one(im.create<GatherOp>(n.loc, n.input(0), n.input(1), axis));
-}
-
-Results importGatherElements(Importer &im, Node &n) {
-  RankedTensorType data = typeOf(n.input(0));
-  int64_t axis = axisOf(n, data.getRank());
-  if (axis >= 0 && axis < data.getRank() &&
-      failed(checkConstantIndices(im, n, n.input(1), data.getDimSize(axis))))
-    return failure();
-  return one(im.create<GatherElementsOp>(n.loc, n.input(0), n.input(1), axis));
+  return one(im.create<OpT>(n.loc, n.input(0), n.input(1), axis));
 }
 
 } // namespace
 
 void addIndexingHandlers(llvm::StringMap<Handler> &table) {
-  table["Gather"] = importGather;
-  table["GatherElements"] = importGatherElements;
+  table["Gather"] = importByIndex<GatherOp>;
+  table["GatherElements"] = importByIndex<GatherElementsOp>;
 }
 
 } // namespace kiln::onnx_import
