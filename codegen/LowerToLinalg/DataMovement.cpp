@@ -254,6 +254,28 @@ static Value wrapAndClamp(OpBuilder &b, Location loc, Value index, int64_t size)
       b, loc, index, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(size - 1, 0)));
 }
 
+/// `indices` wrapped when negative and clamped into [0, axisSize) by a
+/// generic over them, each index once; with `checkId` (kIndexCheckAttr) an
+/// index out of range is also recorded for the run to report.
+static Value clampedIndices(PatternRewriter &rewriter, Location loc, Value indices, int64_t axisSize,
+                            IntegerAttr checkId) {
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  int64_t rank = indexType.getRank();
+  AffineMap id = rewriter.getMultiDimIdentityMap(rank);
+  return linalg::GenericOp::create(
+             rewriter, loc, indexType, indices, emptyTensor(rewriter, loc, indexType),
+             SmallVector<AffineMap>{id, id}, SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+             [&](OpBuilder &b, Location nested, ValueRange args) {
+               Value index = arith::IndexCastOp::create(b, nested, b.getIndexType(), args[0]);
+               if (checkId)
+                 recordBadIndex(b, nested, index, axisSize, checkId.getInt());
+               index = wrapAndClamp(b, nested, index, axisSize);
+               linalg::YieldOp::create(
+                   b, nested, Value(arith::IndexCastOp::create(b, nested, indexType.getElementType(), index)));
+             })
+      .getResult(0);
+}
+
 // Gather: a generic over the indices wraps them when negative and clamps
 // them, so a bad index can never read outside the buffer; a gather that
 // carries a check id (kIndexCheckAttr, set by kilnc for CPU code) also
@@ -274,28 +296,8 @@ struct GatherLowering : OpRewritePattern<GatherOp> {
     for (int64_t i = 0; i < indexRank; ++i)
       indexExprs.push_back(getAffineDimExpr(axis + i, ctx));
     int64_t axisSize = dataType.getDimSize(axis);
-    Value indices = op.getIndices();
-    auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr);
-    {
-      auto indexType = cast<RankedTensorType>(indices.getType());
-      AffineMap id = rewriter.getMultiDimIdentityMap(indexRank);
-      indices = linalg::GenericOp::create(
-                    rewriter, op.getLoc(), indexType, indices,
-                    emptyTensor(rewriter, op.getLoc(), indexType), SmallVector<AffineMap>{id, id},
-                    SmallVector<utils::IteratorType>(indexRank, utils::IteratorType::parallel),
-                    [&](OpBuilder &b, Location loc, ValueRange args) {
-                      Value index =
-                          arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
-                      if (checkId)
-                        recordBadIndex(b, loc, index, axisSize, checkId.getInt());
-                      index = wrapAndClamp(b, loc, index, axisSize);
-                      linalg::YieldOp::create(
-                          b, loc,
-                          Value(arith::IndexCastOp::create(
-                              b, loc, indexType.getElementType(), index)));
-                    })
-                    .getResult(0);
-    }
+    Value indices = clampedIndices(rewriter, op.getLoc(), op.getIndices(), axisSize,
+                                   op->getAttrOfType<IntegerAttr>(kIndexCheckAttr));
     auto generic = linalg::GenericOp::create(
         rewriter, op.getLoc(), type, indices,
         emptyTensor(rewriter, op.getLoc(), type),
@@ -328,23 +330,10 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank(), axis = op.getAxis();
     int64_t axisSize = op.getData().getType().getDimSize(axis);
-    auto indexType = op.getIndices().getType();
-    auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr);
+    Value indices = clampedIndices(rewriter, op.getLoc(), op.getIndices(), axisSize,
+                                   op->getAttrOfType<IntegerAttr>(kIndexCheckAttr));
     AffineMap id = rewriter.getMultiDimIdentityMap(rank);
     SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
-    Value indices =
-        linalg::GenericOp::create(
-            rewriter, op.getLoc(), indexType, op.getIndices(),
-            emptyTensor(rewriter, op.getLoc(), indexType), SmallVector<AffineMap>{id, id}, parallel,
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), args[0]);
-              if (checkId)
-                recordBadIndex(b, loc, index, axisSize, checkId.getInt());
-              index = wrapAndClamp(b, loc, index, axisSize);
-              linalg::YieldOp::create(
-                  b, loc, Value(arith::IndexCastOp::create(b, loc, indexType.getElementType(), index)));
-            })
-            .getResult(0);
     auto generic = linalg::GenericOp::create(
         rewriter, op.getLoc(), type, indices, emptyTensor(rewriter, op.getLoc(), type),
         SmallVector<AffineMap>{id, id}, parallel, [&](OpBuilder &b, Location loc, ValueRange args) {
