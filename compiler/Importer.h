@@ -141,6 +141,11 @@ struct Importer {
     return constant(loc, DenseElementsAttr::get(type, values));
   }
 
+  /// The value of operand `index`, which must be a constant; otherwise fails
+  /// naming `what` (and, for a graph input, the --freeze-input that fixes it).
+  FailureOr<DenseElementsAttr> constantOperand(Node &node, size_t index, StringRef what);
+  /// The names of the graph inputs `value` is computed from, sorted.
+  SmallVector<std::string> graphInputsBehind(Value value);
   /// The integer values of operand `index`, which must be a constant.
   FailureOr<SmallVector<int64_t>> constantInts(Node &node, size_t index, StringRef what);
   /// The float value of scalar operand `index`, which must be a constant.
@@ -175,6 +180,15 @@ Results one(FailureOr<OpT> op) {
 /// Adds the handlers of ONNX's loss functions (SoftmaxCrossEntropyLoss,
 /// NegativeLogLikelihoodLoss) to `table`.
 void addLossHandlers(llvm::StringMap<Handler> &table);
+
+/// Adds the handlers of ONNX ops written as compositions of other kiln ops
+/// (DepthToSpace, SpaceToDepth, EyeLike, Hardmax, OneHot, Shrink,
+/// InstanceNormalization, MeanVarianceNormalization, LRN) to `table`.
+void addCompositeHandlers(llvm::StringMap<Handler> &table);
+
+/// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
+/// if one is out of range.
+FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);
 
 /// Adds the handlers of ONNX's ops that read by index (Gather,
 /// GatherElements) to `table`.

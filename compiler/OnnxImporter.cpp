@@ -160,50 +160,97 @@ FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tenso
   return DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw));
 }
 
-FailureOr<SmallVector<int64_t>> Importer::constantInts(Node &node, size_t index,
+FailureOr<DenseElementsAttr> Importer::constantOperand(Node &node, size_t index,
                                                        StringRef what) {
-  Value value = node.input(index);
-  if (!value)
-    return SmallVector<int64_t>{};
-  DenseElementsAttr attr;
-  if (auto cst = value.getDefiningOp<ConstantOp>())
-    attr = llvm::dyn_cast<DenseElementsAttr>(cst.getValue());
-  if (!attr || !llvm::isa<IntegerType>(attr.getElementType())) {
-    auto it = graphInputNames.find(value);
-    if (it != graphInputNames.end()) {
-      (void)failNode(node, ImportFailure::NeedsConstant,
-                     "operand '" + what + "' must be known at compile time (Kiln "
-                     "compiles shapes and attributes into the code), but it is the "
-                     "graph input '" + it->second + "'; bind it to a tensor with "
-                     "--freeze-input " + it->second + "=FILE.pb");
-      return mlir::failure();
-    }
-    (void)failNode(node, ImportFailure::Unsupported,
-                   "operand '" + what + "' must be known at compile time (Kiln "
-                   "compiles shapes and attributes into the code), but it is computed at "
-                   "run time (dynamic shapes are not supported)");
-    return mlir::failure();
-  }
-  SmallVector<int64_t> result;
-  for (const APInt &v : attr.getValues<APInt>())
-    result.push_back(v.getSExtValue());
-  return result;
-}
-
-FailureOr<double> Importer::constantScalar(Node &node, size_t index, StringRef what) {
   Value value = node.input(index);
   DenseElementsAttr attr;
   if (value)
     if (auto cst = value.getDefiningOp<ConstantOp>())
       attr = llvm::dyn_cast<DenseElementsAttr>(cst.getValue());
-  if (!attr || attr.getNumElements() != 1) {
-    (void)failNode(node, ImportFailure::Unsupported,
-                   "operand '" + what + "' must be a constant scalar");
+  if (attr)
+    return attr;
+  auto it = value ? graphInputNames.find(value) : graphInputNames.end();
+  if (it != graphInputNames.end()) {
+    (void)failNode(node, ImportFailure::NeedsConstant,
+                   "operand '" + what + "' must be known at compile time (Kiln "
+                   "compiles shapes and attributes into the code), but it is the "
+                   "graph input '" + it->second + "'; bind it to a tensor with "
+                   "--freeze-input " + it->second + "=FILE.pb");
     return mlir::failure();
   }
-  if (llvm::isa<FloatType>(attr.getElementType()))
-    return (*attr.getValues<APFloat>().begin()).convertToDouble();
-  return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
+  // Computed from graph inputs: freezing those makes it a constant.
+  if (SmallVector<std::string> sources = graphInputsBehind(value); !sources.empty()) {
+    std::string hints;
+    for (const std::string &name : sources)
+      hints += " --freeze-input " + name + "=FILE.pb";
+    (void)failNode(node, ImportFailure::NeedsConstant,
+                   "operand '" + what + "' must be known at compile time (Kiln "
+                   "compiles shapes and attributes into the code), but it is computed "
+                   "from the graph input" + (sources.size() > 1 ? "s '" : " '") +
+                       llvm::join(sources, "', '") + "'; bind them to tensors with" + hints);
+    return mlir::failure();
+  }
+  (void)failNode(node, ImportFailure::Unsupported,
+                 "operand '" + what + "' must be known at compile time (Kiln "
+                 "compiles shapes and attributes into the code), but it is " +
+                     (value ? "computed at run time (dynamic shapes are not supported)"
+                            : "absent"));
+  return mlir::failure();
+}
+
+SmallVector<std::string> Importer::graphInputsBehind(Value value) {
+  SmallVector<std::string> names;
+  SmallVector<Value> work;
+  llvm::DenseSet<Value> seen;
+  if (value)
+    work.push_back(value);
+  // Shape arithmetic is small; a value behind thousands of ops is not one
+  // freezing inputs would make constant cheaply, so the walk is bounded.
+  for (int visits = 0; !work.empty() && visits < 10000; ++visits) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto it = graphInputNames.find(v); it != graphInputNames.end()) {
+      names.push_back(it->second);
+      continue;
+    }
+    if (Operation *op = v.getDefiningOp())
+      llvm::append_range(work, op->getOperands());
+  }
+  llvm::sort(names);
+  return names;
+}
+
+FailureOr<SmallVector<int64_t>> Importer::constantInts(Node &node, size_t index,
+                                                       StringRef what) {
+  if (!node.input(index))
+    return SmallVector<int64_t>{};
+  FailureOr<DenseElementsAttr> attr = constantOperand(node, index, what);
+  if (failed(attr))
+    return mlir::failure();
+  if (!llvm::isa<IntegerType>(attr->getElementType())) {
+    (void)failNode(node, ImportFailure::Invalid, "operand '" + what + "' must be integers");
+    return mlir::failure();
+  }
+  SmallVector<int64_t> result;
+  for (const APInt &v : attr->getValues<APInt>())
+    result.push_back(v.getSExtValue());
+  return result;
+}
+
+FailureOr<double> Importer::constantScalar(Node &node, size_t index, StringRef what) {
+  FailureOr<DenseElementsAttr> attr = constantOperand(node, index, what);
+  if (failed(attr))
+    return mlir::failure();
+  if (attr->getNumElements() != 1) {
+    (void)failNode(node, ImportFailure::Invalid,
+                   "operand '" + what + "' must be a scalar, got " +
+                       describeShape(attr->getType().getShape()));
+    return mlir::failure();
+  }
+  if (llvm::isa<FloatType>(attr->getElementType()))
+    return (*attr->getValues<APFloat>().begin()).convertToDouble();
+  return static_cast<double>((*attr->getValues<APInt>().begin()).getSExtValue());
 }
 
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique.
@@ -1045,6 +1092,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Slice"] = importSlice;
     t["Split"] = importSplit;
     addIndexingHandlers(t);
+    addCompositeHandlers(t);
     t["Expand"] = importExpand;
     t["Tile"] = importTile;
     t["Trilu"] = importTrilu;

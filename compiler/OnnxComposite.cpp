@@ -1,0 +1,390 @@
+//===- OnnxComposite.cpp - ONNX ops written as other kiln ops ------------===//
+//
+// ONNX ops that are compositions of ops Kiln already has, so that they fuse,
+// differentiate and run on every back end with no code of their own:
+//   - DepthToSpace, SpaceToDepth: a reshape, a transpose and a reshape;
+//   - EyeLike, HannWindow, HammingWindow, BlackmanWindow: constants (shapes
+//     and sizes are static);
+//   - Hardmax, OneHot: comparisons with an index ramp along the axis;
+//   - Shrink: two comparisons and selects;
+//   - InstanceNormalization, MeanVarianceNormalization: mean and variance
+//     reductions;
+//   - LRN: a sum of shifted squares along the channels.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer.h"
+
+#include <array>
+#include <cmath>
+
+namespace kiln::onnx_import {
+namespace {
+
+/// An integer constant of `rank` dimensions, all of size 1 except `axis`,
+/// which holds 0, 1, ..., size - 1: compared with indices, it broadcasts
+/// them into one-hot masks along `axis`.
+Value indexRamp(Importer &im, Location loc, Type element, int64_t rank, int64_t axis,
+                int64_t size) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = size;
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < size; ++i)
+    values.push_back(APInt(element.getIntOrFloatBitWidth(), i, /*isSigned=*/true));
+  return im.constant(loc, DenseElementsAttr::get(RankedTensorType::get(shape, element), values));
+}
+
+/// A positive `blocksize` that divides what it must, or a failure naming it.
+FailureOr<int64_t> blockSize(Importer &im, Node &n, RankedTensorType type) {
+  int64_t b = n.getInt("blocksize", 0);
+  if (type.getRank() != 4) {
+    (void)im.failNode(n, ImportFailure::Invalid,
+                      "the input must be [N, C, H, W], got " + describeShape(type.getShape()));
+    return failure();
+  }
+  if (b <= 0 || b > (int64_t(1) << 20)) {
+    (void)im.failNode(n, ImportFailure::Invalid,
+                      "blocksize must be positive, got " + std::to_string(b));
+    return failure();
+  }
+  return b;
+}
+
+Value reshape(Importer &im, Location loc, Value x, ArrayRef<int64_t> shape) {
+  return ReshapeOp::create(im.builder, loc,
+                           RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+}
+
+// DCR: [N, b, b, C/b², H, W] -> [N, C/b², H, b, W, b];
+// CRD: [N, C/b², b, b, H, W] -> [N, C/b², H, b, W, b].
+Results importDepthToSpace(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<int64_t> b = blockSize(im, n, type);
+  if (failed(b))
+    return failure();
+  auto shape = type.getShape();
+  int64_t c = shape[1], h = shape[2], w = shape[3];
+  if (c % (*b * *b) != 0)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the channels (" + std::to_string(c) + ") must be a multiple of blocksize² (" +
+                           std::to_string(*b * *b) + ")");
+  std::string mode = n.getString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    return im.failNode(n, ImportFailure::Invalid, "unknown mode '" + mode + "' (DCR, CRD)");
+  int64_t depth = c / (*b * *b);
+  bool dcr = mode == "DCR";
+  Value v = dcr ? reshape(im, n.loc, n.input(0), {shape[0], *b, *b, depth, h, w})
+                : reshape(im, n.loc, n.input(0), {shape[0], depth, *b, *b, h, w});
+  SmallVector<int64_t> perm = dcr ? SmallVector<int64_t>{0, 3, 4, 1, 5, 2}
+                                  : SmallVector<int64_t>{0, 1, 4, 2, 5, 3};
+  v = TransposeOp::create(im.builder, n.loc, v, perm);
+  return one(reshape(im, n.loc, v, {shape[0], depth, h * *b, w * *b}));
+}
+
+// [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b].
+Results importSpaceToDepth(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  FailureOr<int64_t> b = blockSize(im, n, type);
+  if (failed(b))
+    return failure();
+  auto shape = type.getShape();
+  int64_t c = shape[1], h = shape[2], w = shape[3];
+  if (h % *b != 0 || w % *b != 0)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the height and width (" + std::to_string(h) + ", " + std::to_string(w) +
+                           ") must be multiples of blocksize (" + std::to_string(*b) + ")");
+  Value v = reshape(im, n.loc, n.input(0), {shape[0], c, h / *b, *b, w / *b, *b});
+  v = TransposeOp::create(im.builder, n.loc, v, ArrayRef<int64_t>{0, 3, 5, 1, 2, 4});
+  return one(reshape(im, n.loc, v, {shape[0], c * *b * *b, h / *b, w / *b}));
+}
+
+Results importEyeLike(Importer &im, Node &n) {
+  RankedTensorType type = typeOf(n.input(0));
+  if (type.getRank() != 2)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the input must be a matrix, got " + describeShape(type.getShape()));
+  Type element = type.getElementType();
+  if (n.attr("dtype")) {
+    FailureOr<Type> given = im.elementType(n.getInt("dtype", 0), n.loc, "EyeLike's 'dtype'");
+    if (failed(given))
+      return failure();
+    element = *given;
+  }
+  int64_t k = n.getInt("k", 0), rows = type.getDimSize(0), cols = type.getDimSize(1);
+  Attribute zero = im.builder.getZeroAttr(element);
+  Attribute unit = llvm::isa<FloatType>(element) ? Attribute(im.builder.getFloatAttr(element, 1))
+                                                 : Attribute(im.builder.getIntegerAttr(element, 1));
+  SmallVector<Attribute> values;
+  values.reserve(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      values.push_back(j - i == k ? unit : zero);
+  return one(im.constant(n.loc, DenseElementsAttr::get(
+                                    RankedTensorType::get(type.getShape(), element), values)));
+}
+
+/// A generalized cosine window of `size` points, sum over k of
+/// (-1)^k a[k] cos(2πkn / N), with N = size when `periodic`, else size - 1.
+template <int Terms>
+Handler cosineWindow(std::array<double, Terms> a) {
+  return [a](Importer &im, Node &n) -> Results {
+    FailureOr<double> sizeValue = im.constantScalar(n, 0, "size");
+    if (failed(sizeValue))
+      return failure();
+    if (!(*sizeValue >= 1 && *sizeValue <= double(int64_t(1) << 32)))
+      return im.failNode(n, ImportFailure::Invalid,
+                         "size must be at least 1, got " + std::to_string(*sizeValue));
+    auto size = static_cast<int64_t>(*sizeValue);
+    FailureOr<Type> element =
+        im.elementType(n.getInt("output_datatype", 1), n.loc, "the window's 'output_datatype'");
+    if (failed(element))
+      return failure();
+    double period = n.getInt("periodic", 1) != 0 ? size : size - 1;
+    SmallVector<Attribute> values;
+    for (int64_t i = 0; i < size; ++i) {
+      double v = 0;
+      for (int k = 0; k < Terms; ++k)
+        v += (k % 2 ? -a[k] : a[k]) *
+             (period == 0 ? 1.0 : std::cos(2 * M_PI * k * double(i) / period));
+      values.push_back(llvm::isa<FloatType>(*element)
+                           ? Attribute(im.builder.getFloatAttr(*element, v))
+                           : Attribute(im.builder.getIntegerAttr(*element, int64_t(v))));
+    }
+    return one(im.constant(
+        n.loc, DenseElementsAttr::get(RankedTensorType::get({size}, *element), values)));
+  };
+}
+
+/// The axis attribute for rank `rank`, negative values counted from the
+/// end, or a failure naming the valid range.
+FailureOr<int64_t> axisIn(Importer &im, Node &n, int64_t dflt, int64_t rank) {
+  int64_t axis = n.getInt("axis", dflt);
+  if (axis < -rank || axis >= rank) {
+    (void)im.failNode(n, ImportFailure::Invalid,
+                      "axis " + std::to_string(axis) + " is out of range for rank " +
+                          std::to_string(rank));
+    return failure();
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// 1 where the element is the first maximum along the axis, else 0. Before
+// opset 13 the input is coerced to a matrix split at the axis.
+Results importHardmax(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Value x = n.input(0);
+  RankedTensorType type = typeOf(x);
+  if (type.getRank() == 0)
+    return im.failNode(n, ImportFailure::Invalid, "the input must have at least one dimension");
+  FailureOr<int64_t> axis = axisIn(im, n, n.opset < 13 ? 1 : -1, type.getRank());
+  if (failed(axis))
+    return failure();
+  Value v = x;
+  int64_t along = *axis;
+  if (n.opset < 13) {
+    v = FlattenOp::create(b, n.loc, x, *axis);
+    along = 1;
+  }
+  RankedTensorType vType = typeOf(v);
+  Value first = ArgMaxOp::create(b, n.loc, v, along, /*keepdims=*/true, /*select_last_index=*/false);
+  Value ramp = indexRamp(im, n.loc, b.getI64Type(), vType.getRank(), along,
+                         vType.getDimSize(along));
+  Value mask = EqualOp::create(b, n.loc, ramp, first);
+  Value y = CastOp::create(b, n.loc, vType, mask);
+  return one(v == x ? y : ReshapeOp::create(b, n.loc, type, y));
+}
+
+// indices [d...] -> [d..., depth, d'...] with `depth` inserted at the axis:
+// on_value where the (wrapped) index equals the position, off_value
+// elsewhere, and off_value all along for an index outside [-depth, depth).
+Results importOneHot(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value indices = n.input(0), values = n.input(2);
+  if (!indices || !n.input(1) || !values)
+    return im.failNode(n, ImportFailure::Invalid, "needs indices, depth and values");
+  FailureOr<double> depthValue = im.constantScalar(n, 1, "depth");
+  if (failed(depthValue))
+    return failure();
+  if (!(*depthValue >= 1 && *depthValue <= double(int64_t(1) << 40)))
+    return im.failNode(n, ImportFailure::Invalid,
+                       "depth must be at least 1, got " + std::to_string(*depthValue));
+  auto depth = static_cast<int64_t>(*depthValue);
+  RankedTensorType indexType = typeOf(indices), valueType = typeOf(values);
+  if (valueType.getNumElements() != 2)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "values must hold [off_value, on_value], got " +
+                           describeShape(valueType.getShape()));
+  int64_t rank = indexType.getRank() + 1;
+  FailureOr<int64_t> axis = axisIn(im, n, -1, rank);
+  if (failed(axis))
+    return failure();
+
+  // Indices of any numeric type become int64 (floats truncated, as ONNX
+  // says), negative ones counted from depth.
+  Type i64 = b.getI64Type();
+  Value index = indices;
+  if (indexType.getElementType() != i64)
+    index = CastOp::create(b, loc, RankedTensorType::get(indexType.getShape(), i64), indices);
+  Value negative = LessOp::create(b, loc, index, im.splat(loc, i64, 0));
+  Value wrapped = AddOp::create(b, loc, index, im.splat(loc, i64, depth));
+  index = WhereOp::create(b, loc, negative, wrapped, index);
+  index = UnsqueezeOp::create(b, loc, index, ArrayRef<int64_t>{*axis});
+  Value mask = EqualOp::create(b, loc, index, indexRamp(im, loc, i64, rank, *axis, depth));
+
+  Type element = valueType.getElementType();
+  auto scalar = RankedTensorType::get({}, element);
+  Value flat = reshape(im, loc, values, {2});
+  auto pick = [&](int64_t i) {
+    auto one = RankedTensorType::get({1}, element);
+    Value slice = SliceOp::create(b, loc, one, flat, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{1});
+    return ReshapeOp::create(b, loc, scalar, slice);
+  };
+  return one(WhereOp::create(b, loc, mask, pick(1), pick(0)));
+}
+
+// y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
+Results importShrink(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0);
+  Type element = typeOf(x).getElementType();
+  double lambd = n.getFloat("lambd", 0.5f), bias = n.getFloat("bias", 0.0f);
+  Value below = LessOp::create(b, loc, x, im.splat(loc, element, -lambd));
+  Value above = GreaterOp::create(b, loc, x, im.splat(loc, element, lambd));
+  Value zero = im.splat(loc, element, 0);
+  Value raised = AddOp::create(b, loc, x, im.splat(loc, element, bias));
+  Value lowered = SubOp::create(b, loc, x, im.splat(loc, element, bias));
+  Value inner = WhereOp::create(b, loc, above, lowered, zero);
+  return one(WhereOp::create(b, loc, below, raised, inner));
+}
+
+/// (x - mean) and the mean of its squares over `axes` (kept as size 1).
+std::pair<Value, Value> centeredAndVariance(OpBuilder &b, Location loc, Value x,
+                                            ArrayRef<int64_t> axes) {
+  Value mean = ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
+  Value centered = SubOp::create(b, loc, x, mean);
+  Value variance = ReduceMeanOp::create(b, loc, MulOp::create(b, loc, centered, centered), axes,
+                                        /*keepdims=*/true);
+  return {centered, variance};
+}
+
+// y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c], statistics over
+// each instance's spatial dimensions.
+Results importInstanceNorm(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0), scale = n.input(1), bias = n.input(2);
+  RankedTensorType type = typeOf(x);
+  if (type.getRank() < 3 || !scale || !bias)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "needs an input [N, C, d1, ...], a scale and a bias, got input " +
+                           describeShape(type.getShape()));
+  int64_t channels = type.getDimSize(1);
+  for (Value v : {scale, bias})
+    if (typeOf(v).getShape() != ArrayRef<int64_t>{channels} ||
+        typeOf(v).getElementType() != type.getElementType())
+      return im.failNode(n, ImportFailure::Invalid,
+                         "the scale and bias must have one element per channel, " +
+                             std::to_string(channels) + ", of the input's type");
+  SmallVector<int64_t> axes, perChannel(type.getRank(), 1);
+  for (int64_t i = 2; i < type.getRank(); ++i)
+    axes.push_back(i);
+  perChannel[1] = channels;
+  Type element = type.getElementType();
+  auto [centered, variance] = centeredAndVariance(b, loc, x, axes);
+  Value epsilon = im.splat(loc, element, n.getFloat("epsilon", 1e-5f));
+  Value deviation = SqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
+  Value normalized = DivOp::create(b, loc, centered, deviation);
+  Value scaled = MulOp::create(b, loc, normalized, reshape(im, loc, scale, perChannel));
+  return one(AddOp::create(b, loc, scaled, reshape(im, loc, bias, perChannel)));
+}
+
+// ONNX's function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over
+// `axes` (default [0, 2, 3]).
+Results importMeanVarianceNorm(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0);
+  RankedTensorType type = typeOf(x);
+  SmallVector<int64_t> given = n.getInts("axes").value_or(SmallVector<int64_t>{0, 2, 3});
+  FailureOr<SmallVector<int64_t>> axes = normalizeAxes(given, type.getRank());
+  if (failed(axes))
+    return im.failNode(n, ImportFailure::Invalid,
+                       "axes out of range for input " + describeShape(type.getShape()));
+  Type element = type.getElementType();
+  Value mean = ReduceMeanOp::create(b, loc, x, *axes, /*keepdims=*/true);
+  Value meanOfSquares =
+      ReduceMeanOp::create(b, loc, MulOp::create(b, loc, x, x), *axes, /*keepdims=*/true);
+  Value variance = SubOp::create(b, loc, meanOfSquares, MulOp::create(b, loc, mean, mean));
+  Value deviation = AddOp::create(b, loc, SqrtOp::create(b, loc, variance),
+                                  im.splat(loc, element, 1e-9));
+  return one(DivOp::create(b, loc, SubOp::create(b, loc, x, mean), deviation));
+}
+
+// y = x / (bias + alpha / size * sum of x² over the channels
+// [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta.
+Results importLRN(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0);
+  RankedTensorType type = typeOf(x);
+  int64_t size = n.getInt("size", 0);
+  if (type.getRank() < 3)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the input must be [N, C, d1, ...], got " + describeShape(type.getShape()));
+  int64_t channels = type.getDimSize(1);
+  if (size <= 0 || size > 2 * channels + 1)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "size must be in [1, " + std::to_string(2 * channels + 1) + "], got " +
+                           std::to_string(size));
+  Type element = type.getElementType();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  // The squares with `before` zero channels in front and `after` behind;
+  // window c is then channels [c, c + size) of the padded squares.
+  Value squares = MulOp::create(b, loc, x, x);
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t count) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = count;
+    auto zeroType = RankedTensorType::get(shape, element);
+    return im.constant(loc, DenseElementsAttr::get(zeroType, b.getZeroAttr(element)));
+  };
+  if (before)
+    parts.push_back(zeros(before));
+  parts.push_back(squares);
+  if (after)
+    parts.push_back(zeros(after));
+  Value padded = parts.size() == 1 ? squares : ConcatOp::create(b, loc, parts, 1).getResult();
+  SmallVector<int64_t> start(type.getRank(), 0), step(type.getRank(), 1);
+  Value sum;
+  for (int64_t i = 0; i < size; ++i) {
+    start[1] = i;
+    Value window = SliceOp::create(b, loc, type, padded, start, step);
+    sum = sum ? AddOp::create(b, loc, sum, window).getResult() : window;
+  }
+  double alpha = n.getFloat("alpha", 1e-4f), beta = n.getFloat("beta", 0.75f),
+         bias = n.getFloat("bias", 1.0f);
+  Value base = AddOp::create(b, loc, im.splat(loc, element, bias),
+                             MulOp::create(b, loc, sum, im.splat(loc, element, alpha / size)));
+  Value denominator = PowOp::create(b, loc, base, im.splat(loc, element, beta));
+  return one(DivOp::create(b, loc, x, denominator));
+}
+
+} // namespace
+
+void addCompositeHandlers(llvm::StringMap<Handler> &table) {
+  table["DepthToSpace"] = importDepthToSpace;
+  table["SpaceToDepth"] = importSpaceToDepth;
+  table["EyeLike"] = importEyeLike;
+  table["HannWindow"] = cosineWindow<2>({0.5, 0.5});
+  table["HammingWindow"] = cosineWindow<2>({25.0 / 46, 21.0 / 46});
+  table["BlackmanWindow"] = cosineWindow<3>({0.42, 0.5, 0.08});
+  table["Hardmax"] = importHardmax;
+  table["OneHot"] = importOneHot;
+  table["Shrink"] = importShrink;
+  table["InstanceNormalization"] = importInstanceNorm;
+  table["MeanVarianceNormalization"] = importMeanVarianceNorm;
+  table["LRN"] = importLRN;
+}
+
+} // namespace kiln::onnx_import
