@@ -186,6 +186,9 @@ void addLossHandlers(llvm::StringMap<Handler> &table);
 /// InstanceNormalization, MeanVarianceNormalization, LRN) to `table`.
 void addCompositeHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of Pad, Resize and Upsample to `table`.
+void addResamplingHandlers(llvm::StringMap<Handler> &table);
+
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
 /// if one is out of range.
 FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);

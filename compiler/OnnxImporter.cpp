@@ -608,6 +608,23 @@ Handler reduceOp() {
   };
 }
 
+Results importCumSum(Importer &im, Node &n) {
+  FailureOr<SmallVector<int64_t>> axis = im.constantInts(n, 1, "axis");
+  if (failed(axis))
+    return failure();
+  int64_t rank = typeOf(n.input(0)).getRank();
+  if (axis->size() != 1 || axis->front() < -rank || axis->front() >= rank)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "axis must be one value in [-" + std::to_string(rank) + ", " +
+                           std::to_string(rank) + ")");
+  int64_t a = axis->front() < 0 ? axis->front() + rank : axis->front();
+  FailureOr<CumSumOp> op = im.create<CumSumOp>(n.loc, n.input(0), a, n.getInt("exclusive", 0) != 0,
+                                              n.getInt("reverse", 0) != 0);
+  if (failed(op))
+    return failure();
+  return one(op->getResult());
+}
+
 template <typename Op>
 Results importArgReduce(Importer &im, Node &n) {
   int64_t rank = typeOf(n.input(0)).getRank();
@@ -1079,6 +1096,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["ReduceSumSquare"] = reduceOp<ReduceSumSquareOp>();
     t["ReduceLogSum"] = reduceOp<ReduceLogSumOp>();
     t["ReduceLogSumExp"] = reduceOp<ReduceLogSumExpOp>();
+    t["CumSum"] = importCumSum;
     t["ArgMax"] = importArgReduce<ArgMaxOp>;
     t["ArgMin"] = importArgReduce<ArgMinOp>;
     t["Softmax"] = importSoftmax<SoftmaxOp>;
@@ -1093,6 +1111,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Split"] = importSplit;
     addIndexingHandlers(t);
     addCompositeHandlers(t);
+    addResamplingHandlers(t);
     t["Expand"] = importExpand;
     t["Tile"] = importTile;
     t["Trilu"] = importTrilu;

@@ -1,6 +1,6 @@
 //===- OnnxIndexing.cpp - ONNX's ops that read by index --------------------===//
 //
-// Gather and GatherElements. Constant indices are checked here, naming the
+// Gather, GatherElements and GatherND. Constant indices are checked here, naming the
 // node and the index; others are checked at run time (kilnc
 // --no-index-checks turns that off) and clamped either way, so a bad index
 // never reads outside the data.
@@ -48,11 +48,34 @@ Results importByIndex(Importer &im, Node &n) {
   return one(im.create<OpT>(n.loc, n.input(0), n.input(1), axis));
 }
 
+// GatherND: constant coordinates are checked against the dimension each
+// indexes (the last dimension of `indices` cycles through them).
+Results importGatherND(Importer &im, Node &n) {
+  RankedTensorType data = typeOf(n.input(0)), indices = typeOf(n.input(1));
+  int64_t batch = n.getInt("batch_dims", 0);
+  DenseIntElementsAttr values;
+  if (indices.getRank() >= 1 && batch >= 0 && matchPattern(n.input(1), m_Constant(&values))) {
+    int64_t depth = indices.getShape().back(), position = 0;
+    for (const APInt &index : values.getValues<APInt>()) {
+      int64_t dim = batch + position++ % std::max<int64_t>(depth, 1);
+      if (dim >= data.getRank())
+        break; // the op's type inference reports the shapes
+      int64_t size = data.getDimSize(dim), v = index.getSExtValue();
+      if (v < -size || v >= size)
+        return im.failNode(n, ImportFailure::Invalid,
+                           "index " + std::to_string(v) + " is out of range for dimension " +
+                               std::to_string(dim) + " of data, of size " + std::to_string(size));
+    }
+  }
+  return one(im.create<GatherNDOp>(n.loc, n.input(0), n.input(1), batch));
+}
+
 } // namespace
 
 void addIndexingHandlers(llvm::StringMap<Handler> &table) {
   table["Gather"] = importByIndex<GatherOp>;
   table["GatherElements"] = importByIndex<GatherElementsOp>;
+  table["GatherND"] = importGatherND;
 }
 
 } // namespace kiln::onnx_import

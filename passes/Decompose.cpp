@@ -248,7 +248,7 @@ struct ComputeHalfInF32 : RewritePattern {
       return failure();
     // Ops that only move or convert data keep their element type.
     if (llvm::isa<ConstantOp, CastOp, ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp,
-                  TransposeOp, ConcatOp, SliceOp, GatherOp, GatherElementsOp, ExpandOp,
+                  TransposeOp, ConcatOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, PadOp,
                   WhereOp, TriluOp>(op))
       return failure();
     if (llvm::none_of(op->getOperandTypes(), isHalf) &&

@@ -61,26 +61,6 @@ struct TransposeLowering : OpRewritePattern<TransposeOp> {
   }
 };
 
-/// A tensor of `type` computed element by element from the element's
-/// indices: a generic with the output as its only operand, tileable in every
-/// loop whatever the body reads.
-Value generateFromIndices(
-    OpBuilder &builder, Location loc, RankedTensorType type,
-    function_ref<Value(OpBuilder &, Location, SmallVector<Value> &)> element) {
-  int64_t rank = type.getRank();
-  return linalg::GenericOp::create(
-             builder, loc, type, ValueRange{}, emptyTensor(builder, loc, type),
-             SmallVector<AffineMap>{builder.getMultiDimIdentityMap(rank)},
-             SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-             [&](OpBuilder &b, Location nloc, ValueRange) {
-               SmallVector<Value> indices;
-               for (int64_t i = 0; i < rank; ++i)
-                 indices.push_back(linalg::IndexOp::create(b, nloc, i));
-               linalg::YieldOp::create(b, nloc, element(b, nloc, indices));
-             })
-      .getResult(0);
-}
-
 // A concat of one tensor and splat constants is padding (the gradient
 // rules pad and spread cotangents with zeros this way): a generic over the
 // output that reads the tensor where it lies and the constants elsewhere, so
@@ -348,11 +328,40 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
   }
 };
 
+// GatherND: a generic over the result reads each element's coordinates from
+// the last dimension of `indices`, each wrapped when negative and clamped
+// into its dimension, so that no read leaves `data`, then the element.
+struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherNDOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType data = op.getData().getType(), indices = op.getIndices().getType();
+    int64_t batch = op.getBatchDims(), leading = indices.getRank() - 1;
+    int64_t depth = indices.getShape().back();
+    Value gathered = generateFromIndices(
+        rewriter, op.getLoc(), op.getType(),
+        [&](OpBuilder &b, Location loc, SmallVector<Value> &coords) -> Value {
+          SmallVector<Value> at(coords.begin(), coords.begin() + leading);
+          SmallVector<Value> dataCoords(coords.begin(), coords.begin() + batch);
+          for (int64_t j = 0; j < depth; ++j) {
+            at.push_back(arith::ConstantIndexOp::create(b, loc, j));
+            Value index = tensor::ExtractOp::create(b, loc, op.getIndices(), at);
+            at.pop_back();
+            index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+            dataCoords.push_back(wrapAndClamp(b, loc, index, data.getDimSize(batch + j)));
+          }
+          dataCoords.append(coords.begin() + leading, coords.end());
+          return tensor::ExtractOp::create(b, loc, op.getData(), dataCoords);
+        });
+    rewriter.replaceOp(op, gathered);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, ConcatLowering, SliceLowering,
-               GatherLowering, GatherElementsLowering>(patterns.getContext());
+               GatherLowering, GatherElementsLowering, GatherNDLowering>(patterns.getContext());
   // Tried before the general concat lowering.
   patterns.add<PaddingConcatLowering>(patterns.getContext(), /*benefit=*/2);
 }

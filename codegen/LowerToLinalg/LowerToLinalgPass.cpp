@@ -27,6 +27,7 @@ struct KilnLowerToLinalgPass
     populateReductionLoweringPatterns(patterns);
     populateRandomLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
+    populateResamplingLoweringPatterns(patterns);
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<KilnDialect>();

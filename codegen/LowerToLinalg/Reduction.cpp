@@ -186,6 +186,48 @@ struct ArgReduceLowering : OpRewritePattern<Op> {
   bool isMax;
 };
 
+// CumSum: one more loop, k, runs along the axis and is reduced: result
+// element i adds the input at k for k <= i (k < i when exclusive; k >= i
+// and k > i when reversed). The work grows with the square of the axis's
+// length, but it stays one parallel, fusable kernel on every back end.
+struct CumSumLowering : OpRewritePattern<CumSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CumSumOp op, PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = rewriter.getContext();
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    SmallVector<AffineExpr> inputExprs, outputExprs;
+    for (int64_t d = 0; d < rank; ++d) {
+      outputExprs.push_back(getAffineDimExpr(d, ctx));
+      inputExprs.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+    }
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Type element = type.getElementType();
+    Value init = filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, element, 0));
+    arith::CmpIPredicate take = op.getReverse()
+                                    ? (op.getExclusive() ? arith::CmpIPredicate::sgt
+                                                         : arith::CmpIPredicate::sge)
+                                    : (op.getExclusive() ? arith::CmpIPredicate::slt
+                                                         : arith::CmpIPredicate::sle);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, op.getInput(), init,
+        SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, inputExprs, ctx),
+                               AffineMap::get(rank + 1, 0, outputExprs, ctx)},
+        iterators, [&](OpBuilder &b, Location nested, ValueRange args) {
+          Value i = linalg::IndexOp::create(b, nested, axis);
+          Value k = linalg::IndexOp::create(b, nested, rank);
+          Value taken = arith::CmpIOp::create(b, nested, take, k, i);
+          Value x = arith::SelectOp::create(b, nested, taken, args[0],
+                                            scalarConstant(b, nested, element, 0));
+          linalg::YieldOp::create(b, nested, combine(b, nested, Combiner::Add, args[1], x));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
@@ -198,6 +240,7 @@ void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReduceLowering<ReduceSumSquareOp>>(ctx, Combiner::Add, false, true);
   patterns.add<ArgReduceLowering<ArgMaxOp>>(ctx, true);
   patterns.add<ArgReduceLowering<ArgMinOp>>(ctx, false);
+  patterns.add<CumSumLowering>(ctx);
 }
 
 } // namespace kiln

@@ -95,4 +95,24 @@ Value convertScalar(OpBuilder &b, Location loc, Value value, Type to) {
   return arith::TruncIOp::create(b, loc, to, value);
 }
 
+/// A tensor of `type` computed element by element from the element's
+/// indices: a generic with the output as its only operand, tileable in every
+/// loop whatever the body reads.
+Value generateFromIndices(
+    OpBuilder &builder, Location loc, RankedTensorType type,
+    function_ref<Value(OpBuilder &, Location, SmallVector<Value> &)> element) {
+  int64_t rank = type.getRank();
+  return linalg::GenericOp::create(
+             builder, loc, type, ValueRange{}, emptyTensor(builder, loc, type),
+             SmallVector<AffineMap>{builder.getMultiDimIdentityMap(rank)},
+             SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+             [&](OpBuilder &b, Location nloc, ValueRange) {
+               SmallVector<Value> indices;
+               for (int64_t i = 0; i < rank; ++i)
+                 indices.push_back(linalg::IndexOp::create(b, nloc, i));
+               linalg::YieldOp::create(b, nloc, element(b, nloc, indices));
+             })
+      .getResult(0);
+}
+
 } // namespace kiln

@@ -42,6 +42,15 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::Type to);
 
+/// A tensor of `type` computed element by element from the element's
+/// indices (`element` may change them): a generic with the output as its
+/// only operand, tileable in every loop whatever the body reads.
+mlir::Value generateFromIndices(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::RankedTensorType type,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   llvm::SmallVector<mlir::Value> &)>
+        element);
+
 /// Patterns that lower kiln ops to linalg, tensor, arith and math, by family.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns,
@@ -49,6 +58,7 @@ void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns,
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateRandomLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateResamplingLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -13,6 +13,9 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace kiln;
@@ -691,6 +694,116 @@ LogicalResult GatherElementsOp::verify() {
       return emitOpError("indices dimension ")
              << d << " (" << indices.getDimSize(d) << ") is longer than data's ("
              << data.getDimSize(d) << ")";
+  return success();
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  RankedTensorType data = rankedType(adaptor.getData());
+  RankedTensorType indices = rankedType(adaptor.getIndices());
+  int64_t batch = adaptor.getBatchDims();
+  if (indices.getRank() < 1)
+    return emitOptionalError(loc, "indices must have at least one dimension");
+  int64_t depth = indices.getShape().back();
+  if (batch < 0 || batch >= indices.getRank() || batch > data.getRank())
+    return emitOptionalError(loc, "batch_dims ", batch, " is out of range for indices ",
+                             shapeString(indices.getShape()), " and data ",
+                             shapeString(data.getShape()));
+  if (depth < 1 || batch + depth > data.getRank())
+    return emitOptionalError(loc, "indices ", shapeString(indices.getShape()), " index ", depth,
+                             " dimensions of data ", shapeString(data.getShape()), " after ",
+                             batch, " batch dimensions");
+  if (indices.getShape().take_front(batch) != data.getShape().take_front(batch))
+    return emitOptionalError(loc, "the batch dimensions of indices ",
+                             shapeString(indices.getShape()), " and data ",
+                             shapeString(data.getShape()), " differ");
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(batch + depth));
+  results.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> pads = adaptor.getPads();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(pads.size()) != 2 * rank)
+    return emitOptionalError(loc, "pads must have 2 values per dimension (", 2 * rank,
+                             "), got ", pads.size());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size;
+    if (llvm::AddOverflow(input.getDimSize(d), pads[d], size) ||
+        llvm::AddOverflow(size, pads[rank + d], size) || size < 1)
+      return emitOptionalError(loc, "padding dimension ", d, " of ", shapeString(input.getShape()),
+                               " by ", pads[d], " and ", pads[rank + d],
+                               " leaves no elements (Kiln does not compile empty tensors)");
+    shape.push_back(size);
+  }
+  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  RankedTensorType input = getInput().getType();
+  StringRef mode = getMode();
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return emitOpError("unknown mode '") << mode << "' (constant, edge, reflect, wrap)";
+  if (Value value = getValue()) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getNumElements() != 1 || type.getElementType() != input.getElementType())
+      return emitOpError("the constant value must be one element of the input's type");
+    if (mode != "constant")
+      return emitOpError("a constant value needs mode 'constant'");
+  }
+  ArrayRef<int64_t> pads = getPads();
+  int64_t rank = input.getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d), most = pads[d] > pads[rank + d] ? pads[d] : pads[rank + d];
+    if (mode == "reflect" && most > size - 1)
+      return emitOpError("mode 'reflect' adds at most ")
+             << size - 1 << " elements to a side of dimension " << d << " (size " << size
+             << "), got " << most;
+    if (mode == "wrap" && most > size)
+      return emitOpError("mode 'wrap' adds at most ")
+             << size << " elements to a side of dimension " << d << ", got " << most;
+  }
+  return success();
+}
+
+LogicalResult ResizeOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  StringRef mode = getMode(), coordinates = getCoordinateMode(), nearest = getNearestMode();
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return emitOpError("unknown mode '") << mode << "' (nearest, linear, cubic)";
+  if (!llvm::is_contained({"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                           "align_corners", "asymmetric", "tf_crop_and_resize",
+                           "tf_half_pixel_for_nn"},
+                          coordinates))
+    return emitOpError("unknown coordinate transformation mode '") << coordinates << "'";
+  if (!llvm::is_contained({"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}, nearest))
+    return emitOpError("unknown nearest mode '") << nearest << "'";
+  if (mode != "nearest" && !isa<FloatType>(input.getElementType()))
+    return emitOpError("mode '") << mode << "' needs floating-point data";
+  if (result.getRank() != input.getRank() || result.getElementType() != input.getElementType())
+    return emitOpError("the result must have the input's rank and element type");
+  if (static_cast<int64_t>(getScales().size()) != input.getRank())
+    return emitOpError("scales must have one value per dimension (")
+           << input.getRank() << "), got " << getScales().size();
+  for (double scale : getScales())
+    if (!(scale > 0) || !std::isfinite(scale))
+      return emitOpError("scales must be positive and finite");
+  if (coordinates == "tf_crop_and_resize" &&
+      (!getRoi() || static_cast<int64_t>(getRoi()->size()) != 2 * input.getRank()))
+    return emitOpError("'tf_crop_and_resize' needs an roi of 2 values per dimension");
+  return success();
+}
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " is out of range for rank " << rank;
   return success();
 }
 

@@ -690,6 +690,110 @@ def Kiln_TriluOp : Kiln_Op<"trilu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($output)";
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [InferTypeOpAdaptor]> {
+  let summary = "Picks slices by multi-dimensional index (ONNX GatherND)";
+  let description = [{
+    The last dimension of `indices`, k long, holds coordinates into the
+    dimensions of `data` after its first `batch_dims`, which `indices`
+    shares. The result shape is `indices.shape[:-1] +
+    data.shape[batch_dims + k:]`. Negative coordinates count from the end.
+
+    ```mlir
+    %y = kiln.gather_nd %x, %i : (tensor<2x3x4xf32>, tensor<5x2xi64>) -> tensor<5x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Kiln_PadOp : Kiln_Op<"pad", [InferTypeOpAdaptor]> {
+  let summary = "Pads, or with negative amounts crops, each dimension (ONNX Pad)";
+  let description = [{
+    `pads` holds the amounts added before each dimension, then those added
+    after each (negative amounts remove elements). `mode` says what the new
+    elements hold:
+
+    * `constant`: `value` (a scalar of the element type; zero without it);
+    * `edge`: the nearest element of the input;
+    * `reflect`: the input mirrored about its first and last elements (at
+      most `size - 1` added on a side);
+    * `wrap`: the input repeated, as if the dimension were a circle.
+
+    ```mlir
+    %y = kiln.pad %x {pads = array<i64: 0, 1, 0, 2>, mode = "reflect"} : tensor<3x4xf32> -> tensor<3x7xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_Tensor>:$value,
+                   DenseI64ArrayAttr:$pads,
+                   DefaultValuedAttr<StrAttr, "\"constant\"">:$mode);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "$input (`,` $value^ `:` type($value))? attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ResizeOp : Kiln_Op<"resize"> {
+  let summary = "Resamples the input to the result's shape (ONNX Resize, Upsample)";
+  let description = [{
+    Result element `i` along dimension `d` is read from input coordinate
+    `x = f(i)` given by `coordinate_mode` and `scales[d]` (result size over
+    input size, as the model gave it):
+
+    * `half_pixel`: `(i + 0.5) / scale - 0.5`;
+    * `half_pixel_symmetric`: the same, shifted so the result is centred;
+    * `pytorch_half_pixel`: as `half_pixel`, but 0 when the result is 1 long;
+    * `align_corners`: `i * (in - 1) / (out - 1)`;
+    * `asymmetric`: `i / scale`;
+    * `tf_half_pixel_for_nn`: `(i + 0.5) / scale`;
+    * `tf_crop_and_resize`: within `roi` (normalized starts, then ends),
+      `extrapolation_value` outside the input.
+
+    `mode` says how the input is read there: `nearest` (rounded as
+    `nearest_mode` says: `round_prefer_floor`, `round_prefer_ceil`,
+    `floor`, `ceil`), `linear` (2 neighbours per resized dimension) or
+    `cubic` (4, with coefficient `cubic_coeff_a`; with `exclude_outside`
+    the weights of neighbours outside the input are dropped and the rest
+    renormalized). Neighbours beyond the edges repeat the edge.
+
+    ```mlir
+    %y = kiln.resize %x {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : tensor<1x3x8x8xf32> -> tensor<1x3x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseF64ArrayAttr:$scales,
+                   DefaultValuedAttr<StrAttr, "\"nearest\"">:$mode,
+                   DefaultValuedAttr<StrAttr, "\"half_pixel\"">:$coordinate_mode,
+                   DefaultValuedAttr<StrAttr, "\"round_prefer_floor\"">:$nearest_mode,
+                   DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+                   DefaultValuedAttr<F64Attr, "0.0">:$extrapolation_value,
+                   OptionalAttr<DenseF64ArrayAttr>:$roi);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
+  let hasVerifier = 1;
+}
+
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [SameOperandsAndResultType]> {
+  let summary = "Running sums along `axis` (ONNX CumSum)";
+  let description = [{
+    Result element `i` along `axis` is the sum of input elements `0..i`;
+    with `exclusive`, of `0..i-1` (0 for the first); with `reverse`, the
+    sums run from the end instead.
+
+    ```mlir
+    %y = kiln.cumsum %x {axis = 1 : i64, reverse = true} : tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Kiln_NumericTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fusion
 //===----------------------------------------------------------------------===//

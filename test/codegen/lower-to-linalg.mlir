@@ -307,3 +307,112 @@ func.func @gather_elements(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>) -> tensor<3
   %0 = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
+
+// -----
+
+// GatherND: one generic over the result reads each coordinate from the
+// indices' last dimension, wraps and clamps it, then reads data.
+// CHECK-LABEL: func @gather_nd
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5x4xf32>)
+// CHECK: %[[R:.*]] = linalg.index 0 : index
+// CHECK: %[[C:.*]] = linalg.index 1 : index
+// CHECK: tensor.extract %arg1[%[[R]], %{{.*}}] : tensor<5x2xi64>
+// CHECK: arith.minsi
+// CHECK: tensor.extract %arg1[%[[R]], %{{.*}}] : tensor<5x2xi64>
+// CHECK: arith.minsi
+// CHECK: tensor.extract %arg0[%{{.*}}, %{{.*}}, %[[C]]] : tensor<2x3x4xf32>
+func.func @gather_nd(%x: tensor<2x3x4xf32>, %i: tensor<5x2xi64>) -> tensor<5x4xf32> {
+  %0 = kiln.gather_nd %x, %i : (tensor<2x3x4xf32>, tensor<5x2xi64>) -> tensor<5x4xf32>
+  return %0 : tensor<5x4xf32>
+}
+
+// -----
+
+// Constant padding: the input coordinate is the result's minus the amount
+// before; outside the input the element is the constant.
+// CHECK-LABEL: func @pad_constant
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x7xf32>)
+// CHECK: %[[J:.*]] = linalg.index 1 : index
+// CHECK: %[[X:.*]] = arith.subi %[[J]], %c1
+// CHECK: %[[OUT:.*]] = arith.ori
+// CHECK: %[[V:.*]] = tensor.extract %arg0
+// CHECK: %[[FILL:.*]] = tensor.extract %arg1[] : tensor<f32>
+// CHECK: arith.select %[[OUT]], %[[FILL]], %[[V]] : f32
+func.func @pad_constant(%x: tensor<2x4xf32>, %v: tensor<f32>) -> tensor<2x7xf32> {
+  %0 = kiln.pad %x, %v : tensor<f32> {pads = array<i64: 0, 1, 0, 2>} : tensor<2x4xf32> -> tensor<2x7xf32>
+  return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+// Reflect mirrors about the first element (-x) and the last (2 (n - 1) - x).
+// CHECK-LABEL: func @pad_reflect
+// CHECK: arith.subi %c0
+// CHECK: arith.subi %c6
+// CHECK-NOT: arith.ori
+func.func @pad_reflect(%x: tensor<4xf32>) -> tensor<7xf32> {
+  %0 = kiln.pad %x {pads = array<i64: 2, 1>, mode = "reflect"} : tensor<4xf32> -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+// Nearest resize: only resized dimensions compute a coordinate (in f64),
+// round it and clamp it into the input.
+// CHECK-LABEL: func @resize_nearest
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x6x9xf32>)
+// CHECK: %[[N:.*]] = linalg.index 0 : index
+// CHECK: %[[CH:.*]] = linalg.index 1 : index
+// CHECK-COUNT-2: math.floor {{.*}} : f64
+// CHECK: tensor.extract %arg0[%[[N]], %[[CH]], %{{.*}}, %{{.*}}] : tensor<1x2x3x3xf32>
+func.func @resize_nearest(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x6x9xf32> {
+  %0 = kiln.resize %x {scales = array<f64: 1.0, 1.0, 2.0, 3.0>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x9xf32>
+  return %0 : tensor<1x2x6x9xf32>
+}
+
+// -----
+
+// Linear resize of two dimensions: four weighted reads.
+// CHECK-LABEL: func @resize_linear
+// CHECK-COUNT-4: tensor.extract %arg0
+// CHECK-NOT: tensor.extract
+// CHECK: arith.truncf {{.*}} : f64 to f32
+func.func @resize_linear(%x: tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32> {
+  %0 = kiln.resize %x {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
+  return %0 : tensor<1x2x6x6xf32>
+}
+
+// -----
+
+// Cubic resize of one dimension: four weighted reads.
+// CHECK-LABEL: func @resize_cubic
+// CHECK-COUNT-4: tensor.extract %arg0
+// CHECK-NOT: tensor.extract
+func.func @resize_cubic(%x: tensor<2x4xf32>) -> tensor<2x8xf32> {
+  %0 = kiln.resize %x {mode = "cubic", scales = array<f64: 1.0, 2.0>} : tensor<2x4xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CumSum: a reduced loop along the axis adds the elements at or before each.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func @cumsum
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK: %[[I:.*]] = linalg.index 1 : index
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: arith.cmpi sle, %[[K]], %[[I]] : index
+func.func @cumsum(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = kiln.cumsum %x {axis = 1 : i64} : tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @cumsum_reverse_exclusive
+// CHECK: arith.cmpi sgt
+func.func @cumsum_reverse_exclusive(%x: tensor<5xi32>) -> tensor<5xi32> {
+  %0 = kiln.cumsum %x {axis = 0 : i64, reverse = true, exclusive = true} : tensor<5xi32>
+  return %0 : tensor<5xi32>
+}

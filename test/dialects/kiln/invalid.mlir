@@ -334,3 +334,151 @@ func.func @gather_elements_rank(%x: tensor<2x3xf32>, %i: tensor<3xi64>) -> tenso
   %0 = kiln.gather_elements %x, %i {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @gather_nd_depth(%x: tensor<2x3xf32>, %i: tensor<4x3xi64>) -> tensor<4xf32> {
+  // expected-error @+2 {{indices [4x3] index 3 dimensions of data [2x3] after 0 batch dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_nd %x, %i : (tensor<2x3xf32>, tensor<4x3xi64>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @gather_nd_batch(%x: tensor<2x3xf32>, %i: tensor<3x1xi64>) -> tensor<3xf32> {
+  // expected-error @+2 {{the batch dimensions of indices [3x1] and data [2x3] differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_nd %x, %i {batch_dims = 1 : i64} : (tensor<2x3xf32>, tensor<3x1xi64>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{pads must have 2 values per dimension (4), got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x {pads = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pad_empty(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{padding dimension 1 of [2x3] by -2 and -1 leaves no elements}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x {pads = array<i64: 0, -2, 0, -1>} : tensor<2x3xf32> -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @pad_mode(%x: tensor<2x3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.pad' op unknown mode 'mirror' (constant, edge, reflect, wrap)}}
+  %0 = kiln.pad %x {pads = array<i64: 0, 1, 0, 0>, mode = "mirror"} : tensor<2x3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @pad_reflect_too_far(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.pad' op mode 'reflect' adds at most 2 elements to a side of dimension 1 (size 3), got 3}}
+  %0 = kiln.pad %x {pads = array<i64: 0, 3, 0, 0>, mode = "reflect"} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @pad_wrap_too_far(%x: tensor<2x3xf32>) -> tensor<2x7xf32> {
+  // expected-error @+1 {{'kiln.pad' op mode 'wrap' adds at most 3 elements to a side of dimension 1, got 4}}
+  %0 = kiln.pad %x {pads = array<i64: 0, 4, 0, 0>, mode = "wrap"} : tensor<2x3xf32> -> tensor<2x7xf32>
+  return %0 : tensor<2x7xf32>
+}
+
+// -----
+
+func.func @pad_value_type(%x: tensor<2x3xf32>, %v: tensor<i32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.pad' op the constant value must be one element of the input's type}}
+  %0 = kiln.pad %x, %v : tensor<i32> {pads = array<i64: 0, 1, 0, 0>} : tensor<2x3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @pad_value_mode(%x: tensor<2x3xf32>, %v: tensor<f32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.pad' op a constant value needs mode 'constant'}}
+  %0 = kiln.pad %x, %v : tensor<f32> {pads = array<i64: 0, 1, 0, 0>, mode = "edge"} : tensor<2x3xf32> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @resize_mode(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op unknown mode 'area' (nearest, linear, cubic)}}
+  %0 = kiln.resize %x {mode = "area", scales = array<f64: 1.0, 2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @resize_coordinates(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op unknown coordinate transformation mode 'centre'}}
+  %0 = kiln.resize %x {coordinate_mode = "centre", scales = array<f64: 1.0, 2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @resize_nearest_mode(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op unknown nearest mode 'round'}}
+  %0 = kiln.resize %x {nearest_mode = "round", scales = array<f64: 1.0, 2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @resize_linear_ints(%x: tensor<2x3xi32>) -> tensor<2x6xi32> {
+  // expected-error @+1 {{'kiln.resize' op mode 'linear' needs floating-point data}}
+  %0 = kiln.resize %x {mode = "linear", scales = array<f64: 1.0, 2.0>} : tensor<2x3xi32> -> tensor<2x6xi32>
+  return %0 : tensor<2x6xi32>
+}
+
+// -----
+
+func.func @resize_rank(%x: tensor<2x3xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'kiln.resize' op the result must have the input's rank and element type}}
+  %0 = kiln.resize %x {scales = array<f64: 1.0, 2.0>} : tensor<2x3xf32> -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+
+// -----
+
+func.func @resize_scales(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op scales must have one value per dimension (2), got 1}}
+  %0 = kiln.resize %x {scales = array<f64: 2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @resize_negative_scale(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op scales must be positive and finite}}
+  %0 = kiln.resize %x {scales = array<f64: 1.0, -2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @resize_roi(%x: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.resize' op 'tf_crop_and_resize' needs an roi of 2 values per dimension}}
+  %0 = kiln.resize %x {coordinate_mode = "tf_crop_and_resize", scales = array<f64: 1.0, 2.0>} : tensor<2x3xf32> -> tensor<2x6xf32>
+  return %0 : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'kiln.cumsum' op axis 2 is out of range for rank 2}}
+  %0 = kiln.cumsum %x {axis = 2 : i64} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -176,3 +176,20 @@ func.func @collectives(%g: tensor<2x3xf32>, %b: tensor<6xf32>) -> (tensor<2x3xf3
   %d = kiln.dropout %b, %rank offset %rank {ratio = 0.5 : f32} : (tensor<6xf32>, tensor<i64>, tensor<i64>) -> tensor<6xf32>
   return %s, %r, %n, %d : tensor<2x3xf32>, tensor<6xf32>, tensor<f32>, tensor<6xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @resampling
+// CHECK: kiln.gather_nd %arg0, %arg1 {batch_dims = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x5x1xi64>) -> tensor<2x5x4xf32>
+// CHECK: kiln.pad %arg0 {mode = "reflect", pads = array<i64: 0, 1, 2, 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<2x5x8xf32>
+// CHECK: kiln.pad %arg0, %arg2 : tensor<f32> {pads = array<i64: 0, 0, -1, 0, 0, 1>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+// CHECK: kiln.resize %arg0 {coordinate_mode = "align_corners", mode = "cubic", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00>} : tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+// CHECK: kiln.cumsum %arg0 {axis = 2 : i64, exclusive = true} : tensor<2x3x4xf32>
+func.func @resampling(%x: tensor<2x3x4xf32>, %i: tensor<2x5x1xi64>, %v: tensor<f32>) -> (tensor<2x5x4xf32>, tensor<2x5x8xf32>, tensor<2x3x4xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>) {
+  %0 = kiln.gather_nd %x, %i {batch_dims = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x5x1xi64>) -> tensor<2x5x4xf32>
+  %1 = kiln.pad %x {pads = array<i64: 0, 1, 2, 0, 1, 2>, mode = "reflect"} : tensor<2x3x4xf32> -> tensor<2x5x8xf32>
+  %2 = kiln.pad %x, %v : tensor<f32> {pads = array<i64: 0, 0, -1, 0, 0, 1>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %3 = kiln.resize %x {mode = "cubic", coordinate_mode = "align_corners", scales = array<f64: 1.0, 1.0, 2.0>} : tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  %4 = kiln.cumsum %x {axis = 2 : i64, exclusive = true} : tensor<2x3x4xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x5x4xf32>, tensor<2x5x8xf32>, tensor<2x3x4xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>
+}
