@@ -189,12 +189,15 @@ void addCompositeHandlers(llvm::StringMap<Handler> &table);
 /// Adds the handlers of Pad, Resize and Upsample to `table`.
 void addResamplingHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of RNN, GRU and LSTM to `table`.
+void addRecurrentHandlers(llvm::StringMap<Handler> &table);
+
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
 /// if one is out of range.
 FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);
 
-/// Adds the handlers of ONNX's ops that read by index (Gather,
-/// GatherElements) to `table`.
+/// Adds the handlers of ONNX's ops that read or write by index (Gather,
+/// GatherElements, GatherND, ScatterElements, ScatterND, Scatter) to `table`.
 void addIndexingHandlers(llvm::StringMap<Handler> &table);
 
 } // namespace kiln::onnx_import

@@ -437,6 +437,12 @@ Results importMatMul(Importer &im, Node &n) {
   return one(im.create<MatMulOp>(n.loc, n.input(0), n.input(1)));
 }
 
+Results importEinsum(Importer &im, Node &n) {
+  if (n.inputs.empty() || llvm::is_contained(n.inputs, Value()))
+    return im.failNode(n, ImportFailure::Invalid, "needs at least one input, none absent");
+  return one(im.create<EinsumOp>(n.loc, ValueRange(n.inputs), n.getString("equation", "")));
+}
+
 Results importGemm(Importer &im, Node &n) {
   return one(im.create<GemmOp>(n.loc, n.input(0), n.input(1), n.input(2),
                                llvm::APFloat(n.getFloat("alpha", 1.0f)),
@@ -1079,6 +1085,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Where"] = importWhere;
     t["MatMul"] = importMatMul;
     t["Gemm"] = importGemm;
+    t["Einsum"] = importEinsum;
     t["Conv"] = importConv;
     t["MaxPool"] = importPool<MaxPoolOp>;
     t["AveragePool"] = importPool<AveragePoolOp>;
@@ -1112,6 +1119,7 @@ const llvm::StringMap<Handler> &handlers() {
     addIndexingHandlers(t);
     addCompositeHandlers(t);
     addResamplingHandlers(t);
+    addRecurrentHandlers(t);
     t["Expand"] = importExpand;
     t["Tile"] = importTile;
     t["Trilu"] = importTrilu;

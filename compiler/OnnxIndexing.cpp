@@ -1,6 +1,7 @@
 //===- OnnxIndexing.cpp - ONNX's ops that read by index --------------------===//
 //
-// Gather, GatherElements and GatherND. Constant indices are checked here, naming the
+// Gather, GatherElements and GatherND, and the scatters (ScatterElements,
+// ScatterND, and Scatter, ScatterElements' old name). Constant indices are checked here, naming the
 // node and the index; others are checked at run time (kilnc
 // --no-index-checks turns that off) and clamped either way, so a bad index
 // never reads outside the data.
@@ -70,12 +71,46 @@ Results importGatherND(Importer &im, Node &n) {
   return one(im.create<GatherNDOp>(n.loc, n.input(0), n.input(1), batch));
 }
 
+/// The scatter's reduction attribute, checked against the opset.
+FailureOr<std::string> scatterReduction(Importer &im, Node &n) {
+  std::string reduction = n.getString("reduction", "none");
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, StringRef(reduction))) {
+    (void)im.failNode(n, ImportFailure::Invalid,
+                      "unknown reduction '" + reduction + "' (none, add, mul, max, min)");
+    return failure();
+  }
+  return reduction;
+}
+
+Results importScatterElements(Importer &im, Node &n) {
+  RankedTensorType data = typeOf(n.input(0));
+  int64_t axis = axisOf(n, data.getRank());
+  FailureOr<std::string> reduction = scatterReduction(im, n);
+  if (failed(reduction))
+    return failure();
+  if (axis >= 0 && axis < data.getRank() &&
+      failed(checkConstantIndices(im, n, n.input(1), data.getDimSize(axis))))
+    return failure();
+  return one(im.create<ScatterElementsOp>(n.loc, n.input(0), n.input(1), n.input(2), axis,
+                                          *reduction));
+}
+
+Results importScatterND(Importer &im, Node &n) {
+  FailureOr<std::string> reduction = scatterReduction(im, n);
+  if (failed(reduction))
+    return failure();
+  return one(im.create<ScatterNDOp>(n.loc, n.input(0), n.input(1), n.input(2), *reduction));
+}
+
 } // namespace
 
 void addIndexingHandlers(llvm::StringMap<Handler> &table) {
   table["Gather"] = importByIndex<GatherOp>;
   table["GatherElements"] = importByIndex<GatherElementsOp>;
   table["GatherND"] = importGatherND;
+  table["ScatterElements"] = importScatterElements;
+  table["Scatter"] = importScatterElements;
+  table["ScatterND"] = importScatterND;
 }
 
 } // namespace kiln::onnx_import

@@ -248,7 +248,8 @@ struct ComputeHalfInF32 : RewritePattern {
       return failure();
     // Ops that only move or convert data keep their element type.
     if (llvm::isa<ConstantOp, CastOp, ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp,
-                  TransposeOp, ConcatOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, PadOp,
+                  TransposeOp, ConcatOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp, ScatterElementsOp, ScatterNDOp,
+                  ExpandOp, PadOp,
                   WhereOp, TriluOp>(op))
       return failure();
     if (llvm::none_of(op->getOperandTypes(), isHalf) &&

@@ -357,11 +357,161 @@ struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
   }
 };
 
+/// `acc` combined with `update` as a scatter's `reduction` says.
+Value scatterCombine(OpBuilder &b, Location loc, StringRef reduction, Value acc, Value update) {
+  bool isFloat = isa<FloatType>(acc.getType());
+  if (reduction == "add")
+    return isFloat ? Value(arith::AddFOp::create(b, loc, acc, update))
+                   : Value(arith::AddIOp::create(b, loc, acc, update));
+  if (reduction == "mul")
+    return isFloat ? Value(arith::MulFOp::create(b, loc, acc, update))
+                   : Value(arith::MulIOp::create(b, loc, acc, update));
+  if (reduction == "max")
+    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, update))
+                   : Value(arith::MaxSIOp::create(b, loc, acc, update));
+  if (reduction == "min")
+    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, update))
+                   : Value(arith::MinSIOp::create(b, loc, acc, update));
+  return update;
+}
+
+/// A generic over the result, starting from `data`, with `extraLoops` more loops
+/// (reduced, innermost) that visit the updates in order; `indices` is read
+/// (and ignored) through `indexDims`, its dimensions' loops (-1: index 0),
+/// which gives the extra loops their bounds. `body` gets the result
+/// coordinates, the extra loops' indices and the value so far, and returns
+/// the new value.
+Value scatterInto(PatternRewriter &rewriter, Location loc, Value data, int64_t extraLoops,
+                  Value indices, ArrayRef<int64_t> indexDims,
+                  function_ref<Value(OpBuilder &, Location, ArrayRef<Value>, ArrayRef<Value>, Value)> body) {
+  auto type = cast<RankedTensorType>(data.getType());
+  int64_t rank = type.getRank(), loops = rank + extraLoops;
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  iterators.append(extraLoops, utils::IteratorType::reduction);
+  SmallVector<AffineExpr> exprs, indexExprs;
+  for (int64_t d = 0; d < rank; ++d)
+    exprs.push_back(rewriter.getAffineDimExpr(d));
+  for (int64_t loop : indexDims)
+    indexExprs.push_back(loop < 0 ? rewriter.getAffineConstantExpr(0)
+                                  : rewriter.getAffineDimExpr(loop));
+  MLIRContext *ctx = rewriter.getContext();
+  return linalg::GenericOp::create(
+             rewriter, loc, type, indices, data,
+             SmallVector<AffineMap>{AffineMap::get(loops, 0, indexExprs, ctx),
+                                    AffineMap::get(loops, 0, exprs, ctx)},
+             iterators,
+             [&](OpBuilder &b, Location nested, ValueRange args) {
+               SmallVector<Value> coords, extra;
+               for (int64_t d = 0; d < loops; ++d)
+                 (d < rank ? coords : extra).push_back(linalg::IndexOp::create(b, nested, d));
+               linalg::YieldOp::create(b, nested, body(b, nested, coords, extra, args[1]));
+             })
+      .getResult(0);
+}
+
+/// Whether `index` (wrapped when negative) equals `position` in a
+/// dimension of `size`; an index outside matches nothing.
+Value indexMatches(OpBuilder &b, Location loc, Value index, Value position, int64_t size) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
+  index = arith::SelectOp::create(b, loc, negative, wrapped, index);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index, position);
+}
+
+// ScatterElements: each result element visits the updates along the axis
+// at its own other coordinates, in order, and takes those whose index
+// names its axis coordinate. Work grows with data size times the updates'
+// length along the axis.
+struct ScatterElementsLowering : OpRewritePattern<ScatterElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScatterElementsOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType data = op.getData().getType(), updates = op.getUpdates().getType();
+    int64_t rank = data.getRank(), axis = op.getAxis();
+    StringRef reduction = op.getReduction();
+    // The indices are read at [0, .., k, .., 0] only for the bound of k.
+    SmallVector<int64_t> indexDims(rank, -1);
+    indexDims[axis] = rank;
+    Value result = scatterInto(
+        rewriter, op.getLoc(), op.getData(), 1, op.getIndices(), indexDims,
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<Value> extra,
+            Value acc) -> Value {
+          // The update at the result's coordinates with the axis one set to k;
+          // outside the updates' extent in another dimension, none applies.
+          SmallVector<Value> at(coords);
+          at[axis] = extra[0];
+          Value inside;
+          for (int64_t d = 0; d < rank; ++d) {
+            if (d == axis || updates.getDimSize(d) == data.getDimSize(d))
+              continue;
+            Value in = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::slt, coords[d],
+                arith::ConstantIndexOp::create(b, loc, updates.getDimSize(d)));
+            inside = inside ? Value(arith::AndIOp::create(b, loc, inside, in)) : in;
+            at[d] = arith::MinSIOp::create(
+                b, loc, coords[d], arith::ConstantIndexOp::create(b, loc, updates.getDimSize(d) - 1));
+          }
+          Value index = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, op.getIndices(), at));
+          Value match = indexMatches(b, loc, index, coords[axis], data.getDimSize(axis));
+          if (inside)
+            match = arith::AndIOp::create(b, loc, match, inside);
+          Value update = tensor::ExtractOp::create(b, loc, op.getUpdates(), at);
+          return arith::SelectOp::create(b, loc, match,
+                                         scatterCombine(b, loc, reduction, acc, update), acc);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+// ScatterND: each result element visits every index row, in order, and
+// takes the update slice of those that name its leading coordinates. Work
+// grows with data size times the number of rows.
+struct ScatterNDLowering : OpRewritePattern<ScatterNDOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScatterNDOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType data = op.getData().getType(), indices = op.getIndices().getType();
+    ArrayRef<int64_t> rows = indices.getShape().drop_back();
+    int64_t depth = indices.getShape().back();
+    StringRef reduction = op.getReduction();
+    // The indices are read at [rows..., 0] only for the rows' bounds.
+    int64_t rank = data.getRank();
+    SmallVector<int64_t> indexDims;
+    for (size_t i = 0; i < rows.size(); ++i)
+      indexDims.push_back(rank + i);
+    indexDims.push_back(-1);
+    Value result = scatterInto(
+        rewriter, op.getLoc(), op.getData(), rows.size(), op.getIndices(), indexDims,
+        [&](OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<Value> row,
+            Value acc) -> Value {
+          SmallVector<Value> at(row);
+          Value match;
+          for (int64_t j = 0; j < depth; ++j) {
+            at.push_back(arith::ConstantIndexOp::create(b, loc, j));
+            Value index = arith::IndexCastOp::create(
+                b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, op.getIndices(), at));
+            at.pop_back();
+            Value same = indexMatches(b, loc, index, coords[j], data.getDimSize(j));
+            match = match ? Value(arith::AndIOp::create(b, loc, match, same)) : same;
+          }
+          SmallVector<Value> updateAt(row);
+          updateAt.append(coords.begin() + depth, coords.end());
+          Value update = tensor::ExtractOp::create(b, loc, op.getUpdates(), updateAt);
+          return arith::SelectOp::create(b, loc, match,
+                                         scatterCombine(b, loc, reduction, acc, update), acc);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, ConcatLowering, SliceLowering,
-               GatherLowering, GatherElementsLowering, GatherNDLowering>(patterns.getContext());
+               GatherLowering, GatherElementsLowering, GatherNDLowering,
+               ScatterElementsLowering, ScatterNDLowering>(patterns.getContext());
   // Tried before the general concat lowering.
   patterns.add<PaddingConcatLowering>(patterns.getContext(), /*benefit=*/2);
 }

@@ -341,11 +341,63 @@ struct AveragePoolLowering : OpRewritePattern<AveragePoolOp> {
   }
 };
 
+// Einsum: one generic with a loop per label, reduction loops for the labels
+// the result drops; each operand is read through its labels (a repeated
+// label reads a diagonal, a broadcast ellipsis dimension index 0), and the
+// product of the operands is added up.
+struct EinsumLowering : OpRewritePattern<EinsumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EinsumOp op, PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = rewriter.getContext();
+    Location loc = op.getLoc();
+    SmallVector<ArrayRef<int64_t>> shapes;
+    for (Value input : op.getInputs())
+      shapes.push_back(cast<RankedTensorType>(input.getType()).getShape());
+    std::string error;
+    FailureOr<EinsumSpec> spec = parseEinsum(op.getEquation(), shapes, error);
+    if (failed(spec))
+      return rewriter.notifyMatchFailure(op, error);
+    int64_t loops = spec->loopSizes.size();
+    SmallVector<AffineMap> maps;
+    for (ArrayRef<int64_t> operand : spec->operandLoops) {
+      SmallVector<AffineExpr> exprs;
+      for (int64_t loop : operand)
+        exprs.push_back(loop < 0 ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(loop, ctx));
+      maps.push_back(AffineMap::get(loops, 0, exprs, ctx));
+    }
+    SmallVector<AffineExpr> resultExprs;
+    SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::reduction);
+    for (int64_t loop : spec->resultLoops) {
+      resultExprs.push_back(getAffineDimExpr(loop, ctx));
+      iterators[loop] = utils::IteratorType::parallel;
+    }
+    maps.push_back(AffineMap::get(loops, 0, resultExprs, ctx));
+    RankedTensorType type = op.getType();
+    Type element = type.getElementType();
+    Value init = filledTensor(rewriter, loc, type, scalarConstant(rewriter, loc, element, 0));
+    bool isFloat = isa<FloatType>(element);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, op.getInputs(), init, maps, iterators,
+        [&](OpBuilder &b, Location nested, ValueRange args) {
+          Value product = args.front();
+          for (Value x : args.drop_front().drop_back())
+            product = isFloat ? Value(arith::MulFOp::create(b, nested, product, x))
+                              : Value(arith::MulIOp::create(b, nested, product, x));
+          Value sum = isFloat ? Value(arith::AddFOp::create(b, nested, args.back(), product))
+                              : Value(arith::AddIOp::create(b, nested, args.back(), product));
+          linalg::YieldOp::create(b, nested, sum);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns, bool foldTransposes) {
   patterns.add<MatMulLowering>(patterns.getContext(), foldTransposes);
-  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering>(patterns.getContext());
+  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering, EinsumLowering>(
+      patterns.getContext());
 }
 
 } // namespace kiln

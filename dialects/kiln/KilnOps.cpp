@@ -13,6 +13,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -804,6 +806,221 @@ LogicalResult CumSumOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)
     return emitOpError("axis ") << getAxis() << " is out of range for rank " << rank;
+  return success();
+}
+
+static bool isScatterReduction(StringRef reduction) {
+  return llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction);
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getData().getType());
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType(),
+                   updates = getUpdates().getType();
+  int64_t rank = data.getRank(), axis = getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  if (indices.getShape() != updates.getShape() || indices.getRank() != rank)
+    return emitOpError("indices ") << shapeString(indices.getShape()) << " and updates "
+                                   << shapeString(updates.getShape())
+                                   << " must have one shape, of data's rank (" << rank << ")";
+  if (updates.getElementType() != data.getElementType())
+    return emitOpError("updates must have data's element type");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.getDimSize(d) > data.getDimSize(d))
+      return emitOpError("indices dimension ")
+             << d << " (" << indices.getDimSize(d) << ") is longer than data's ("
+             << data.getDimSize(d) << ")";
+  if (!isScatterReduction(getReduction()))
+    return emitOpError("unknown reduction '") << getReduction() << "' (none, add, mul, max, min)";
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getData().getType());
+  return success();
+}
+
+LogicalResult ScatterNDOp::verify() {
+  RankedTensorType data = getData().getType(), indices = getIndices().getType(),
+                   updates = getUpdates().getType();
+  if (indices.getRank() < 1 || indices.getShape().back() < 1 ||
+      indices.getShape().back() > data.getRank())
+    return emitOpError("the last dimension of indices ")
+           << shapeString(indices.getShape()) << " must index 1 to " << data.getRank()
+           << " dimensions of data";
+  SmallVector<int64_t> expected(indices.getShape().drop_back());
+  llvm::append_range(expected, data.getShape().drop_front(indices.getShape().back()));
+  if (updates.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("updates must be ") << shapeString(expected) << ", got "
+                                           << shapeString(updates.getShape());
+  if (updates.getElementType() != data.getElementType())
+    return emitOpError("updates must have data's element type");
+  if (!isScatterReduction(getReduction()))
+    return emitOpError("unknown reduction '") << getReduction() << "' (none, add, mul, max, min)";
+  return success();
+}
+
+FailureOr<EinsumSpec> kiln::parseEinsum(StringRef equation, ArrayRef<ArrayRef<int64_t>> shapes,
+                                  std::string &error) {
+  std::string text;
+  for (char c : equation)
+    if (c != ' ')
+      text += c;
+  StringRef eq(text);
+  auto [lhs, rhs] = eq.split("->");
+  bool explicitResult = eq.contains("->");
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  if (terms.size() != shapes.size()) {
+    error = "the equation names " + std::to_string(terms.size()) + " operands, but there are " +
+            std::to_string(shapes.size());
+    return failure();
+  }
+  // Labels of each term, with '.' standing for the whole ellipsis.
+  auto labelsOf = [&](StringRef term, std::string &labels) -> LogicalResult {
+    for (size_t i = 0; i < term.size(); ++i) {
+      if (term.substr(i).starts_with("...")) {
+        if (StringRef(labels).contains('.')) {
+          error = "'" + term.str() + "' has more than one ellipsis";
+          return failure();
+        }
+        labels += '.';
+        i += 2;
+      } else if (llvm::isAlpha(term[i])) {
+        labels += term[i];
+      } else {
+        error = "unexpected '" + std::string(1, term[i]) + "' in '" + term.str() + "'";
+        return failure();
+      }
+    }
+    return success();
+  };
+  SmallVector<std::string> labels(terms.size());
+  int64_t ellipsisRank = 0;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    if (failed(labelsOf(term, labels[i])))
+      return failure();
+    int64_t letters = llvm::count_if(labels[i], [](char c) { return c != '.'; });
+    bool ellipsis = StringRef(labels[i]).contains('.');
+    int64_t rank = shapes[i].size();
+    if (ellipsis ? letters > rank : letters != rank) {
+      error = "'" + term.str() + "' does not fit operand " + std::to_string(i) + " of rank " +
+              std::to_string(rank);
+      return failure();
+    }
+    if (ellipsis)
+      ellipsisRank = std::max(ellipsisRank, rank - letters);
+  }
+  EinsumSpec spec;
+  spec.loopSizes.assign(ellipsisRank, 1);
+  llvm::DenseMap<char, int64_t> loopOf, uses;
+  auto setSize = [&](int64_t loop, int64_t size, bool broadcastable) -> int64_t {
+    int64_t &known = spec.loopSizes[loop];
+    if (known == size || (broadcastable && size == 1))
+      return broadcastable && size == 1 && known != 1 ? -1 : loop;
+    if (broadcastable && known == 1) {
+      known = size;
+      return loop;
+    }
+    return -2;
+  };
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    ArrayRef<int64_t> shape = shapes[i];
+    int64_t letters = llvm::count_if(labels[i], [](char c) { return c != '.'; });
+    int64_t ellipsisDims = shape.size() - letters, dim = 0;
+    SmallVector<int64_t> loops;
+    for (char c : labels[i]) {
+      if (c == '.') {
+        for (int64_t e = 0; e < ellipsisDims; ++e, ++dim)
+          loops.push_back(ellipsisRank - ellipsisDims + e);
+        continue;
+      }
+      ++uses[c];
+      auto [it, fresh] = loopOf.try_emplace(c, spec.loopSizes.size());
+      if (fresh)
+        spec.loopSizes.push_back(shape[dim]);
+      loops.push_back(it->second);
+      ++dim;
+    }
+    // Sizes: letters must agree; ellipsis dimensions broadcast.
+    for (auto [d, loop] : llvm::enumerate(loops)) {
+      bool isEllipsis = loop < ellipsisRank;
+      int64_t resolved = setSize(loop, shape[d], isEllipsis);
+      if (resolved == -2) {
+        error = "dimension " + std::to_string(d) + " of operand " + std::to_string(i) +
+                " (size " + std::to_string(shape[d]) + ") does not match the size " +
+                std::to_string(spec.loopSizes[loop]) + " of its label elsewhere";
+        return failure();
+      }
+      loop = resolved;
+    }
+    spec.operandLoops.push_back(loops);
+  }
+  // Ellipsis dimensions read before a later operand widened them broadcast.
+  for (auto [i, loops] : llvm::enumerate(spec.operandLoops))
+    for (auto [d, loop] : llvm::enumerate(loops))
+      if (loop >= 0 && loop < ellipsisRank && shapes[i][d] == 1 && spec.loopSizes[loop] != 1)
+        loop = -1;
+
+  if (explicitResult) {
+    std::string result;
+    if (failed(labelsOf(rhs, result)))
+      return failure();
+    llvm::DenseSet<char> seen;
+    for (char c : result) {
+      if (c == '.') {
+        for (int64_t e = 0; e < ellipsisRank; ++e)
+          spec.resultLoops.push_back(e);
+        continue;
+      }
+      if (!loopOf.count(c) || !seen.insert(c).second) {
+        error = "result label '" + std::string(1, c) +
+                "' is not an operand's, or appears twice";
+        return failure();
+      }
+      spec.resultLoops.push_back(loopOf[c]);
+    }
+  } else {
+    for (int64_t e = 0; e < ellipsisRank; ++e)
+      spec.resultLoops.push_back(e);
+    SmallVector<char> once;
+    for (auto [c, count] : uses)
+      if (count == 1)
+        once.push_back(c);
+    llvm::sort(once);
+    for (char c : once)
+      spec.resultLoops.push_back(loopOf[c]);
+  }
+  return spec;
+}
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "needs at least one input");
+  SmallVector<ArrayRef<int64_t>> shapes;
+  Type element = rankedType(adaptor.getInputs().front()).getElementType();
+  for (Value input : adaptor.getInputs()) {
+    shapes.push_back(rankedType(input).getShape());
+    if (rankedType(input).getElementType() != element)
+      return emitOptionalError(loc, "the operands must have one element type");
+  }
+  std::string error;
+  FailureOr<EinsumSpec> spec = parseEinsum(adaptor.getEquation(), shapes, error);
+  if (failed(spec))
+    return emitOptionalError(loc, "equation '", adaptor.getEquation(), "': ", error);
+  SmallVector<int64_t> shape;
+  for (int64_t loop : spec->resultLoops)
+    shape.push_back(spec->loopSizes[loop]);
+  results.push_back(RankedTensorType::get(shape, element));
   return success();
 }
 

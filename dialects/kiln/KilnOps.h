@@ -35,6 +35,22 @@ int64_t windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                          int64_t kernel, int64_t stride, int64_t dilation,
                          bool ceilMode);
 
+/// An einsum equation resolved against its operands' shapes: one loop per
+/// distinct label (each ellipsis dimension is a label of its own), the loop
+/// each operand dimension and each result dimension runs over (-1: an
+/// ellipsis dimension of size 1 that broadcasts), and the loops' sizes.
+struct EinsumSpec {
+  llvm::SmallVector<int64_t> loopSizes;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> operandLoops;
+  llvm::SmallVector<int64_t> resultLoops;
+};
+
+/// Resolves `equation` (ONNX Einsum's) for operands of `shapes`; on failure
+/// `error` says why.
+llvm::FailureOr<EinsumSpec> parseEinsum(llvm::StringRef equation,
+                                        llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
+                                        std::string &error);
+
 } // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_KILNOPS_H

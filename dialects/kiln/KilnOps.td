@@ -709,6 +709,68 @@ def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [InferTypeOpAdaptor]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", [InferTypeOpAdaptor]> {
+  let summary = "Writes updates into a copy of data along `axis`, element by element (ONNX ScatterElements)";
+  let description = [{
+    `indices` and `updates` have one shape, of the rank of `data`: the
+    update at position p goes to `data`'s position p with its `axis`
+    coordinate replaced by `indices[p]` (negative counts from the end).
+    Where several updates meet one position, `reduction` combines them with
+    the data: `none` (the last update wins), `add`, `mul`, `max` or `min`.
+    An index outside the data writes nothing.
+
+    ```mlir
+    %y = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, Kiln_Tensor:$updates,
+                   I64Attr:$axis, DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd", [InferTypeOpAdaptor]> {
+  let summary = "Writes slices into a copy of data at multi-dimensional indices (ONNX ScatterND)";
+  let description = [{
+    The last dimension of `indices`, k long, holds coordinates into the
+    first k dimensions of `data`; `updates` has the shape
+    `indices.shape[:-1] + data.shape[k:]` and holds the slice written at
+    each. Where several slices meet, `reduction` combines them as in
+    `kiln.scatter_elements`. An index outside the data writes nothing.
+
+    ```mlir
+    %y = kiln.scatter_nd %x, %i, %u : (tensor<4x5xf32>, tensor<2x1xi64>, tensor<2x5xf32>) -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, Kiln_Tensor:$updates,
+                   DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Kiln_Tensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_EinsumOp : Kiln_Op<"einsum", [InferTypeOpAdaptor]> {
+  let summary = "Sums of products named by an index equation (ONNX Einsum)";
+  let description = [{
+    `equation` names each operand's dimensions with letters (and `...` for
+    leading dimensions that broadcast), then after `->` the result's; without
+    `->`, the result takes the ellipsis dimensions, then the letters used
+    once, in alphabetical order. Letters missing from the result are summed
+    over; a letter repeated in one operand reads its diagonal.
+
+    ```mlir
+    %y = kiln.einsum %a, %b {equation = "bij,bjk->bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_NumericTensor>:$inputs, StrAttr:$equation);
+  let results = (outs Kiln_NumericTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Kiln_PadOp : Kiln_Op<"pad", [InferTypeOpAdaptor]> {
   let summary = "Pads, or with negative amounts crops, each dimension (ONNX Pad)";
   let description = [{

@@ -416,3 +416,64 @@ func.func @cumsum_reverse_exclusive(%x: tensor<5xi32>) -> tensor<5xi32> {
   %0 = kiln.cumsum %x {axis = 0 : i64, reverse = true, exclusive = true} : tensor<5xi32>
   return %0 : tensor<5xi32>
 }
+
+// -----
+
+// Einsum: a loop per label; a repeated label reads the diagonal, and the
+// labels the result drops are reduced.
+// CHECK-DAG: #[[DIAG:.*]] = affine_map<(d0, d1) -> (d0, d1, d1)>
+// CHECK-DAG: #[[KEEP:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func @einsum_diagonal
+// CHECK: linalg.generic {indexing_maps = [#[[DIAG]], #[[KEEP]]], iterator_types = ["parallel", "parallel"]}
+func.func @einsum_diagonal(%x: tensor<2x3x3xf32>) -> tensor<2x3xf32> {
+  %0 = kiln.einsum %x {equation = "...ii->...i"} : (tensor<2x3x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func @einsum_batch_matmul
+// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @einsum_batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = kiln.einsum %a, %b {equation = "bij, bjk -> bik"} : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// ScatterElements: the result starts as data; an innermost reduced loop
+// visits the updates along the axis and combines those whose index names
+// the element (the indices are also read along that loop, for its bound).
+// CHECK-DAG: #[[BOUND:.*]] = affine_map<(d0, d1, d2) -> (0, d2)>
+// CHECK-LABEL: func @scatter_elements
+// CHECK: linalg.generic {indexing_maps = [#[[BOUND]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg1 : tensor<3x2xi64>) outs(%arg0 : tensor<3x4xf32>)
+// CHECK: %[[K:.*]] = linalg.index 2 : index
+// CHECK: tensor.extract %arg1[%{{.*}}, %[[K]]] : tensor<3x2xi64>
+// CHECK: arith.cmpi eq
+// CHECK: tensor.extract %arg2[%{{.*}}, %[[K]]] : tensor<3x2xf32>
+// CHECK: arith.addf
+// CHECK: arith.select
+func.func @scatter_elements(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// ScatterND: the reduced loops visit every index row.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1, d2) -> (d2, 0)>
+// CHECK-LABEL: func @scatter_nd
+// CHECK: linalg.generic {indexing_maps = [#[[ROWS]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg1 : tensor<2x1xi64>) outs(%arg0 : tensor<3x4xf32>)
+// CHECK: %[[ROW:.*]] = linalg.index 2 : index
+// CHECK: tensor.extract %arg1[%[[ROW]], %{{.*}}] : tensor<2x1xi64>
+// CHECK: tensor.extract %arg2[%[[ROW]], %{{.*}}] : tensor<2x4xf32>
+// CHECK-NOT: arith.addf
+func.func @scatter_nd(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<3x4xf32> {
+  %0 = kiln.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}

@@ -482,3 +482,112 @@ func.func @cumsum_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = kiln.cumsum %x {axis = 2 : i64} : tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @scatter_elements_shapes(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x3xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op indices [3x2] and updates [3x3] must have one shape, of data's rank (2)}}
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x3xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_elements_longer(%x: tensor<3x4xf32>, %i: tensor<4x2xi64>, %u: tensor<4x2xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op indices dimension 0 (4) is longer than data's (3)}}
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<4x2xi64>, tensor<4x2xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_elements_reduction(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op unknown reduction 'mean' (none, add, mul, max, min)}}
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "mean"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_elements_axis(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op axis 2 is out of range for rank 2}}
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 2 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_elements_type(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xi32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op updates must have data's element type}}
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xi32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_depth(%x: tensor<3x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_nd' op the last dimension of indices [2x3] must index 1 to 2 dimensions of data}}
+  %0 = kiln.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_updates(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_nd' op updates must be [2x4], got [2x3]}}
+  %0 = kiln.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'kiln.scatter_nd' op unknown reduction 'or' (none, add, mul, max, min)}}
+  %0 = kiln.scatter_nd %x, %i, %u {reduction = "or"} : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @einsum_operands(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{equation 'ij,jk->i': the equation names 2 operands, but there are 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.einsum %x {equation = "ij,jk->i"} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @einsum_rank(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{equation 'ijk->i': 'ijk' does not fit operand 0 of rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.einsum %x {equation = "ijk->i"} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @einsum_sizes(%x: tensor<3x4xf32>, %y: tensor<5x2xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{equation 'ij,jk->ik': dimension 0 of operand 1 (size 5) does not match the size 4 of its label elsewhere}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.einsum %x, %y {equation = "ij,jk->ik"} : (tensor<3x4xf32>, tensor<5x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @einsum_result_label(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{equation 'ij->z': result label 'z' is not an operand's, or appears twice}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.einsum %x {equation = "ij->z"} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @einsum_character(%x: tensor<3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{equation 'i1->i': unexpected '1' in 'i1'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.einsum %x {equation = "i1->i"} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -193,3 +193,16 @@ func.func @resampling(%x: tensor<2x3x4xf32>, %i: tensor<2x5x1xi64>, %v: tensor<f
   %4 = kiln.cumsum %x {axis = 2 : i64, exclusive = true} : tensor<2x3x4xf32>
   return %0, %1, %2, %3, %4 : tensor<2x5x4xf32>, tensor<2x5x8xf32>, tensor<2x3x4xf32>, tensor<2x3x8xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @scatter_and_einsum
+// CHECK: kiln.scatter_elements %arg0, %arg1, %arg2 {axis = 1 : i64, reduction = "add"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+// CHECK: kiln.scatter_nd %arg0, %arg3, %arg4 : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK: kiln.einsum %arg0, %arg5 {equation = "ij,jk->ik"} : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+func.func @scatter_and_einsum(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>, %rows: tensor<2x1xi64>, %slices: tensor<2x4xf32>, %w: tensor<4x5xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x5xf32>) {
+  %0 = kiln.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "add"} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %1 = kiln.scatter_nd %x, %rows, %slices : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
+  %2 = kiln.einsum %x, %w {equation = "ij,jk->ik"} : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
+  return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x5xf32>
+}
