@@ -192,6 +192,10 @@ void addResamplingHandlers(llvm::StringMap<Handler> &table);
 /// Adds the handlers of RNN, GRU and LSTM to `table`.
 void addRecurrentHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of the domain 'ai.onnx.preview.training' (Adagrad,
+/// Adam, Momentum) to `table`.
+void addTrainingDomainHandlers(llvm::StringMap<Handler> &table);
+
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
 /// if one is out of range.
 FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);

@@ -500,11 +500,62 @@ Results importConv(Importer &im, Node &n) {
 }
 
 template <typename Op>
+Results importPool(Importer &im, Node &n);
+
+// 1-D pooling is 2-D pooling of a window one row high: [N, C, L] is viewed
+// as [N, C, 1, L] and every attribute gains a leading 1 (or 0 for pads).
+template <typename Op>
+Results importPool1D(Importer &im, Node &n) {
+  RankedTensorType x = typeOf(n.input(0));
+  std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
+  if (!kernel || kernel->size() != 1)
+    return im.failNode(n, ImportFailure::Invalid, "kernel_shape must have 1 value");
+  SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>{1});
+  SmallVector<int64_t> dilations = n.getInts("dilations").value_or(SmallVector<int64_t>{1});
+  if (strides.size() != 1 || dilations.size() != 1)
+    return im.failNode(n, ImportFailure::Invalid, "strides and dilations must have 1 value");
+  SmallVector<int64_t> kernel2{1, kernel->front()}, strides2{1, strides.front()},
+      dilations2{1, dilations.front()};
+  SmallVector<int64_t> pads;
+  if (n.getString("auto_pad", "NOTSET") == "NOTSET") {
+    SmallVector<int64_t> given = n.getInts("pads").value_or(SmallVector<int64_t>(2, 0));
+    if (given.size() != 2)
+      return im.failNode(n, ImportFailure::Invalid, "pads must have 2 values for a 1-D window");
+    pads = {0, given[0], 0, given[1]};
+  } else {
+    FailureOr<SmallVector<int64_t>> resolved =
+        windowPads(im, n, {1, x.getDimSize(2)}, kernel2, strides2, dilations2);
+    if (failed(resolved))
+      return failure();
+    pads = *resolved;
+  }
+  OpBuilder &b = im.builder;
+  Value view = ReshapeOp::create(
+      b, n.loc, RankedTensorType::get({x.getDimSize(0), x.getDimSize(1), 1, x.getDimSize(2)},
+                                      x.getElementType()),
+      n.input(0));
+  FailureOr<Op> op = im.create<Op>(n.loc, view, kernel2, strides2, pads, dilations2,
+                                   n.getInt("ceil_mode", 0) != 0);
+  if (failed(op))
+    return failure();
+  if constexpr (std::is_same_v<Op, AveragePoolOp>)
+    op->setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
+  RankedTensorType pooled = op->getType();
+  return one(ReshapeOp::create(
+      b, n.loc,
+      RankedTensorType::get({pooled.getDimSize(0), pooled.getDimSize(1), pooled.getDimSize(3)},
+                            pooled.getElementType()),
+      op->getResult()));
+}
+
+template <typename Op>
 Results importPool(Importer &im, Node &n) {
   RankedTensorType x = typeOf(n.input(0));
+  if (x.getRank() == 3 && n.proto.output_size() == 1)
+    return importPool1D<Op>(im, n);
   if (x.getRank() != 4)
     return im.failNode(n, ImportFailure::Unsupported,
-                       "only 2-D pooling (4-D input) is supported, got input " +
+                       "only 1-D and 2-D pooling (3-D and 4-D inputs) are supported, got input " +
                            describeShape(x.getShape()));
   if (n.proto.output_size() > 1)
     return im.failNode(n, ImportFailure::Unsupported, "the Indices output is not supported");
@@ -1133,6 +1184,16 @@ const llvm::StringMap<Handler> &handlers() {
   return table;
 }
 
+/// The ops of the domain 'ai.onnx.preview.training' that Kiln imports.
+const llvm::StringMap<Handler> &trainingDomainHandlers() {
+  static const llvm::StringMap<Handler> table = [] {
+    llvm::StringMap<Handler> t;
+    addTrainingDomainHandlers(t);
+    return t;
+  }();
+  return table;
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -1161,11 +1222,12 @@ void Importer::foldNewOps(Operation *previous, SmallVectorImpl<Value> &results) 
 
 LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
   Location loc = nodeLoc(proto, index);
-  if (!proto.domain().empty() && proto.domain() != "ai.onnx")
+  bool training = proto.domain() == "ai.onnx.preview.training";
+  if (!proto.domain().empty() && proto.domain() != "ai.onnx" && !training)
     return fail(loc, ImportFailure::Unsupported,
                 proto.op_type() + ": ops of domain '" + proto.domain() +
                     "' are not supported");
-  const auto &table = handlers();
+  const auto &table = training ? trainingDomainHandlers() : handlers();
   auto it = table.find(proto.op_type());
   if (it == table.end())
     return fail(loc, ImportFailure::Unsupported,
