@@ -196,6 +196,9 @@ void addRecurrentHandlers(llvm::StringMap<Handler> &table);
 /// Adam, Momentum) to `table`.
 void addTrainingDomainHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handler of ConvTranspose to `table`.
+void addConvTransposeHandlers(llvm::StringMap<Handler> &table);
+
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
 /// if one is out of range.
 FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);

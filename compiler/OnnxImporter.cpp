@@ -1138,6 +1138,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Gemm"] = importGemm;
     t["Einsum"] = importEinsum;
     t["Conv"] = importConv;
+    addConvTransposeHandlers(t);
     t["MaxPool"] = importPool<MaxPoolOp>;
     t["AveragePool"] = importPool<AveragePoolOp>;
     t["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;

@@ -1,5 +1,6 @@
 """Writes models of ONNX's training-domain optimizers, Compress,
-ReverseSequence and 1-D pooling, good and bad, into the folder argv[1]."""
+ReverseSequence, 1-D pooling and ConvTranspose, good and bad, into the
+folder argv[1]."""
 import os
 import sys
 
@@ -52,3 +53,14 @@ save("reverse_sequence", h.make_node("ReverseSequence", ["x", "lens"], ["y"], ba
 save("max_pool_1d", h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[2],
                                 pads=[1, 1]),
      [info("x", [1, 2, 9])], [info("y", [1, 2, 5])])
+# ConvTranspose with strides 2 and a group of 2: the input spread, padded
+# and convolved with the flipped, channel-swapped filter.
+save("conv_transpose", h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], group=2,
+                                   pads=[1, 1, 1, 1]),
+     [info("x", [1, 4, 3, 3]), info("w", [4, 3, 3, 3])], [info("y", [1, 6, 5, 5])])
+save("conv_transpose_3d", h.make_node("ConvTranspose", ["x", "w"], ["y"]),
+     [info("x", [1, 1, 2, 2, 2])], [info("y", [1, 1, 3, 3, 3])],
+     [nh.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")])
+save("conv_transpose_group", h.make_node("ConvTranspose", ["x", "w"], ["y"], group=3),
+     [info("x", [1, 4, 3, 3])], [info("y", [1, 3, 5, 5])],
+     [nh.from_array(np.ones((4, 1, 3, 3), np.float32), "w")])
