@@ -186,7 +186,7 @@ void addLossHandlers(llvm::StringMap<Handler> &table);
 /// InstanceNormalization, MeanVarianceNormalization, LRN) to `table`.
 void addCompositeHandlers(llvm::StringMap<Handler> &table);
 
-/// Adds the handlers of Pad, Resize and Upsample to `table`.
+/// Adds the handlers of Pad, Resize, Upsample and GridSample to `table`.
 void addResamplingHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handlers of RNN, GRU and LSTM to `table`.

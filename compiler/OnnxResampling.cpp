@@ -1,8 +1,9 @@
-//===- OnnxResampling.cpp - ONNX's Pad, Resize and Upsample ---------------===//
+//===- OnnxResampling.cpp - ONNX's Pad, Resize, Upsample, GridSample ------===//
 //
-// Pad becomes kiln.pad and Resize and Upsample become kiln.resize, with the
-// pads, scales and result sizes (operands in newer opsets) resolved here:
-// they must be known at compile time, as every shape in Kiln is.
+// Pad becomes kiln.pad, Resize and Upsample kiln.resize, and GridSample
+// kiln.grid_sample, with the pads, scales and result sizes (operands in
+// newer opsets) resolved here: they must be known at compile time, as every
+// shape in Kiln is.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -206,12 +207,22 @@ Results importUpsample(Importer &im, Node &n) {
   return resize(im, n, spec, scales, {});
 }
 
+Results importGridSample(Importer &im, Node &n) {
+  FailureOr<GridSampleOp> op = im.create<GridSampleOp>(
+      n.loc, n.input(0), n.input(1), n.getString("mode", "bilinear"),
+      n.getString("padding_mode", "zeros"), n.getInt("align_corners", 0) != 0);
+  if (failed(op))
+    return failure();
+  return one(op->getResult());
+}
+
 } // namespace
 
 void addResamplingHandlers(llvm::StringMap<Handler> &table) {
   table["Pad"] = importPad;
   table["Resize"] = importResize;
   table["Upsample"] = importUpsample;
+  table["GridSample"] = importGridSample;
 }
 
 } // namespace kiln::onnx_import

@@ -1,6 +1,6 @@
-//===- Resampling.cpp - Lowering of pads and resizes ----------------------===//
+//===- Resampling.cpp - Lowering of pads, resizes and grid samples --------===//
 //
-// Pad and Resize compute each result element from input elements at
+// Pad, Resize and GridSample compute each result element from input elements at
 // coordinates derived from the element's own: one generic over the result
 // (generateFromIndices) whose body works the coordinates out and reads the
 // input with tensor.extract, clamped so that no read leaves the input. The
@@ -288,10 +288,128 @@ struct ResizeLowering : OpRewritePattern<ResizeOp> {
   }
 };
 
+// GridSample, as PyTorch's grid_sampler_2d: each result element reads its
+// (x, y) from the grid, maps it to input coordinates, applies the padding
+// mode to them (to each of the 16 taps' for bicubic), and reads the
+// neighbours, zero outside the input. Coordinates are computed in f64.
+struct GridSampleLowering : OpRewritePattern<GridSampleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GridSampleOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType input = op.getInput().getType();
+    int64_t height = input.getDimSize(2), width = input.getDimSize(3);
+    StringRef mode = op.getMode(), padding = op.getPaddingMode();
+    bool aligned = op.getAlignCorners();
+    Type element = input.getElementType(), f64 = rewriter.getF64Type();
+    Value sampled = generateFromIndices(
+        rewriter, op.getLoc(), op.getType(),
+        [&](OpBuilder &b, Location loc, SmallVector<Value> &coords) -> Value {
+          auto c = [&](double v) { return scalarConstant(b, loc, f64, v); };
+          auto add = [&](Value x, Value y) { return Value(arith::AddFOp::create(b, loc, x, y)); };
+          auto sub = [&](Value x, Value y) { return Value(arith::SubFOp::create(b, loc, x, y)); };
+          auto mul = [&](Value x, Value y) { return Value(arith::MulFOp::create(b, loc, x, y)); };
+          auto floor = [&](Value x) { return Value(math::FloorOp::create(b, loc, x)); };
+          auto clamp = [&](Value x, double lo, double hi) {
+            x = arith::MaximumFOp::create(b, loc, x, c(lo));
+            return Value(arith::MinimumFOp::create(b, loc, x, c(hi)));
+          };
+          // A grid coordinate in input pixels.
+          auto unnormalize = [&](int64_t component, int64_t size) {
+            Value g = tensor::ExtractOp::create(
+                b, loc, op.getGrid(),
+                ValueRange{coords[0], coords[2], coords[3], indexConstant(b, loc, component)});
+            g = convertScalar(b, loc, g, f64);
+            return aligned ? mul(add(g, c(1)), c((size - 1) / 2.0))
+                           : mul(sub(mul(add(g, c(1)), c(size)), c(1)), c(0.5));
+          };
+          // Mirrors x into [low, high] / 2 as often as it takes.
+          auto reflect = [&](Value x, double twiceLow, double twiceHigh) -> Value {
+            if (twiceLow == twiceHigh)
+              return c(0);
+            double low = twiceLow / 2, span = (twiceHigh - twiceLow) / 2;
+            Value d = math::AbsFOp::create(b, loc, sub(x, c(low)));
+            Value flips = floor(arith::DivFOp::create(b, loc, d, c(span)));
+            Value extra = sub(d, mul(flips, c(span)));
+            Value half = floor(mul(flips, c(0.5)));
+            Value even = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                               mul(half, c(2)), flips);
+            return arith::SelectOp::create(b, loc, even, add(extra, c(low)),
+                                           add(sub(c(span), extra), c(low)));
+          };
+          auto pad = [&](Value x, int64_t size) -> Value {
+            if (padding == "border")
+              return clamp(x, 0, size - 1);
+            if (padding == "reflection") {
+              x = aligned ? reflect(x, 0, 2.0 * (size - 1)) : reflect(x, -1, 2.0 * size - 1);
+              return clamp(x, 0, size - 1);
+            }
+            return x;
+          };
+          // The input at integer (f64) coordinates, zero outside it.
+          auto read = [&](Value x, Value y) -> Value {
+            auto toIndex = [&](Value v, int64_t size) {
+              Value i = arith::IndexCastOp::create(
+                  b, loc, b.getIndexType(), arith::FPToSIOp::create(b, loc, b.getI64Type(), v));
+              return clampIndex(b, loc, i, size);
+            };
+            Value inside = arith::AndIOp::create(
+                b, loc,
+                arith::AndIOp::create(
+                    b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x, c(0)),
+                    arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x, c(width - 1))),
+                arith::AndIOp::create(
+                    b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, y, c(0)),
+                    arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, y, c(height - 1))));
+            Value v = tensor::ExtractOp::create(
+                b, loc, op.getInput(),
+                ValueRange{coords[0], coords[1], toIndex(y, height), toIndex(x, width)});
+            return arith::SelectOp::create(b, loc, inside, convertScalar(b, loc, v, f64), c(0));
+          };
+          Value x = unnormalize(0, width), y = unnormalize(1, height);
+          Value result;
+          if (mode == "nearest") {
+            // Round half to even.
+            auto roundEven = [&](Value v) {
+              Value r = floor(add(v, c(0.5)));
+              Value tie = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sub(r, v), c(0.5));
+              Value odd = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE,
+                                                mul(floor(mul(r, c(0.5))), c(2)), r);
+              return Value(arith::SelectOp::create(
+                  b, loc, arith::AndIOp::create(b, loc, tie, odd), sub(r, c(1)), r));
+            };
+            result = read(roundEven(pad(x, width)), roundEven(pad(y, height)));
+          } else if (mode == "bilinear") {
+            x = pad(x, width);
+            y = pad(y, height);
+            Value x0 = floor(x), y0 = floor(y);
+            Value fx = sub(x, x0), fy = sub(y, y0);
+            Value x1 = add(x0, c(1)), y1 = add(y0, c(1));
+            Value gx = sub(c(1), fx), gy = sub(c(1), fy);
+            result = add(add(mul(mul(gx, gy), read(x0, y0)), mul(mul(fx, gy), read(x1, y0))),
+                         add(mul(mul(gx, fy), read(x0, y1)), mul(mul(fx, fy), read(x1, y1))));
+          } else {
+            Value x0 = floor(x), y0 = floor(y);
+            SmallVector<Value> wx = cubicWeights(b, loc, sub(x, x0), -0.75);
+            SmallVector<Value> wy = cubicWeights(b, loc, sub(y, y0), -0.75);
+            result = c(0);
+            for (int64_t j = 0; j < 4; ++j) {
+              Value ty = pad(add(y0, c(j - 1)), height);
+              for (int64_t i = 0; i < 4; ++i) {
+                Value tx = pad(add(x0, c(i - 1)), width);
+                result = add(result, mul(mul(wx[i], wy[j]), read(tx, ty)));
+              }
+            }
+          }
+          return convertScalar(b, loc, result, element);
+        });
+    rewriter.replaceOp(op, sampled);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateResamplingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<PadLowering, ResizeLowering>(patterns.getContext());
+  patterns.add<PadLowering, ResizeLowering, GridSampleLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -802,6 +802,31 @@ LogicalResult ResizeOp::verify() {
   return success();
 }
 
+LogicalResult GridSampleOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput()), grid = rankedType(adaptor.getGrid());
+  if (input.getRank() != 4 || grid.getRank() != 4 || grid.getDimSize(3) != 2 ||
+      grid.getDimSize(0) != input.getDimSize(0))
+    return emitOptionalError(loc, "needs an input [N, C, H, W] and a grid [N, Ho, Wo, 2], got ",
+                             shapeString(input.getShape()), " and ",
+                             shapeString(grid.getShape()));
+  results.push_back(RankedTensorType::get(
+      {input.getDimSize(0), input.getDimSize(1), grid.getDimSize(1), grid.getDimSize(2)},
+      input.getElementType()));
+  return success();
+}
+
+LogicalResult GridSampleOp::verify() {
+  if (!llvm::is_contained({"nearest", "bilinear", "bicubic"}, getMode()))
+    return emitOpError("unknown mode '") << getMode() << "' (nearest, bilinear, bicubic)";
+  if (!llvm::is_contained({"zeros", "border", "reflection"}, getPaddingMode()))
+    return emitOpError("unknown padding mode '")
+           << getPaddingMode() << "' (zeros, border, reflection)";
+  if (getGrid().getType().getElementType() != getInput().getType().getElementType())
+    return emitOpError("the grid must have the input's element type");
+  return success();
+}
+
 LogicalResult CumSumOp::verify() {
   int64_t rank = getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)

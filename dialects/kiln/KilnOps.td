@@ -837,6 +837,31 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let hasVerifier = 1;
 }
 
+def Kiln_GridSampleOp : Kiln_Op<"grid_sample", [InferTypeOpAdaptor]> {
+  let summary = "Samples the input at the positions a grid gives (ONNX GridSample)";
+  let description = [{
+    `input` is [N, C, H, W] and `grid` [N, Ho, Wo, 2], whose last dimension
+    holds (x, y) positions normalized to [-1, 1] (the centres of the corner
+    pixels with `align_corners`, their outer edges without); the result is
+    [N, C, Ho, Wo]. `mode` reads the input there: `nearest` (halves to
+    even), `bilinear` or `bicubic` (coefficient -0.75). `padding_mode`
+    says what lies outside: `zeros`, `border` (the edge repeated) or
+    `reflection` (the input mirrored).
+
+    ```mlir
+    %y = kiln.grid_sample %x, %g {mode = "bilinear", padding_mode = "zeros"} : (tensor<1x3x8x8xf32>, tensor<1x4x4x2xf32>) -> tensor<1x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$grid,
+                   DefaultValuedAttr<StrAttr, "\"bilinear\"">:$mode,
+                   DefaultValuedAttr<StrAttr, "\"zeros\"">:$padding_mode,
+                   DefaultValuedAttr<BoolAttr, "false">:$align_corners);
+  let results = (outs Kiln_FloatTensor:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_CumSumOp : Kiln_Op<"cumsum", [SameOperandsAndResultType]> {
   let summary = "Running sums along `axis` (ONNX CumSum)";
   let description = [{

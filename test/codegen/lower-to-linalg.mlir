@@ -477,3 +477,28 @@ func.func @scatter_nd(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf
   %0 = kiln.scatter_nd %x, %i, %u : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
+
+// -----
+
+// GridSample: the grid's x and y are read per result element; bilinear
+// sampling reads four neighbours, each zero outside the input.
+// CHECK-LABEL: func @grid_sample_bilinear
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x4x5xf32>)
+// CHECK-COUNT-2: tensor.extract %arg1
+// CHECK-COUNT-4: tensor.extract %arg0
+// CHECK-NOT: tensor.extract
+func.func @grid_sample_bilinear(%x: tensor<1x2x3x3xf32>, %g: tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32> {
+  %0 = kiln.grid_sample %x, %g : (tensor<1x2x3x3xf32>, tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32>
+  return %0 : tensor<1x2x4x5xf32>
+}
+
+// -----
+
+// Bicubic sampling reads 16 neighbours.
+// CHECK-LABEL: func @grid_sample_bicubic
+// CHECK-COUNT-16: tensor.extract %arg0
+// CHECK-NOT: tensor.extract
+func.func @grid_sample_bicubic(%x: tensor<1x1x3x3xf32>, %g: tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "border"} : (tensor<1x1x3x3xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}

@@ -591,3 +591,36 @@ func.func @einsum_character(%x: tensor<3x4xf32>) -> tensor<3xf32> {
   %0 = kiln.einsum %x {equation = "i1->i"} : (tensor<3x4xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @grid_sample_shapes(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x4x3xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+2 {{needs an input [N, C, H, W] and a grid [N, Ho, Wo, 2], got [1x3x8x8] and [1x4x4x3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.grid_sample %x, %g : (tensor<1x3x8x8xf32>, tensor<1x4x4x3xf32>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @grid_sample_mode(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x4x2xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{'kiln.grid_sample' op unknown mode 'area' (nearest, bilinear, bicubic)}}
+  %0 = kiln.grid_sample %x, %g {mode = "area"} : (tensor<1x3x8x8xf32>, tensor<1x4x4x2xf32>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @grid_sample_padding(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x4x2xf32>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{'kiln.grid_sample' op unknown padding mode 'wrap' (zeros, border, reflection)}}
+  %0 = kiln.grid_sample %x, %g {padding_mode = "wrap"} : (tensor<1x3x8x8xf32>, tensor<1x4x4x2xf32>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+func.func @grid_sample_grid_type(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x4x2xf64>) -> tensor<1x3x4x4xf32> {
+  // expected-error @+1 {{'kiln.grid_sample' op the grid must have the input's element type}}
+  %0 = kiln.grid_sample %x, %g : (tensor<1x3x8x8xf32>, tensor<1x4x4x2xf64>) -> tensor<1x3x4x4xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}

@@ -206,3 +206,12 @@ func.func @scatter_and_einsum(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tens
   %2 = kiln.einsum %x, %w {equation = "ij,jk->ik"} : (tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
   return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x5xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @grid_sample
+// CHECK: kiln.grid_sample %arg0, %arg1 {align_corners = true, mode = "bicubic", padding_mode = "reflection"} : (tensor<1x1x3x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+func.func @grid_sample(%x: tensor<1x1x3x4xf32>, %g: tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "reflection", align_corners = true} : (tensor<1x1x3x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %0 : tensor<1x1x2x2xf32>
+}
