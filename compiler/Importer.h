@@ -196,6 +196,12 @@ void addRecurrentHandlers(llvm::StringMap<Handler> &table);
 /// Adam, Momentum) to `table`.
 void addTrainingDomainHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of If, Loop and Scan to `table`.
+void addControlFlowHandlers(llvm::StringMap<Handler> &table);
+
+/// Adds the handlers of DFT and STFT to `table`.
+void addSignalHandlers(llvm::StringMap<Handler> &table);
+
 /// Adds the handler of ConvTranspose to `table`.
 void addConvTransposeHandlers(llvm::StringMap<Handler> &table);
 

@@ -719,6 +719,8 @@ Results importReshape(Importer &im, Node &n) {
   if (failed(shape))
     return failure();
   bool allowZero = n.getInt("allowzero", 0) != 0;
+  // With allowzero, a 0 in the shape makes the result empty.
+  bool empty = allowZero && llvm::is_contained(*shape, 0);
   int64_t known = 1, inferred = -1;
   SmallVector<int64_t> result(*shape);
   for (auto [i, d] : llvm::enumerate(result)) {
@@ -735,7 +737,7 @@ Results importReshape(Importer &im, Node &n) {
     }
     if (d < 0)
       return im.failNode(n, ImportFailure::Invalid, "shape has a negative dimension");
-    if (llvm::MulOverflow(known, d, known) || known > type.getNumElements())
+    if (llvm::MulOverflow(known, d, known) || (!empty && known > type.getNumElements()))
       return im.failNode(n, ImportFailure::Invalid,
                          "cannot reshape " + describeShape(type.getShape()) + " to " +
                              describeShape(*shape));
@@ -1172,6 +1174,8 @@ const llvm::StringMap<Handler> &handlers() {
     addCompositeHandlers(t);
     addResamplingHandlers(t);
     addRecurrentHandlers(t);
+    addSignalHandlers(t);
+    addControlFlowHandlers(t);
     t["Expand"] = importExpand;
     t["Tile"] = importTile;
     t["Trilu"] = importTrilu;
@@ -1437,9 +1441,13 @@ ImportResult Importer::run(llvm::StringRef bytes) {
       }
     }
     if (llvm::is_contained(shape, 0)) {
-      (void)fail(loc, ImportFailure::Unsupported,
+      // Its value is its shape: as a compile-time operand (axes, pads, ...)
+      // it can be frozen, and then only its (empty) value is used.
+      (void)fail(loc, ImportFailure::NeedsConstant,
                  "graph input '" + input.name() + "' has no elements (a dimension of "
-                 "size 0); Kiln does not compile empty tensors");
+                 "size 0), and Kiln does not compile empty tensors; if it is a shape or "
+                 "attribute operand (axes, pads, ...), bind it with --freeze-input " +
+                     input.name() + "=FILE.pb");
       return finish();
     }
     if (failed(checkSize(loc, shape, *element, "graph input '" + input.name() + "'")))

@@ -64,3 +64,17 @@ save("conv_transpose_3d", h.make_node("ConvTranspose", ["x", "w"], ["y"]),
 save("conv_transpose_group", h.make_node("ConvTranspose", ["x", "w"], ["y"], group=3),
      [info("x", [1, 4, 3, 3])], [info("y", [1, 3, 5, 5])],
      [nh.from_array(np.ones((4, 1, 3, 3), np.float32), "w")])
+
+# A Loop whose condition depends on an input cannot be unrolled; an empty
+# graph input asks to be frozen.
+body = h.make_graph(
+    [h.make_node("Less", ["y_in", "limit"], ["cond_out"]),
+     h.make_node("Add", ["y_in", "one"], ["y_out"])],
+    "count", [info("i", [], T.INT64), info("cond_in", [], T.BOOL), info("y_in", [])],
+    [info("cond_out", [], T.BOOL), info("y_out", [])])
+save("loop_run_time", h.make_node("Loop", ["m", "", "y0"], ["y"], body=body),
+     [info("y0", []), info("limit", [])], [info("y", [])],
+     [nh.from_array(np.array(10, np.int64), "m"), nh.from_array(np.array(1, np.float32), "one")],
+     opsets=(("", 16),))
+save("empty_axes", h.make_node("ReduceSum", ["x", "axes"], ["y"]),
+     [info("x", [2, 3]), info("axes", [0], T.INT64)], [info("y", [1, 1])])

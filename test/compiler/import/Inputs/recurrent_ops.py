@@ -146,3 +146,63 @@ for bad, attrs in [("lstm_input_forget", {"input_forget": 1}),
     save(bad, node, [("X", x)], np.zeros((2, 1, 1, 3), np.float32),
          [nh.from_array(np.zeros((1, 12, 2), np.float32), "W"),
           nh.from_array(np.zeros((1, 12, 3), np.float32), "R")])
+
+# DFT and STFT against NumPy's FFT: one-sided with a longer dft_length (the
+# signal padded with zeros), and an STFT with a Hann window.
+sig = rng.standard_normal((2, 6, 3, 1)).astype(np.float32)
+want = np.fft.rfft(sig[..., 0], n=8, axis=1)
+save("dft_onesided", h.make_node("DFT", ["s", "n"], ["y"], axis=1, onesided=1), [("s", sig)],
+     np.stack([want.real, want.imag], -1).astype(np.float32),
+     [nh.from_array(np.array(8, np.int64), "n")], opset=17)
+audio = rng.standard_normal((1, 40, 1)).astype(np.float32)
+window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(8) / 8)).astype(np.float32)
+frames = np.stack([audio[0, f * 4:f * 4 + 8, 0] * window for f in range(9)])
+want = np.fft.rfft(frames, axis=1)[None]
+save("stft_window", h.make_node("STFT", ["a", "step", "w"], ["y"]), [("a", audio)],
+     np.stack([want.real, want.imag], -1).astype(np.float32),
+     [nh.from_array(np.array(4, np.int64), "step"), nh.from_array(window, "w")], opset=17)
+
+
+def graph_of(nodes, name, inputs, outputs):
+    return h.make_graph(nodes, name, inputs, outputs)
+
+
+# If with a condition known only at run time: both branches, selected.
+vec = [h.make_tensor_value_info("v", T.FLOAT, [3])]
+then_g = graph_of([h.make_node("Mul", ["x", "x"], ["v"])], "square", [], vec)
+else_g = graph_of([h.make_node("Neg", ["x"], ["v"])], "negate", [], vec)
+xs = np.array([1, -2, 3], np.float32)
+for flag in (True, False):
+    save(f"if_{str(flag).lower()}", h.make_node("If", ["c"], ["y"], then_branch=then_g,
+                                                 else_branch=else_g),
+         [("c", np.array(flag)), ("x", xs)], xs * xs if flag else -xs)
+
+# Loop of 4 iterations: y accumulates i * x, and each y is a scan output.
+body = graph_of(
+    [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+     h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+     h.make_node("Mul", ["fi", "x"], ["step"]),
+     h.make_node("Add", ["y_in", "step"], ["y_out"]),
+     h.make_node("Identity", ["y_out"], ["scan"])],
+    "accumulate",
+    [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+     h.make_tensor_value_info("y_in", T.FLOAT, [3])],
+    [h.make_tensor_value_info("cond_out", T.BOOL, []),
+     h.make_tensor_value_info("y_out", T.FLOAT, [3]),
+     h.make_tensor_value_info("scan", T.FLOAT, [3])])
+ys = np.cumsum([i * xs for i in range(4)], axis=0).astype(np.float32)
+save("loop_scan_output", h.make_node("Loop", ["m", "", "y0"], ["y", "ys"], body=body),
+     [("x", xs), ("y0", np.zeros(3, np.float32))], ys,
+     [nh.from_array(np.array(4, np.int64), "m")], opset=16)
+
+# Scan over the rows of a matrix, backwards: running sums from the end.
+scan_body = graph_of(
+    [h.make_node("Add", ["acc", "row"], ["acc_out"]), h.make_node("Identity", ["acc_out"], ["out"])],
+    "sum", [h.make_tensor_value_info("acc", T.FLOAT, [3]),
+            h.make_tensor_value_info("row", T.FLOAT, [3])],
+    [h.make_tensor_value_info("acc_out", T.FLOAT, [3]), h.make_tensor_value_info("out", T.FLOAT, [3])])
+rows = rng.standard_normal((5, 3)).astype(np.float32)
+save("scan_reverse", h.make_node("Scan", ["init", "rows"], ["final", "sums"], body=scan_body,
+                                 num_scan_inputs=1, scan_input_directions=[1]),
+     [("init", np.zeros(3, np.float32)), ("rows", rows)],
+     np.cumsum(rows[::-1], axis=0).astype(np.float32), opset=16)
