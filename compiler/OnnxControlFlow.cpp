@@ -87,17 +87,61 @@ Value sliceAt(OpBuilder &b, Location loc, Value x, int64_t axis, int64_t index) 
   return ReshapeOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), slice);
 }
 
-// Scan (opset 9 on): N states, then M scan inputs sliced along their axes;
-// the body returns the N next states and K scan outputs, stacked.
+/// Unrolls a scan of `steps` steps over `body`: the states start as
+/// `carried` and become the final ones; `scanned` gets each scan output's
+/// per-step values, in step order.
+LogicalResult unrollScan(Importer &im, Node &n, const onnx::GraphProto &body,
+                         SmallVector<Value> &carried, ArrayRef<Value> scanInputs,
+                         ArrayRef<int64_t> axes, ArrayRef<int64_t> directions, int64_t steps,
+                         SmallVector<SmallVector<Value>> &scanned) {
+  if (steps > kMaxUnrolled) {
+    (void)im.failNode(n, ImportFailure::Unsupported,
+                      "a scan of " + std::to_string(steps) + " steps is longer than the " +
+                          std::to_string(kMaxUnrolled) + " Kiln unrolls");
+    return failure();
+  }
+  size_t states = carried.size();
+  for (int64_t t = 0; t < steps; ++t) {
+    SmallVector<Value> inputs(carried);
+    for (auto [j, x] : llvm::enumerate(scanInputs))
+      inputs.push_back(sliceAt(im.builder, n.loc, x, axes[j], directions[j] ? steps - 1 - t : t));
+    FailureOr<SmallVector<Value>> outputs = importBody(im, n, body, inputs);
+    if (failed(outputs))
+      return failure();
+    if (outputs->size() < states) {
+      (void)im.failNode(n, ImportFailure::Invalid, "the body returns fewer values than states");
+      return failure();
+    }
+    carried.assign(outputs->begin(), outputs->begin() + states);
+    scanned.resize(outputs->size() - states);
+    for (size_t k = 0; k < scanned.size(); ++k)
+      scanned[k].push_back((*outputs)[states + k]);
+  }
+  return success();
+}
+
+// Scan: N states, then M scan inputs sliced along their axes; the body
+// returns the N next states and K scan outputs, stacked. Before opset 9
+// every input has a leading batch dimension (scanned along dimension 1),
+// each batch entry scanned on its own, and an optional sequence_lens
+// first, which must then be known and full.
 Results importScan(Importer &im, Node &n) {
-  if (n.opset < 9)
-    return im.failNode(n, ImportFailure::Unsupported,
-                       "Scan before opset 9 (with a batch dimension) is not supported");
   const auto *body = n.attr("body");
+  bool batched = n.opset < 9;
+  ArrayRef<Value> operands(n.inputs);
+  SmallVector<int64_t> lengths; // before opset 9: per batch entry, or empty
+  if (batched && !operands.empty()) {
+    if (operands.front()) {
+      FailureOr<SmallVector<int64_t>> given = im.constantInts(n, 0, "sequence_lens");
+      if (failed(given))
+        return failure();
+      lengths = *given;
+    }
+    operands = operands.drop_front();
+  }
   int64_t scans = n.getInt("num_scan_inputs", 0);
-  int64_t states = static_cast<int64_t>(n.inputs.size()) - scans;
-  if (!body || !body->has_g() || scans < 1 || states < 0 ||
-      llvm::is_contained(n.inputs, Value()))
+  int64_t states = static_cast<int64_t>(operands.size()) - scans;
+  if (!body || !body->has_g() || scans < 1 || states < 0 || llvm::is_contained(operands, Value()))
     return im.failNode(n, ImportFailure::Invalid,
                        "needs a body graph, num_scan_inputs >= 1 and every input");
   auto perInput = [&](StringRef name, int64_t count) {
@@ -105,55 +149,80 @@ Results importScan(Importer &im, Node &n) {
     values.resize(count, 0);
     return values;
   };
-  SmallVector<int64_t> inputAxes = perInput("scan_input_axes", scans),
-                       inputDirections = perInput("scan_input_directions", scans);
-  int64_t steps = -1;
-  for (int64_t j = 0; j < scans; ++j) {
-    Value x = n.inputs[states + j];
-    int64_t rank = typeOf(x).getRank();
-    int64_t &axis = inputAxes[j];
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank)
-      return im.failNode(n, ImportFailure::Invalid, "scan_input_axes out of range");
-    int64_t length = typeOf(x).getDimSize(axis);
-    if (steps >= 0 && length != steps)
-      return im.failNode(n, ImportFailure::Invalid, "the scan inputs have different lengths");
-    steps = length;
+  SmallVector<int64_t> inputAxes = batched ? SmallVector<int64_t>(scans, 0)
+                                           : perInput("scan_input_axes", scans);
+  SmallVector<int64_t> inputDirections =
+      perInput(batched ? "directions" : "scan_input_directions", scans);
+  int64_t batch = 1;
+  if (batched) {
+    batch = typeOf(operands.front()).getRank() > 0 ? typeOf(operands.front()).getDimSize(0) : -1;
+    for (auto [i, v] : llvm::enumerate(operands))
+      if (typeOf(v).getRank() < (static_cast<int64_t>(i) < states ? 1 : 2) ||
+          typeOf(v).getDimSize(0) != batch)
+        return im.failNode(n, ImportFailure::Invalid,
+                           "before opset 9, every input has the batch dimension first (and scan "
+                           "inputs a sequence dimension after it)");
   }
-  if (steps > kMaxUnrolled)
-    return im.failNode(n, ImportFailure::Unsupported,
-                       "a scan of " + std::to_string(steps) + " steps is longer than the " +
-                           std::to_string(kMaxUnrolled) + " Kiln unrolls");
-  SmallVector<Value> carried(n.inputs.begin(), n.inputs.begin() + states);
-  SmallVector<SmallVector<Value>> scanned;
-  for (int64_t t = 0; t < steps; ++t) {
-    SmallVector<Value> inputs(carried);
-    for (int64_t j = 0; j < scans; ++j)
-      inputs.push_back(sliceAt(im.builder, n.loc, n.inputs[states + j], inputAxes[j],
-                               inputDirections[j] ? steps - 1 - t : t));
-    FailureOr<SmallVector<Value>> outputs = importBody(im, n, body->g(), inputs);
-    if (failed(outputs))
+  OpBuilder &b = im.builder;
+  // Per batch entry (one, from opset 9), the states and scan inputs.
+  SmallVector<SmallVector<Value>> finals;
+  SmallVector<SmallVector<SmallVector<Value>>> allScanned;
+  for (int64_t e = 0; e < batch; ++e) {
+    auto entry = [&](Value v) { return batched ? sliceAt(b, n.loc, v, 0, e) : v; };
+    SmallVector<Value> carried, scanInputs;
+    for (int64_t i = 0; i < states; ++i)
+      carried.push_back(entry(operands[i]));
+    int64_t steps = -1;
+    for (int64_t j = 0; j < scans; ++j) {
+      Value x = entry(operands[states + j]);
+      int64_t rank = typeOf(x).getRank();
+      int64_t &axis = inputAxes[j];
+      if (axis < 0)
+        axis += rank;
+      if (axis < 0 || axis >= rank)
+        return im.failNode(n, ImportFailure::Invalid, "scan_input_axes out of range");
+      if (steps >= 0 && typeOf(x).getDimSize(axis) != steps)
+        return im.failNode(n, ImportFailure::Invalid, "the scan inputs have different lengths");
+      steps = typeOf(x).getDimSize(axis);
+      scanInputs.push_back(x);
+    }
+    if (!lengths.empty() && (static_cast<int64_t>(lengths.size()) != batch || lengths[e] != steps))
+      return im.failNode(n, ImportFailure::Unsupported,
+                         "sequence_lens other than the full length of every sequence are not "
+                         "supported");
+    SmallVector<SmallVector<Value>> scanned;
+    if (failed(unrollScan(im, n, body->g(), carried, scanInputs, inputAxes, inputDirections,
+                          steps, scanned)))
       return failure();
-    if (static_cast<int64_t>(outputs->size()) < states)
-      return im.failNode(n, ImportFailure::Invalid, "the body returns fewer values than states");
-    carried.assign(outputs->begin(), outputs->begin() + states);
-    scanned.resize(outputs->size() - states);
-    for (size_t k = 0; k < scanned.size(); ++k)
-      scanned[k].push_back((*outputs)[states + k]);
+    finals.push_back(carried);
+    allScanned.push_back(scanned);
   }
-  SmallVector<int64_t> outputAxes = perInput("scan_output_axes", scanned.size()),
-                       outputDirections = perInput("scan_output_directions", scanned.size());
-  SmallVector<Value> results(carried);
-  for (auto [k, values] : llvm::enumerate(scanned)) {
-    if (outputDirections[k])
-      std::reverse(values.begin(), values.end());
-    int64_t rank = typeOf(values.front()).getRank() + 1, axis = outputAxes[k];
-    if (axis < 0)
-      axis += rank;
-    if (axis < 0 || axis >= rank)
-      return im.failNode(n, ImportFailure::Invalid, "scan_output_axes out of range");
-    results.push_back(stack(im.builder, n.loc, values, axis));
+  int64_t outputs = allScanned.front().size();
+  SmallVector<int64_t> outputAxes = batched ? SmallVector<int64_t>(outputs, 0)
+                                            : perInput("scan_output_axes", outputs);
+  SmallVector<int64_t> outputDirections =
+      batched ? SmallVector<int64_t>(outputs, 0) : perInput("scan_output_directions", outputs);
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < states; ++i) {
+    SmallVector<Value> perEntry;
+    for (auto &entry : finals)
+      perEntry.push_back(entry[i]);
+    results.push_back(batched ? stack(b, n.loc, perEntry, 0) : perEntry.front());
+  }
+  for (int64_t k = 0; k < outputs; ++k) {
+    SmallVector<Value> perEntry;
+    for (auto &scanned : allScanned) {
+      SmallVector<Value> values = scanned[k];
+      if (outputDirections[k])
+        std::reverse(values.begin(), values.end());
+      int64_t rank = typeOf(values.front()).getRank() + 1, axis = outputAxes[k];
+      if (axis < 0)
+        axis += rank;
+      if (axis < 0 || axis >= rank)
+        return im.failNode(n, ImportFailure::Invalid, "scan_output_axes out of range");
+      perEntry.push_back(stack(b, n.loc, values, axis));
+    }
+    results.push_back(batched ? stack(b, n.loc, perEntry, 0) : perEntry.front());
   }
   return results;
 }
