@@ -62,6 +62,11 @@ struct Node {
 
 inline RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
 
+/// A kiln.reshape of `x` to `shape`, its element type kept.
+inline Value reshapeTo(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+}
+
 inline std::string describeShape(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -148,6 +153,18 @@ struct Importer {
   SmallVector<std::string> graphInputsBehind(Value value);
   /// The integer values of operand `index`, which must be a constant.
   FailureOr<SmallVector<int64_t>> constantInts(Node &node, size_t index, StringRef what);
+  /// The value of operand `index`, which must be a one-element integer
+  /// constant.
+  FailureOr<int64_t> constantInt(Node &node, size_t index, StringRef what) {
+    FailureOr<SmallVector<int64_t>> values = constantInts(node, index, what);
+    if (failed(values))
+      return mlir::failure();
+    if (values->size() != 1) {
+      (void)failNode(node, ImportFailure::Invalid, "operand '" + what + "' must be a scalar");
+      return mlir::failure();
+    }
+    return values->front();
+  }
   /// The float value of scalar operand `index`, which must be a constant.
   FailureOr<double> constantScalar(Node &node, size_t index, StringRef what);
 

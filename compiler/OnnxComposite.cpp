@@ -1,7 +1,8 @@
 //===- OnnxComposite.cpp - ONNX ops written as other kiln ops ------------===//
 //
-// ONNX ops that are compositions of ops Kiln already has, so that they fuse,
-// differentiate and run on every back end with no code of their own:
+// ONNX ops that are compositions of ops Kiln already has, so that they fuse
+// and run on every back end with no code of their own (and train where each
+// piece has a gradient rule):
 //   - DepthToSpace, SpaceToDepth: a reshape, a transpose and a reshape;
 //   - EyeLike, HannWindow, HammingWindow, BlackmanWindow: constants (shapes
 //     and sizes are static);
@@ -50,8 +51,7 @@ FailureOr<int64_t> blockSize(Importer &im, Node &n, RankedTensorType type) {
 }
 
 Value reshape(Importer &im, Location loc, Value x, ArrayRef<int64_t> shape) {
-  return ReshapeOp::create(im.builder, loc,
-                           RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+  return reshapeTo(im.builder, loc, x, shape);
 }
 
 // DCR: [N, b, b, C/b², H, W] -> [N, C/b², H, b, W, b];

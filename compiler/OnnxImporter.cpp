@@ -666,15 +666,15 @@ Handler reduceOp() {
 }
 
 Results importCumSum(Importer &im, Node &n) {
-  FailureOr<SmallVector<int64_t>> axis = im.constantInts(n, 1, "axis");
+  FailureOr<int64_t> axis = im.constantInt(n, 1, "axis");
   if (failed(axis))
     return failure();
   int64_t rank = typeOf(n.input(0)).getRank();
-  if (axis->size() != 1 || axis->front() < -rank || axis->front() >= rank)
+  if (*axis < -rank || *axis >= rank)
     return im.failNode(n, ImportFailure::Invalid,
                        "axis must be one value in [-" + std::to_string(rank) + ", " +
                            std::to_string(rank) + ")");
-  int64_t a = axis->front() < 0 ? axis->front() + rank : axis->front();
+  int64_t a = *axis < 0 ? *axis + rank : *axis;
   FailureOr<CumSumOp> op = im.create<CumSumOp>(n.loc, n.input(0), a, n.getInt("exclusive", 0) != 0,
                                               n.getInt("reverse", 0) != 0);
   if (failed(op))

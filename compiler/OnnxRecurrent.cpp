@@ -44,9 +44,7 @@ struct Recurrence {
     return SliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x, begin,
                            step);
   }
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    return ReshapeOp::create(b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
-  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) { return reshapeTo(b, loc, x, shape); }
   Value transpose(Value x, ArrayRef<int64_t> perm) { return TransposeOp::create(b, loc, x, perm); }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }

@@ -16,10 +16,6 @@
 namespace kiln::onnx_import {
 namespace {
 
-Value reshapeTo(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
-  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x);
-}
-
 /// The DFT of `x` [..., n at `axis`, ..., 1 or 2 (real, imaginary)] over
 /// `axis` with period `length` (the input cut or padded with zeros to it).
 FailureOr<Value> transform(Importer &im, Node &n, Value x, int64_t axis, int64_t length,
@@ -108,12 +104,10 @@ Results importDFT(Importer &im, Node &n) {
     axis += rank;
   int64_t length = axis >= 0 && axis < rank ? type.getDimSize(axis) : 0;
   if (n.input(1)) {
-    FailureOr<SmallVector<int64_t>> given = im.constantInts(n, 1, "dft_length");
+    FailureOr<int64_t> given = im.constantInt(n, 1, "dft_length");
     if (failed(given))
       return failure();
-    if (given->size() != 1)
-      return im.failNode(n, ImportFailure::Invalid, "dft_length must be a scalar");
-    length = given->front();
+    length = *given;
   }
   bool inverse = n.getInt("inverse", 0) != 0, onesided = n.getInt("onesided", 0) != 0;
   if (onesided && (inverse || type.getShape().back() != 1))
@@ -131,29 +125,27 @@ Results importSTFT(Importer &im, Node &n) {
   Location loc = n.loc;
   Value signal = n.input(0), window = n.input(2);
   RankedTensorType type = typeOf(signal);
-  FailureOr<SmallVector<int64_t>> step = im.constantInts(n, 1, "frame_step");
+  FailureOr<int64_t> step = im.constantInt(n, 1, "frame_step");
   if (failed(step))
     return failure();
   int64_t length = window ? typeOf(window).getNumElements() : 0;
   if (n.input(3)) {
-    FailureOr<SmallVector<int64_t>> given = im.constantInts(n, 3, "frame_length");
+    FailureOr<int64_t> given = im.constantInt(n, 3, "frame_length");
     if (failed(given))
       return failure();
-    if (given->size() != 1)
-      return im.failNode(n, ImportFailure::Invalid, "frame_length must be a scalar");
-    length = given->front();
+    length = *given;
   }
-  if (type.getRank() != 3 || step->size() != 1 || step->front() < 1 || length < 1 ||
+  if (type.getRank() != 3 || *step < 1 || length < 1 ||
       length > type.getDimSize(1) ||
       (window && typeOf(window).getShape() != ArrayRef<int64_t>{length}))
     return im.failNode(n, ImportFailure::Invalid,
                        "needs a signal [batch, length, 1 or 2], a positive scalar frame_step and "
                        "a frame length (or a window of that length) within the signal");
-  int64_t frames = (type.getDimSize(1) - length) / step->front() + 1;
+  int64_t frames = (type.getDimSize(1) - length) / *step + 1;
   SmallVector<int64_t> positions;
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < length; ++j)
-      positions.push_back(f * step->front() + j);
+      positions.push_back(f * *step + j);
   Value indices = im.constant(
       loc, DenseElementsAttr::get(RankedTensorType::get({frames, length}, b.getI64Type()),
                                   ArrayRef<int64_t>(positions)));

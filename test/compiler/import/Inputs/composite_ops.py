@@ -1,7 +1,6 @@
 """Writes small models of the ONNX ops Kiln imports as compositions of its
 own ops (DepthToSpace, OneHot, LRN, windows, ...) into the folder argv[1]."""
 import os
-import sys
 
 import numpy as np
 import onnx
@@ -9,18 +8,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-
-
-def save(name, node, inputs, outputs, inits=(), opset=17):
-    graph = h.make_graph([node], name, inputs, outputs, list(inits))
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
-    onnx.save(model, os.path.join(out, name + ".onnx"))
-
-
-def info(name, shape, elem=T.FLOAT):
-    return h.make_tensor_value_info(name, elem, shape)
+from single_node import info, out, save
 
 
 def y(*shape, elem=T.FLOAT):

@@ -1,46 +1,29 @@
 """Writes models of ONNX's training-domain optimizers, Compress,
 ReverseSequence, 1-D pooling and ConvTranspose, good and bad, into the
 folder argv[1]."""
-import os
-import sys
-
 import numpy as np
-import onnx
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
+from single_node import info, save
 
-
-def info(name, shape, elem=T.FLOAT):
-    return h.make_tensor_value_info(name, elem, shape)
-
-
-def save(name, node, inputs, outputs, inits=(), opsets=(("", 17),)):
-    graph = h.make_graph([node], name, inputs, outputs, list(inits))
-    model = h.make_model(graph, opset_imports=[h.make_opsetid(d, v) for d, v in opsets],
-                         ir_version=8)
-    onnx.save(model, os.path.join(out, name + ".onnx"))
-
-
-training = (("ai.onnx.preview.training", 1),)
+training = dict(opset=None, domains=[("ai.onnx.preview.training", 1)])
 scalars = [info("R", []), info("T", [], T.INT64)]
 save("momentum", h.make_node("Momentum", ["R", "T", "X", "G", "V"], ["X_new", "V_new"],
                              domain="ai.onnx.preview.training", alpha=0.9, beta=1.0,
                              mode="nesterov", norm_coefficient=0.0),
      scalars + [info("X", [3]), info("G", [3]), info("V", [3])],
-     [info("X_new", [3]), info("V_new", [3])], opsets=training)
+     [info("X_new", [3]), info("V_new", [3])], **training)
 save("momentum_mode", h.make_node("Momentum", ["R", "T", "X", "G", "V"], ["X_new", "V_new"],
                                   domain="ai.onnx.preview.training", alpha=0.9, beta=1.0,
                                   mode="heavy", norm_coefficient=0.0),
      scalars + [info("X", [3]), info("G", [3]), info("V", [3])],
-     [info("X_new", [3]), info("V_new", [3])], opsets=training)
+     [info("X_new", [3]), info("V_new", [3])], **training)
 save("adam_groups", h.make_node("Adam", ["R", "T", "X", "G", "V"], ["X_new"],
                                 domain="ai.onnx.preview.training"),
      scalars + [info("X", [3]), info("G", [3]), info("V", [3])], [info("X_new", [3])],
-     opsets=training)
+     **training)
 save("compress", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
      [info("y", [2, 2])], [nh.from_array(np.array([True, False, False, True]), "c")])
 save("compress_none", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
@@ -75,6 +58,6 @@ body = h.make_graph(
 save("loop_run_time", h.make_node("Loop", ["m", "", "y0"], ["y"], body=body),
      [info("y0", []), info("limit", [])], [info("y", [])],
      [nh.from_array(np.array(10, np.int64), "m"), nh.from_array(np.array(1, np.float32), "one")],
-     opsets=(("", 16),))
+     opset=16)
 save("empty_axes", h.make_node("ReduceSum", ["x", "axes"], ["y"]),
      [info("x", [2, 3]), info("axes", [0], T.INT64)], [info("y", [1, 1])])
