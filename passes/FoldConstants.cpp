@@ -289,6 +289,21 @@ std::pair<FloatBinary, IntBinary> binaryFunctions(Operation *op) {
           return a / b;
         });
       })
+      .Case([&](ModOp mod) {
+        // fmod: the remainder takes the dividend's sign (C's fmod); otherwise
+        // the divisor's (Python's %), as ONNX Mod says.
+        bool truncated = mod.getFmod();
+        return pair(
+            truncated ? FloatBinary(::fmod) : FloatBinary(),
+            [truncated](int64_t a, int64_t b) -> R {
+              if (b == 0 || (a == INT64_MIN && b == -1))
+                return std::nullopt;
+              int64_t r = a % b;
+              if (!truncated && r != 0 && ((r < 0) != (b < 0)))
+                r += b;
+              return r;
+            });
+      })
       .Case([&](MaxOp) {
         return pair([](double a, double b) { return std::isnan(a) || a > b ? a : b; },
                     [](int64_t a, int64_t b) -> R { return std::max(a, b); });
@@ -486,8 +501,8 @@ DenseElementsAttr evaluate(Operation *op, ArrayRef<DenseElementsAttr> in) {
       .Case<AbsOp, NegOp, SignOp, ReluOp, NotOp, ExpOp, LogOp, SqrtOp, TanhOp, ErfOp,
             FloorOp, CeilOp, RoundOp, SinOp, CosOp, ReciprocalOp, SigmoidOp>(
           [&](auto) { return foldUnary(op, in[0]); })
-      .Case<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, AndOp, OrOp, XorOp, EqualOp,
-            LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, ModOp, MaxOp, MinOp, PowOp, AndOp, OrOp, XorOp,
+            EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp>(
           [&](auto) { return foldBroadcast(op, in); })
       .Default([](Operation *) { return DenseElementsAttr(); });
 }

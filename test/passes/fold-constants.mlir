@@ -96,6 +96,30 @@ func.func @integers() -> (tensor<2xi8>, tensor<2xi32>) {
 
 // -----
 
+// Mod: the remainder takes the divisor's sign, or with fmod the dividend's
+// (for floats too); a zero divisor is left for run time.
+// CHECK-LABEL: func @modulo
+// CHECK-DAG: kiln.constant dense<[-3, 3, 1, -1]> : tensor<4xi64>
+// CHECK-DAG: kiln.constant dense<[2, -2, 1, -1]> : tensor<4xi64>
+// CHECK-DAG: kiln.constant dense<[1.500000e+00, -1.500000e+00]> : tensor<2xf32>
+// CHECK: kiln.mod
+// CHECK-NOT: kiln.mod
+func.func @modulo() -> (tensor<4xi64>, tensor<4xi64>, tensor<2xf32>, tensor<2xi64>) {
+  %n = kiln.constant dense<[7, -7, 7, -7]> : tensor<4xi64>
+  %d = kiln.constant dense<[-5, 5, 3, -3]> : tensor<4xi64>
+  %py = kiln.mod %n, %d : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %c = kiln.mod %n, %d {fmod = true} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %x = kiln.constant dense<[5.5, -5.5]> : tensor<2xf32>
+  %four = kiln.constant dense<4.0> : tensor<f32>
+  %f = kiln.mod %x, %four {fmod = true} : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %one = kiln.constant dense<[1, 1]> : tensor<2xi64>
+  %zero = kiln.constant dense<[2, 0]> : tensor<2xi64>
+  %z = kiln.mod %one, %zero : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  return %py, %c, %f, %z : tensor<4xi64>, tensor<4xi64>, tensor<2xf32>, tensor<2xi64>
+}
+
+// -----
+
 // An integer division by zero is left for run time, as are ops with a
 // non-constant operand.
 // CHECK-LABEL: func @not_folded
