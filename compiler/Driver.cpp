@@ -184,15 +184,15 @@ std::string invalidSymbolName(llvm::StringRef name) {
   return "";
 }
 
-/// Numbers the gathers (Gather, GatherElements) of the CPU module `module`
-/// for run-time index checks (kIndexCheckAttr) and adds the global their
-/// failures are recorded in. Gathers by constant indices were checked when
-/// they were imported.
+/// Numbers the gathers (Gather, GatherElements) and scatters
+/// (ScatterElements) of the CPU module `module` for run-time index checks
+/// (kIndexCheckAttr) and adds the global their failures are recorded in.
+/// Those by constant indices were checked when they were imported.
 std::vector<IndexCheck> planIndexChecks(ModuleOp module) {
   std::vector<IndexCheck> checks;
   OpBuilder builder(module.getContext());
   module.walk([&](Operation *op) {
-    if (!isa<GatherOp, GatherElementsOp>(op))
+    if (!isa<GatherOp, GatherElementsOp, ScatterElementsOp>(op))
       return;
     Value data = op->getOperand(0), indices = op->getOperand(1);
     if (matchPattern(indices, m_Constant()))

@@ -429,11 +429,16 @@ struct ScatterElementsLowering : OpRewritePattern<ScatterElementsOp> {
     RankedTensorType data = op.getData().getType(), updates = op.getUpdates().getType();
     int64_t rank = data.getRank(), axis = op.getAxis();
     StringRef reduction = op.getReduction();
+    // With a check id, an index out of range is reported (the run's outputs
+    // are then invalid) and clamped; without, it writes nothing.
+    Value indices = op.getIndices();
+    if (auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr))
+      indices = clampedIndices(rewriter, op.getLoc(), indices, data.getDimSize(axis), checkId);
     // The indices are read at [0, .., k, .., 0] only for the bound of k.
     SmallVector<int64_t> indexDims(rank, -1);
     indexDims[axis] = rank;
     Value result = scatterInto(
-        rewriter, op.getLoc(), op.getData(), 1, op.getIndices(), indexDims,
+        rewriter, op.getLoc(), op.getData(), 1, indices, indexDims,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<Value> extra,
             Value acc) -> Value {
           // The update at the result's coordinates with the axis one set to k;
@@ -452,7 +457,7 @@ struct ScatterElementsLowering : OpRewritePattern<ScatterElementsOp> {
                 b, loc, coords[d], arith::ConstantIndexOp::create(b, loc, updates.getDimSize(d) - 1));
           }
           Value index = arith::IndexCastOp::create(
-              b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, op.getIndices(), at));
+              b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, indices, at));
           Value match = indexMatches(b, loc, index, coords[axis], data.getDimSize(axis));
           if (inside)
             match = arith::AndIOp::create(b, loc, match, inside);

@@ -185,10 +185,11 @@ int main(int argc, char **argv) {
       cl::value_desc("name=file.pb"), cl::cat(category));
   cl::opt<bool> noIndexChecks(
       "no-index-checks",
-      cl::desc("Do not check Gather indices at run time in CPU code. By default an index "
-               "outside [-size, size) makes the run fail naming the node and the index "
-               "(out-of-range indices are clamped either way, so memory is never read out "
-               "of bounds; GPU code only clamps)"),
+      cl::desc("Do not check Gather, GatherElements and ScatterElements indices at run "
+               "time in CPU code. By default an index outside [-size, size) makes the run "
+               "fail naming the node and the index (gathers clamp out-of-range indices "
+               "either way, so memory is never read out of bounds, and an unchecked scatter "
+               "index out of range writes nothing; GPU code only clamps)"),
       cl::cat(category));
   cl::opt<bool> noFusion("no-fusion",
                          cl::desc("Compile every op as its own kernel instead of fusing "

@@ -1,12 +1,14 @@
 """Writes models of ONNX's training-domain optimizers, Compress,
 ReverseSequence, 1-D pooling and ConvTranspose, good and bad, into the
 folder argv[1]."""
+import os
+
 import numpy as np
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper as nh
 
-from single_node import info, save
+from single_node import info, out, save
 
 training = dict(opset=None, domains=[("ai.onnx.preview.training", 1)])
 scalars = [info("R", []), info("T", [], T.INT64)]
@@ -61,3 +63,13 @@ save("loop_run_time", h.make_node("Loop", ["m", "", "y0"], ["y"], body=body),
      opset=16)
 save("empty_axes", h.make_node("ReduceSum", ["x", "axes"], ["y"]),
      [info("x", [2, 3]), info("axes", [0], T.INT64)], [info("y", [1, 1])])
+
+# ScatterElements with run-time indices: an index out of range fails the
+# run naming the node (and is ignored with --no-index-checks).
+save("scatter_runtime", h.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0,
+                                    name="put"),
+     [info("d", [4]), info("i", [2], T.INT64), info("u", [2])], [info("y", [4])], opset=13)
+np.save(os.path.join(out, "scatter_d.npy"), np.zeros(4, np.float32))
+np.save(os.path.join(out, "scatter_u.npy"), np.array([5, 6], np.float32))
+np.save(os.path.join(out, "scatter_good.npy"), np.array([3, -4], np.int64))
+np.save(os.path.join(out, "scatter_bad.npy"), np.array([1, 9], np.int64))
