@@ -101,6 +101,19 @@ struct Importer {
   LogicalResult checkSize(Location loc, ArrayRef<int64_t> shape, Type element,
                           const Twine &what);
   static constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+  /// Fails, naming `what`, when the importer would build a constant of more
+  /// than kMaxBuiltElements elements (a window, an identity matrix, a DFT
+  /// matrix, an index ramp): those are computed at compile time, and a
+  /// model may declare sizes that would exhaust memory doing so.
+  LogicalResult checkBuiltConstant(Node &node, int64_t elements, const Twine &what) {
+    if (elements >= 0 && elements <= kMaxBuiltElements)
+      return success();
+    (void)failNode(node, ImportFailure::Unsupported,
+                   what + " would be a constant of more than " + Twine(kMaxBuiltElements) +
+                       " elements, too large to build at compile time");
+    return mlir::failure();
+  }
+  static constexpr int64_t kMaxBuiltElements = int64_t(1) << 24;
   Location nodeLoc(const onnx::NodeProto &node, int index);
 
   // Types and constants.

@@ -110,6 +110,8 @@ Results importEyeLike(Importer &im, Node &n) {
     element = *given;
   }
   int64_t k = n.getInt("k", 0), rows = type.getDimSize(0), cols = type.getDimSize(1);
+  if (failed(im.checkBuiltConstant(n, type.getNumElements(), "the identity matrix")))
+    return failure();
   Attribute zero = im.builder.getZeroAttr(element);
   Attribute unit = llvm::isa<FloatType>(element) ? Attribute(im.builder.getFloatAttr(element, 1))
                                                  : Attribute(im.builder.getIntegerAttr(element, 1));
@@ -134,6 +136,8 @@ Handler cosineWindow(std::array<double, Terms> a) {
       return im.failNode(n, ImportFailure::Invalid,
                          "size must be at least 1, got " + std::to_string(*sizeValue));
     auto size = static_cast<int64_t>(*sizeValue);
+    if (failed(im.checkBuiltConstant(n, size, "the window")))
+      return failure();
     FailureOr<Type> element =
         im.elementType(n.getInt("output_datatype", 1), n.loc, "the window's 'output_datatype'");
     if (failed(element))
@@ -185,6 +189,8 @@ Results importHardmax(Importer &im, Node &n) {
     along = 1;
   }
   RankedTensorType vType = typeOf(v);
+  if (failed(im.checkBuiltConstant(n, vType.getDimSize(along), "the index ramp")))
+    return failure();
   Value first = ArgMaxOp::create(b, n.loc, v, along, /*keepdims=*/true, /*select_last_index=*/false);
   Value ramp = indexRamp(im, n.loc, b.getI64Type(), vType.getRank(), along,
                          vType.getDimSize(along));
@@ -209,6 +215,8 @@ Results importOneHot(Importer &im, Node &n) {
     return im.failNode(n, ImportFailure::Invalid,
                        "depth must be at least 1, got " + std::to_string(*depthValue));
   auto depth = static_cast<int64_t>(*depthValue);
+  if (failed(im.checkBuiltConstant(n, depth, "the ramp of depth " + std::to_string(depth))))
+    return failure();
   RankedTensorType indexType = typeOf(indices), valueType = typeOf(values);
   if (valueType.getNumElements() != 2)
     return im.failNode(n, ImportFailure::Invalid,

@@ -122,6 +122,8 @@ Results importReverseSequence(Importer &im, Node &n) {
     return im.failNode(n, ImportFailure::Invalid,
                        "needs an input of rank >= 2 and batch_axis, time_axis of 0 and 1");
   int64_t batch = type.getDimSize(batchAxis), steps = type.getDimSize(timeAxis);
+  if (failed(im.checkBuiltConstant(n, steps, "the time ramp")))
+    return failure();
   Type i64 = b.getI64Type();
   if (typeOf(lengths).getShape() != ArrayRef<int64_t>{batch} ||
       !llvm::isa<IntegerType>(typeOf(lengths).getElementType()))

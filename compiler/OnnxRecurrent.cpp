@@ -16,6 +16,9 @@ namespace {
 
 enum class Cell { RNN, GRU, LSTM };
 
+/// The longest sequence unrolled (compile time and code grow with it).
+constexpr int64_t kMaxSteps = 4096;
+
 /// Builds the kiln ops of one recurrent node.
 struct Recurrence {
   Importer &im;
@@ -105,6 +108,10 @@ Results Recurrence::run() {
   if (batchMajor)
     x = transpose(x, {1, 0, 2});
   steps = typeOf(x).getDimSize(0);
+  if (steps > kMaxSteps)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "a sequence of " + std::to_string(steps) + " steps is longer than the " +
+                           std::to_string(kMaxSteps) + " Kiln unrolls");
   batch = typeOf(x).getDimSize(1);
   inputSize = typeOf(x).getDimSize(2);
   auto expect = [&](Value v, ArrayRef<int64_t> shape, StringRef what) -> LogicalResult {

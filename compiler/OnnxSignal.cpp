@@ -56,6 +56,8 @@ FailureOr<Value> transform(Importer &im, Node &n, Value x, int64_t axis, int64_t
     v = reshapeTo(b, loc, v, shape);
     return Value(TransposeOp::create(b, loc, v, perm));
   };
+  if (failed(im.checkBuiltConstant(n, used * bins, "the DFT's cosine matrix")))
+    return failure();
   Value real = part(0), imag = complex ? part(1) : Value();
   SmallVector<Attribute> cosines, sines;
   for (int64_t j = 0; j < used; ++j)
@@ -142,6 +144,8 @@ Results importSTFT(Importer &im, Node &n) {
                        "needs a signal [batch, length, 1 or 2], a positive scalar frame_step and "
                        "a frame length (or a window of that length) within the signal");
   int64_t frames = (type.getDimSize(1) - length) / *step + 1;
+  if (failed(im.checkBuiltConstant(n, frames * length, "the frames' positions")))
+    return failure();
   SmallVector<int64_t> positions;
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t j = 0; j < length; ++j)

@@ -63,3 +63,5 @@ onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version
 
 np.save(os.path.join(out, "shrink_x.npy"), np.array([-3, -1, 0, 1, 3], np.float32))
 np.save(os.path.join(out, "one_hot_i.npy"), np.array([1, -1, 7], np.int64))
+save("hann_window_huge", h.make_node("HannWindow", ["n"], ["y"]), [], y(1 << 25),
+     [nh.from_array(np.array(1 << 25, np.int64), "n")])
