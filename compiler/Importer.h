@@ -212,8 +212,8 @@ Results one(FailureOr<OpT> op) {
 void addLossHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handlers of ONNX ops written as compositions of other kiln ops
-/// (DepthToSpace, SpaceToDepth, EyeLike, Hardmax, OneHot, Shrink,
-/// InstanceNormalization, MeanVarianceNormalization, LRN) to `table`.
+/// (DepthToSpace, SpaceToDepth, EyeLike, windows, Hardmax, OneHot, Shrink,
+/// InstanceNormalization, MeanVarianceNormalization, LRN, Det) to `table`.
 void addCompositeHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handlers of Pad, Resize, Upsample and GridSample to `table`.

@@ -10,7 +10,8 @@
 //   - Shrink: two comparisons and selects;
 //   - InstanceNormalization, MeanVarianceNormalization: mean and variance
 //     reductions;
-//   - LRN: a sum of shifted squares along the channels.
+//   - LRN: a sum of shifted squares along the channels;
+//   - Det of 1x1, 2x2 and 3x3 matrices: the cofactor expansion.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -378,6 +379,47 @@ Results importLRN(Importer &im, Node &n) {
   return one(DivOp::create(b, loc, x, denominator));
 }
 
+// Det of [..., n, n] for n <= 3, by cofactors: each entry is a slice
+// [..., 1, 1] reshaped to the batch shape.
+Results importDet(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0);
+  RankedTensorType type = typeOf(x);
+  int64_t rank = type.getRank();
+  if (rank < 2 || type.getDimSize(rank - 1) != type.getDimSize(rank - 2) ||
+      !llvm::isa<FloatType>(type.getElementType()))
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the input must be floats [..., n, n], got " +
+                           describeShape(type.getShape()));
+  int64_t size = type.getDimSize(rank - 1);
+  if (size > 3)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "determinants of matrices larger than 3x3 are not supported");
+  SmallVector<int64_t> batch(type.getShape().drop_back(2));
+  auto entry = [&](int64_t r, int64_t c) {
+    SmallVector<int64_t> shape(type.getShape()), start(rank, 0), step(rank, 1);
+    shape[rank - 2] = shape[rank - 1] = 1;
+    start[rank - 2] = r;
+    start[rank - 1] = c;
+    Value v = SliceOp::create(b, loc, RankedTensorType::get(shape, type.getElementType()), x,
+                              start, step);
+    return reshapeTo(b, loc, v, batch);
+  };
+  auto mul = [&](Value p, Value q) { return Value(MulOp::create(b, loc, p, q)); };
+  auto sub = [&](Value p, Value q) { return Value(SubOp::create(b, loc, p, q)); };
+  // The 2x2 minor of rows r0, r1 and columns c0, c1.
+  auto minor = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    return sub(mul(entry(r0, c0), entry(r1, c1)), mul(entry(r0, c1), entry(r1, c0)));
+  };
+  if (size == 1)
+    return one(entry(0, 0));
+  if (size == 2)
+    return one(minor(0, 1, 0, 1));
+  Value det = sub(mul(entry(0, 0), minor(1, 2, 1, 2)), mul(entry(0, 1), minor(1, 2, 0, 2)));
+  return one(AddOp::create(b, loc, det, mul(entry(0, 2), minor(1, 2, 0, 1))));
+}
+
 } // namespace
 
 void addCompositeHandlers(llvm::StringMap<Handler> &table) {
@@ -393,6 +435,7 @@ void addCompositeHandlers(llvm::StringMap<Handler> &table) {
   table["InstanceNormalization"] = importInstanceNorm;
   table["MeanVarianceNormalization"] = importMeanVarianceNorm;
   table["LRN"] = importLRN;
+  table["Det"] = importDet;
 }
 
 } // namespace kiln::onnx_import

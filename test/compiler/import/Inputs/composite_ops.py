@@ -65,3 +65,10 @@ np.save(os.path.join(out, "shrink_x.npy"), np.array([-3, -1, 0, 1, 3], np.float3
 np.save(os.path.join(out, "one_hot_i.npy"), np.array([1, -1, 7], np.int64))
 save("hann_window_huge", h.make_node("HannWindow", ["n"], ["y"]), [], y(1 << 25),
      [nh.from_array(np.array(1 << 25, np.int64), "n")])
+save("det3", h.make_node("Det", ["x"], ["y"]), [info("x", [2, 3, 3])], y(2))
+save("det4", h.make_node("Det", ["x"], ["y"]), [info("x", [4, 4])], y())
+# det [[2, 0, 1], [1, 3, 2], [1, 1, 1]] = 2 (3 - 2) - 0 + 1 (1 - 3) = 0, and
+# det [[1, 2, 3], [0, 1, 4], [5, 6, 0]] = 1.
+np.save(os.path.join(out, "det3_x.npy"),
+        np.array([[[2, 0, 1], [1, 3, 2], [1, 1, 1]], [[1, 2, 3], [0, 1, 4], [5, 6, 0]]],
+                 np.float32))
