@@ -51,10 +51,6 @@ FailureOr<int64_t> blockSize(Importer &im, Node &n, RankedTensorType type) {
   return b;
 }
 
-Value reshape(Importer &im, Location loc, Value x, ArrayRef<int64_t> shape) {
-  return reshapeTo(im.builder, loc, x, shape);
-}
-
 // DCR: [N, b, b, C/b², H, W] -> [N, C/b², H, b, W, b];
 // CRD: [N, C/b², b, b, H, W] -> [N, C/b², H, b, W, b].
 Results importDepthToSpace(Importer &im, Node &n) {
@@ -73,12 +69,12 @@ Results importDepthToSpace(Importer &im, Node &n) {
     return im.failNode(n, ImportFailure::Invalid, "unknown mode '" + mode + "' (DCR, CRD)");
   int64_t depth = c / (*b * *b);
   bool dcr = mode == "DCR";
-  Value v = dcr ? reshape(im, n.loc, n.input(0), {shape[0], *b, *b, depth, h, w})
-                : reshape(im, n.loc, n.input(0), {shape[0], depth, *b, *b, h, w});
+  Value v = dcr ? reshapeTo(im.builder, n.loc, n.input(0), {shape[0], *b, *b, depth, h, w})
+                : reshapeTo(im.builder, n.loc, n.input(0), {shape[0], depth, *b, *b, h, w});
   SmallVector<int64_t> perm = dcr ? SmallVector<int64_t>{0, 3, 4, 1, 5, 2}
                                   : SmallVector<int64_t>{0, 1, 4, 2, 5, 3};
   v = TransposeOp::create(im.builder, n.loc, v, perm);
-  return one(reshape(im, n.loc, v, {shape[0], depth, h * *b, w * *b}));
+  return one(reshapeTo(im.builder, n.loc, v, {shape[0], depth, h * *b, w * *b}));
 }
 
 // [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b].
@@ -93,9 +89,9 @@ Results importSpaceToDepth(Importer &im, Node &n) {
     return im.failNode(n, ImportFailure::Invalid,
                        "the height and width (" + std::to_string(h) + ", " + std::to_string(w) +
                            ") must be multiples of blocksize (" + std::to_string(*b) + ")");
-  Value v = reshape(im, n.loc, n.input(0), {shape[0], c, h / *b, *b, w / *b, *b});
+  Value v = reshapeTo(im.builder, n.loc, n.input(0), {shape[0], c, h / *b, *b, w / *b, *b});
   v = TransposeOp::create(im.builder, n.loc, v, ArrayRef<int64_t>{0, 3, 5, 1, 2, 4});
-  return one(reshape(im, n.loc, v, {shape[0], c * *b * *b, h / *b, w / *b}));
+  return one(reshapeTo(im.builder, n.loc, v, {shape[0], c * *b * *b, h / *b, w / *b}));
 }
 
 Results importEyeLike(Importer &im, Node &n) {
@@ -242,7 +238,7 @@ Results importOneHot(Importer &im, Node &n) {
 
   Type element = valueType.getElementType();
   auto scalar = RankedTensorType::get({}, element);
-  Value flat = reshape(im, loc, values, {2});
+  Value flat = reshapeTo(im.builder, loc, values, {2});
   auto pick = [&](int64_t i) {
     auto one = RankedTensorType::get({1}, element);
     Value slice = SliceOp::create(b, loc, one, flat, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{1});
@@ -304,8 +300,8 @@ Results importInstanceNorm(Importer &im, Node &n) {
   Value epsilon = im.splat(loc, element, n.getFloat("epsilon", 1e-5f));
   Value deviation = SqrtOp::create(b, loc, AddOp::create(b, loc, variance, epsilon));
   Value normalized = DivOp::create(b, loc, centered, deviation);
-  Value scaled = MulOp::create(b, loc, normalized, reshape(im, loc, scale, perChannel));
-  return one(AddOp::create(b, loc, scaled, reshape(im, loc, bias, perChannel)));
+  Value scaled = MulOp::create(b, loc, normalized, reshapeTo(im.builder, loc, scale, perChannel));
+  return one(AddOp::create(b, loc, scaled, reshapeTo(im.builder, loc, bias, perChannel)));
 }
 
 // ONNX's function body: (x - E[x]) / (sqrt(E[x²] - E[x]²) + 1e-9) over

@@ -4,6 +4,7 @@
 #include "dialects/kiln/KilnOps.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -225,13 +226,7 @@ static void recordBadIndex(OpBuilder &b, Location loc, Value index, int64_t size
 /// `index` wrapped when negative and clamped to [0, size), so that no index
 /// reads outside the data.
 static Value wrapAndClamp(OpBuilder &b, Location loc, Value index, int64_t size) {
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
-  Value wrapped = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
-  index = arith::SelectOp::create(b, loc, negative, wrapped, index);
-  index = arith::MaxSIOp::create(b, loc, index, zero);
-  return arith::MinSIOp::create(
-      b, loc, index, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(size - 1, 0)));
+  return clampIndex(b, loc, wrapNegative(b, loc, index, size), size);
 }
 
 /// `indices` wrapped when negative and clamped into [0, axisSize) by a
@@ -357,22 +352,16 @@ struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
   }
 };
 
-/// `acc` combined with `update` as a scatter's `reduction` says.
+/// `acc` combined with `update` as a scatter's `reduction` says ("none":
+/// the update replaces it).
 Value scatterCombine(OpBuilder &b, Location loc, StringRef reduction, Value acc, Value update) {
-  bool isFloat = isa<FloatType>(acc.getType());
-  if (reduction == "add")
-    return isFloat ? Value(arith::AddFOp::create(b, loc, acc, update))
-                   : Value(arith::AddIOp::create(b, loc, acc, update));
-  if (reduction == "mul")
-    return isFloat ? Value(arith::MulFOp::create(b, loc, acc, update))
-                   : Value(arith::MulIOp::create(b, loc, acc, update));
-  if (reduction == "max")
-    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, update))
-                   : Value(arith::MaxSIOp::create(b, loc, acc, update));
-  if (reduction == "min")
-    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, update))
-                   : Value(arith::MinSIOp::create(b, loc, acc, update));
-  return update;
+  std::optional<Combiner> combiner = llvm::StringSwitch<std::optional<Combiner>>(reduction)
+                                         .Case("add", Combiner::Add)
+                                         .Case("mul", Combiner::Mul)
+                                         .Case("max", Combiner::Max)
+                                         .Case("min", Combiner::Min)
+                                         .Default(std::nullopt);
+  return combiner ? combine(b, loc, *combiner, acc, update) : update;
 }
 
 /// A generic over the result, starting from `data`, with `extraLoops` more loops
@@ -412,11 +401,8 @@ Value scatterInto(PatternRewriter &rewriter, Location loc, Value data, int64_t e
 /// Whether `index` (wrapped when negative) equals `position` in a
 /// dimension of `size`; an index outside matches nothing.
 Value indexMatches(OpBuilder &b, Location loc, Value index, Value position, int64_t size) {
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
-  Value wrapped = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
-  index = arith::SelectOp::create(b, loc, negative, wrapped, index);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, index, position);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, wrapNegative(b, loc, index, size),
+                               position);
 }
 
 // ScatterElements: each result element visits the updates along the axis

@@ -15,8 +15,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-enum class Combiner { Add, Mul, Max, Min };
-
 /// The identity element of `combiner` for `type`.
 Value identity(OpBuilder &b, Location loc, Type type, Combiner combiner) {
   if (auto floatType = llvm::dyn_cast<FloatType>(type)) {
@@ -46,25 +44,6 @@ Value identity(OpBuilder &b, Location loc, Type type, Combiner combiner) {
   case Combiner::Min:
     return arith::ConstantOp::create(
         b, loc, b.getIntegerAttr(type, APInt::getSignedMaxValue(width)));
-  }
-  llvm_unreachable("unknown combiner");
-}
-
-Value combine(OpBuilder &b, Location loc, Combiner combiner, Value acc, Value x) {
-  bool isFloat = llvm::isa<FloatType>(x.getType());
-  switch (combiner) {
-  case Combiner::Add:
-    return isFloat ? Value(arith::AddFOp::create(b, loc, acc, x))
-                   : Value(arith::AddIOp::create(b, loc, acc, x));
-  case Combiner::Mul:
-    return isFloat ? Value(arith::MulFOp::create(b, loc, acc, x))
-                   : Value(arith::MulIOp::create(b, loc, acc, x));
-  case Combiner::Max:
-    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
-                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
-  case Combiner::Min:
-    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, x))
-                   : Value(arith::MinSIOp::create(b, loc, acc, x));
   }
   llvm_unreachable("unknown combiner");
 }

@@ -21,11 +21,6 @@ Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
-  index = arith::MaxSIOp::create(b, loc, index, indexConstant(b, loc, 0));
-  return arith::MinSIOp::create(b, loc, index, indexConstant(b, loc, size - 1));
-}
-
 // Each result coordinate minus the amount padded before it is the input
 // coordinate, brought back into the input as the mode says; in constant
 // mode an element whose coordinate falls outside is the constant.

@@ -95,9 +95,38 @@ Value convertScalar(OpBuilder &b, Location loc, Value value, Type to) {
   return arith::TruncIOp::create(b, loc, to, value);
 }
 
-/// A tensor of `type` computed element by element from the element's
-/// indices: a generic with the output as its only operand, tileable in every
-/// loop whatever the body reads.
+Value combine(OpBuilder &b, Location loc, Combiner combiner, Value acc, Value x) {
+  bool isFloat = llvm::isa<FloatType>(x.getType());
+  switch (combiner) {
+  case Combiner::Add:
+    return isFloat ? Value(arith::AddFOp::create(b, loc, acc, x))
+                   : Value(arith::AddIOp::create(b, loc, acc, x));
+  case Combiner::Mul:
+    return isFloat ? Value(arith::MulFOp::create(b, loc, acc, x))
+                   : Value(arith::MulIOp::create(b, loc, acc, x));
+  case Combiner::Max:
+    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
+                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
+  case Combiner::Min:
+    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, x))
+                   : Value(arith::MinSIOp::create(b, loc, acc, x));
+  }
+  llvm_unreachable("unknown combiner");
+}
+
+Value wrapNegative(OpBuilder &b, Location loc, Value index, int64_t size) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  Value wrapped = arith::AddIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, size));
+  return arith::SelectOp::create(b, loc, negative, wrapped, index);
+}
+
+Value clampIndex(OpBuilder &b, Location loc, Value index, int64_t size) {
+  index = arith::MaxSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::MinSIOp::create(
+      b, loc, index, arith::ConstantIndexOp::create(b, loc, std::max<int64_t>(size - 1, 0)));
+}
+
 Value generateFromIndices(
     OpBuilder &builder, Location loc, RankedTensorType type,
     function_ref<Value(OpBuilder &, Location, SmallVector<Value> &)> element) {

@@ -42,6 +42,23 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::Type to);
 
+/// How a reduction or a scatter merges a value into what it has so far.
+enum class Combiner { Add, Mul, Max, Min };
+
+/// `acc` combined with `x` (floats: NaN-propagating max and min; integers:
+/// signed).
+mlir::Value combine(mlir::OpBuilder &b, mlir::Location loc, Combiner combiner,
+                    mlir::Value acc, mlir::Value x);
+
+/// `index` (an index value) plus `size` when it is negative.
+mlir::Value wrapNegative(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index,
+                         int64_t size);
+
+/// `index` clamped to [0, size), so that it reads inside a dimension of
+/// `size` (size 0: 0).
+mlir::Value clampIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index,
+                       int64_t size);
+
 /// A tensor of `type` computed element by element from the element's
 /// indices (`element` may change them): a generic with the output as its
 /// only operand, tileable in every loop whatever the body reads.
