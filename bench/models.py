@@ -119,23 +119,30 @@ def inputs_for(spec, seed):
     return feeds
 
 
+def calibrate_batch_norms(model, shape):
+    """Sets the running statistics of every batch norm in `model` to those of random inputs
+    of `shape` (batch size aside) through the random network: a cumulative average over a
+    few batches of 8 (momentum None). With the default statistics a deep network's output is
+    all but constant."""
+    import torch
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.randn((8,) + tuple(shape[1:])))
+
+
 def build_model(name, batch):
     """The module (eval mode, random weights, calibrated batch norms) and its input spec."""
     import torch
     torch.manual_seed(0)
     model, spec = MODELS[name][1](batch)
-    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    if bns:
-        # Running statistics of random images through the random network: a cumulative
-        # average over a few batches (momentum None).
-        for bn in bns:
-            bn.reset_running_stats()
-            bn.momentum = None
-        model.train()
-        shape = spec[0][1]
-        with torch.no_grad():
-            for _ in range(4):
-                model(torch.randn((8,) + tuple(shape[1:])))
+    calibrate_batch_norms(model, spec[0][1])
     model.eval()
     return model, spec
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The ONNX node tests for NVIDIA GPUs, as ctest runs them:
-#   gpu.sh compile KILNC KILN_CONFORMANCE DATA EXPECTED WORK
+#   gpu.sh compile KILNC KILN_CONFORMANCE DATA EXPECTED WORK [ARGS...]
 #     every expected test compiled for cuda:sm_90, ptxas accepting all of it (no GPU needed);
-#   gpu.sh run KILNC KILN_CONFORMANCE KILN_RUN DATA EXPECTED WORK
+#   gpu.sh run KILNC KILN_CONFORMANCE KILN_RUN DATA EXPECTED WORK [ARGS...]
 #     the same tests run on gpu:0 and checked against ONNX's outputs;
+#     ARGS go to kiln-conformance as they are (e.g. --atol 1e-5);
 #   gpu.sh split-compile KILNC KILN_CONFORMANCE DATA EXPECTED WORK
 #   gpu.sh split-run KILNC KILN_CONFORMANCE KILN_RUN DATA EXPECTED WORK
 #     the multi-node (_expanded) tests split over cpu:0 and gpu:0 (every odd-numbered node on the
@@ -59,19 +60,21 @@ split-run)
   ;;
 compile)
   kilnc=$1 conformance=$2 data=$3 expected=$4 work=$5
+  shift 5
   rm -rf "$work"
   exec "$conformance" --kilnc "$kilnc" --compile-only --kilnc-arg=--target=cuda:sm_90 \
-    --data-dir "$data" --expected "$expected" --work-dir "$work"
+    --data-dir "$data" --expected "$expected" --work-dir "$work" "$@"
   ;;
 run)
   kilnc=$1 conformance=$2 run=$3 data=$4 expected=$5 work=$6
+  shift 6
   if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; } && [[ ! -e /dev/nvidia0 ]]; then
     echo "SKIP: no NVIDIA GPU on this machine (nvidia-smi -L lists none, no /dev/nvidia0)"
     exit 77
   fi
   rm -rf "$work"
   exec "$conformance" --kilnc "$kilnc" --kiln-run "$run" --kilnc-arg=--target=cuda:sm_90 \
-    --kiln-run-arg=--device=gpu:0 --data-dir "$data" --expected "$expected" --work-dir "$work"
+    --kiln-run-arg=--device=gpu:0 --data-dir "$data" --expected "$expected" --work-dir "$work" "$@"
   ;;
 *)
   echo "usage: gpu.sh compile|run ..." >&2
