@@ -51,6 +51,10 @@ static std::string cType(llvm::StringRef dtype) {
       .Case("i16", "int16_t")
       .Case("i32", "int32_t")
       .Case("i64", "int64_t")
+      .Case("u8", "uint8_t")
+      .Case("u16", "uint16_t")
+      .Case("u32", "uint32_t")
+      .Case("u64", "uint64_t")
       .Default("void");
 }
 
@@ -82,14 +86,17 @@ static LogicalResult describeFunction(func::FuncOp func, std::vector<TensorSigna
              << func.getSymName()
              << "'s signature must use statically shaped tensors of supported element types, got "
              << type;
-    std::string name = fallback, state;
+    std::string name = fallback, state, dtype = dtypeName(tensor.getElementType());
     if (attrs) {
       if (auto attr = attrs.getAs<StringAttr>("kiln.name"))
         name = attr.str();
       if (auto attr = attrs.getAs<StringAttr>("kiln.state"))
         state = attr.str();
+      // Tensors are signless; the importer marks ONNX's unsigned integers.
+      if (attrs.get("kiln.unsigned") && dtype[0] == 'i')
+        dtype[0] = 'u';
     }
-    into.push_back({name, dtypeName(tensor.getElementType()),
+    into.push_back({name, dtype,
                     llvm::SmallVector<int64_t>(tensor.getShape()), state});
     return success();
   };
@@ -181,7 +188,7 @@ llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module)
 
 void stripSignatureNames(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
-    for (llvm::StringRef attr : {"kiln.name", "kiln.state"}) {
+    for (llvm::StringRef attr : {"kiln.name", "kiln.state", "kiln.unsigned"}) {
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         func.removeArgAttr(i, attr);
       for (unsigned i = 0; i < func.getNumResults(); ++i)

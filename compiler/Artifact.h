@@ -94,8 +94,9 @@ struct PartitionPlan {
 /// when @main is not partitioned; failure after an error.
 llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(mlir::ModuleOp module);
 
-/// Drops the `kiln.name` attributes from @main once the signature is read;
-/// the LLVM dialect has no meaning for them.
+/// Drops the signature attributes (`kiln.name`, `kiln.state`,
+/// `kiln.unsigned`) from every function once the signature is read; the LLVM
+/// dialect has no meaning for them.
 void stripSignatureNames(mlir::ModuleOp module);
 
 /// Creates the target machine for `options` (host triple), or reports why not.

@@ -15,6 +15,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -32,8 +33,20 @@ struct Node {
   Location loc;
   SmallVector<Value> inputs;
   int64_t opset;
+  /// Which inputs are ONNX unsigned integers (kiln tensors are signless).
+  SmallVector<bool> unsignedInputs = {};
+  /// Set by handlers whose outputs' signedness is not their inputs' (Cast,
+  /// constants, quantization); others follow UnsignedRule::Propagate.
+  SmallVector<std::optional<bool>> unsignedOutputs = {};
 
   Value input(size_t i) const { return i < inputs.size() ? inputs[i] : Value(); }
+  bool isUnsigned(size_t i) const { return i < unsignedInputs.size() && unsignedInputs[i]; }
+  bool anyUnsigned() const { return llvm::is_contained(unsignedInputs, true); }
+  void setUnsignedOutput(size_t i, bool isUnsigned) {
+    if (unsignedOutputs.size() <= i)
+      unsignedOutputs.resize(i + 1);
+    unsignedOutputs[i] = isUnsigned;
+  }
   const onnx::AttributeProto *attr(StringRef name) const {
     for (const auto &a : proto.attribute())
       if (a.name() == name)
@@ -116,8 +129,10 @@ struct Importer {
   static constexpr int64_t kMaxBuiltElements = int64_t(1) << 24;
   Location nodeLoc(const onnx::NodeProto &node, int index);
 
-  // Types and constants.
+  // Types and constants. ONNX's unsigned integers become signless kiln
+  // integers of their width; which values are unsigned is tracked by name.
   FailureOr<Type> elementType(int32_t onnxType, Location loc, const Twine &what);
+  static bool isUnsignedType(int32_t onnxType);
   FailureOr<DenseElementsAttr> tensorAttr(const onnx::TensorProto &tensor, Location loc);
   /// Creates an OpT whose result types its type inference derives, like
   /// OpT::create, except that invalid operands or attributes make it return
@@ -192,8 +207,27 @@ struct Importer {
   ImportFailure failure = ImportFailure::None;
   int64_t opset = 1;
   llvm::StringMap<Value> values;
+  /// The names of the values that are ONNX unsigned integers.
+  llvm::StringSet<> unsignedNames;
   llvm::DenseMap<Value, std::string> graphInputNames;
 };
+
+/// How an op treats unsigned integer operands (ONNX uint8..uint64).
+enum class UnsignedRule {
+  /// Integer results of an operand's type are unsigned when that operand is.
+  Propagate,
+  /// Results are never unsigned (Shape, Size).
+  Signed,
+  /// The handler reads the operands' signedness and sets the results'.
+  Handler,
+};
+/// The rule of every op that accepts unsigned operands; any other op given
+/// one is refused, naming it, rather than computing with signed semantics.
+const llvm::StringMap<UnsignedRule> &unsignedRules();
+
+/// Sets `is_unsigned` on `op` when its kiln op has that attribute and the
+/// node's operands are unsigned.
+void markUnsigned(Node &node, Operation *op);
 
 using Results = Importer::Results;
 using Handler = Importer::Handler;
@@ -231,6 +265,11 @@ void addControlFlowHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handlers of DFT and STFT to `table`.
 void addSignalHandlers(llvm::StringMap<Handler> &table);
+
+/// Adds the handlers of the quantization ops (QuantizeLinear,
+/// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+/// QLinearMatMul, QLinearConv) and BitShift to `table`.
+void addIntegerHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handler of ConvTranspose to `table`.
 void addConvTransposeHandlers(llvm::StringMap<Handler> &table);

@@ -78,7 +78,14 @@ FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc, const Twin
   case onnx::TensorProto::INT16:
     return Type(IntegerType::get(ctx, 16));
   case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
     return Type(IntegerType::get(ctx, 8));
+  case onnx::TensorProto::UINT16:
+    return Type(IntegerType::get(ctx, 16));
+  case onnx::TensorProto::UINT32:
+    return Type(IntegerType::get(ctx, 32));
+  case onnx::TensorProto::UINT64:
+    return Type(IntegerType::get(ctx, 64));
   case onnx::TensorProto::BOOL:
     return Type(IntegerType::get(ctx, 1));
   default:
@@ -91,8 +98,14 @@ FailureOr<Type> Importer::elementType(int32_t onnxType, Location loc, const Twin
   (void)fail(loc, ImportFailure::Unsupported,
              what + " has element type " + name +
                  ", which Kiln does not support (supported: float, double, "
-                 "float16, bfloat16, int64, int32, int16, int8, bool)");
+                 "float16, bfloat16, int64, int32, int16, int8, uint64, uint32, uint16, "
+                 "uint8, bool)");
   return mlir::failure();
+}
+
+bool Importer::isUnsignedType(int32_t onnxType) {
+  return onnxType == onnx::TensorProto::UINT8 || onnxType == onnx::TensorProto::UINT16 ||
+         onnxType == onnx::TensorProto::UINT32 || onnxType == onnx::TensorProto::UINT64;
 }
 
 FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tensor,
@@ -138,6 +151,11 @@ FailureOr<DenseElementsAttr> Importer::tensorAttr(const onnx::TensorProto &tenso
     case onnx::TensorProto::INT64:
       for (int64_t v : tensor.int64_data())
         append(v, 8);
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      for (uint64_t v : tensor.uint64_data())
+        append(v, bytes);
       break;
     default: // int32_data carries every narrower type, f16/bf16 as bits.
       for (int32_t v : tensor.int32_data())
@@ -295,7 +313,11 @@ Handler paramOp(std::vector<std::pair<const char *, float>> params) {
 template <typename Op>
 Handler binaryOp() {
   return [](Importer &im, Node &n) -> Results {
-    return one(im.create<Op>(n.loc, n.input(0), n.input(1)));
+    FailureOr<Op> op = im.create<Op>(n.loc, n.input(0), n.input(1));
+    if (failed(op))
+      return failure();
+    markUnsigned(n, *op);
+    return one(*op);
   };
 }
 
@@ -310,6 +332,7 @@ Handler variadicOp(bool mean = false) {
       FailureOr<Op> op = im.create<Op>(n.loc, acc, v);
       if (failed(op))
         return failure();
+      markUnsigned(n, *op);
       acc = *op;
     }
     if (mean && n.inputs.size() > 1)
@@ -382,18 +405,26 @@ Results importDropout(Importer &im, Node &n) {
   return results;
 }
 
+/// Casts `n`'s input 0 to `element`, unsigned as `unsignedOutput` says.
+Results castTo(Importer &im, Node &n, Type element, bool unsignedOutput) {
+  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(), element);
+  auto cast = CastOp::create(im.builder, n.loc, type, n.input(0));
+  cast.setUnsignedInput(n.isUnsigned(0));
+  cast.setUnsignedOutput(unsignedOutput && element.isInteger() && !element.isInteger(1));
+  n.setUnsignedOutput(0, cast.getUnsignedOutput());
+  return one(cast);
+}
+
 Results importCast(Importer &im, Node &n) {
-  FailureOr<Type> to = im.elementType(n.getInt("to", 0), n.loc, "Cast's 'to'");
-  if (failed(to))
+  int64_t to = n.getInt("to", 0);
+  FailureOr<Type> element = im.elementType(to, n.loc, "Cast's 'to'");
+  if (failed(element))
     return failure();
-  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(), *to);
-  return one(CastOp::create(im.builder, n.loc, type, n.input(0)));
+  return castTo(im, n, *element, Importer::isUnsignedType(to));
 }
 
 Results importCastLike(Importer &im, Node &n) {
-  auto type = RankedTensorType::get(typeOf(n.input(0)).getShape(),
-                                    typeOf(n.input(1)).getElementType());
-  return one(CastOp::create(im.builder, n.loc, type, n.input(0)));
+  return castTo(im, n, typeOf(n.input(1)).getElementType(), n.isUnsigned(1));
 }
 
 Results importClip(Importer &im, Node &n) {
@@ -404,9 +435,9 @@ Results importClip(Importer &im, Node &n) {
     hi = im.splat(n.loc, element, n.getFloat("max", std::numeric_limits<float>::infinity()));
   }
   if (lo)
-    x = MaxOp::create(im.builder, n.loc, x, lo);
+    x = MaxOp::create(im.builder, n.loc, x, lo, n.anyUnsigned());
   if (hi)
-    x = MinOp::create(im.builder, n.loc, x, hi);
+    x = MinOp::create(im.builder, n.loc, x, hi, n.anyUnsigned());
   return one(x);
 }
 
@@ -426,7 +457,28 @@ Results importMod(Importer &im, Node &n) {
   bool fmod = n.getInt("fmod", 0) != 0;
   if (!fmod && llvm::isa<FloatType>(typeOf(n.input(0)).getElementType()))
     return im.failNode(n, ImportFailure::Invalid, "fmod must be 1 for floating-point inputs");
-  return one(im.create<ModOp>(n.loc, n.input(0), n.input(1), fmod));
+  FailureOr<ModOp> op = im.create<ModOp>(n.loc, n.input(0), n.input(1), fmod);
+  if (failed(op))
+    return failure();
+  markUnsigned(n, *op);
+  return one(*op);
+}
+
+/// Pow's exponent may have another type than its base; an unsigned one is
+/// converted to the base's type first (as unsigned).
+Results importPow(Importer &im, Node &n) {
+  if (n.isUnsigned(0))
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "an unsigned integer base is not supported (the exponent may be one)");
+  Value exponent = n.input(1);
+  if (n.isUnsigned(1)) {
+    auto type = RankedTensorType::get(typeOf(exponent).getShape(),
+                                      typeOf(n.input(0)).getElementType());
+    auto cast = CastOp::create(im.builder, n.loc, type, exponent);
+    cast.setUnsignedInput(true);
+    exponent = cast;
+  }
+  return one(im.create<PowOp>(n.loc, n.input(0), exponent));
 }
 
 Results importWhere(Importer &im, Node &n) {
@@ -570,12 +622,29 @@ Results importPool(Importer &im, Node &n) {
   if (failed(pads))
     return failure();
   bool ceil = n.getInt("ceil_mode", 0) != 0;
-  FailureOr<Op> op = im.create<Op>(n.loc, n.input(0), *kernel, strides, *pads, dilations, ceil);
+  // Max pooling of 8- and 16-bit integers runs in f32, which holds them
+  // exactly (the maximum of a window is one of its elements).
+  Value input = n.input(0);
+  Type element = x.getElementType();
+  bool integers = std::is_same_v<Op, MaxPoolOp> && element.isInteger() && !element.isInteger(1);
+  if (integers) {
+    if (element.getIntOrFloatBitWidth() > 16)
+      return im.failNode(n, ImportFailure::Unsupported,
+                         "max pooling of integers wider than 16 bits is not supported");
+    auto cast = CastOp::create(im.builder, n.loc, x.clone(im.builder.getF32Type()), input);
+    cast.setUnsignedInput(n.isUnsigned(0));
+    input = cast;
+  }
+  FailureOr<Op> op = im.create<Op>(n.loc, input, *kernel, strides, *pads, dilations, ceil);
   if (failed(op))
     return failure();
   if constexpr (std::is_same_v<Op, AveragePoolOp>)
     op->setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
-  return one(*op);
+  if (!integers)
+    return one(*op);
+  auto back = CastOp::create(im.builder, n.loc, typeOf(*op).clone(element), *op);
+  back.setUnsignedOutput(n.isUnsigned(0));
+  return one(back);
 }
 
 template <typename Op>
@@ -1015,6 +1084,7 @@ Results importConstantOfShape(Importer &im, Node &n) {
     if (failed(v))
       return failure();
     value = *v;
+    n.setUnsignedOutput(0, Importer::isUnsignedType(attr->t().data_type()));
   } else {
     value = DenseElementsAttr::get(RankedTensorType::get({1}, im.builder.getF32Type()),
                                    im.builder.getF32FloatAttr(0));
@@ -1029,6 +1099,7 @@ Results importConstant(Importer &im, Node &n) {
     FailureOr<DenseElementsAttr> v = im.tensorAttr(a->t(), n.loc);
     if (failed(v))
       return failure();
+    n.setUnsignedOutput(0, Importer::isUnsignedType(a->t().data_type()));
     return one(im.constant(n.loc, *v));
   }
   if (const auto *a = n.attr("value_float"))
@@ -1120,7 +1191,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Sub"] = binaryOp<SubOp>();
     t["Mul"] = binaryOp<MulOp>();
     t["Div"] = binaryOp<DivOp>();
-    t["Pow"] = binaryOp<PowOp>();
+    t["Pow"] = importPow;
     t["PRelu"] = binaryOp<PReluOp>();
     t["And"] = binaryOp<AndOp>();
     t["Or"] = binaryOp<OrOp>();
@@ -1184,6 +1255,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["ConstantOfShape"] = importConstantOfShape;
     t["Constant"] = importConstant;
     t["Range"] = importRange;
+    addIntegerHandlers(t);
     return t;
   }();
   return table;
@@ -1253,6 +1325,20 @@ LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
   // Drop trailing absent optionals so handlers can test input(i) simply.
   while (!node.inputs.empty() && !node.inputs.back())
     node.inputs.pop_back();
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    node.unsignedInputs.push_back(unsignedNames.contains(proto.input(i)));
+  const auto &rules = unsignedRules();
+  auto rule = rules.find(proto.op_type());
+  if (node.anyUnsigned() && (training || rule == rules.end()))
+    return fail(loc, ImportFailure::Unsupported,
+                proto.op_type() + ": unsigned integer operands (ONNX uint8 to uint64) are not "
+                                  "supported by this op");
+  if (node.anyUnsigned() && StringRef(proto.op_type()).starts_with("Scatter") &&
+      (node.getString("reduction", "none") == "max" ||
+       node.getString("reduction", "none") == "min"))
+    return fail(loc, ImportFailure::Unsupported,
+                proto.op_type() + ": reduction '" + node.getString("reduction", "none") +
+                    "' of unsigned integers is not supported");
 
   // Ops verify their operands through type inference; failures surface as
   // diagnostics at the node, caught here to classify them as invalid.
@@ -1278,10 +1364,61 @@ LogicalResult Importer::importNode(const onnx::NodeProto &proto, int index) {
                     proto.op_type() + ": output " + Twine(i) + " ('" + proto.output(i) +
                         "') is not supported");
   }
-  for (int i = 0; i < proto.output_size(); ++i)
-    if (!proto.output(i).empty())
-      values[proto.output(i)] = (*results)[i];
+  for (int i = 0; i < proto.output_size(); ++i) {
+    if (proto.output(i).empty())
+      continue;
+    Value value = (*results)[i];
+    values[proto.output(i)] = value;
+    // Which results are unsigned: as the handler says, or (Propagate) an
+    // integer result of the same type as an unsigned operand.
+    bool isUnsigned = false;
+    if (static_cast<size_t>(i) < node.unsignedOutputs.size() && node.unsignedOutputs[i]) {
+      isUnsigned = *node.unsignedOutputs[i];
+    } else if (rule != rules.end() && rule->second == UnsignedRule::Propagate && value) {
+      Type element = typeOf(value).getElementType();
+      isUnsigned = element.isInteger() && !element.isInteger(1) &&
+                   llvm::any_of(llvm::seq(node.inputs.size()), [&](size_t j) {
+                     return node.isUnsigned(j) && typeOf(node.inputs[j]).getElementType() == element;
+                   });
+    }
+    if (isUnsigned)
+      unsignedNames.insert(proto.output(i));
+  }
   return success();
+}
+
+const llvm::StringMap<UnsignedRule> &unsignedRules() {
+  static const llvm::StringMap<UnsignedRule> rules = [] {
+    llvm::StringMap<UnsignedRule> r;
+    // Ops that move, select or compare for equality, and wrapping
+    // arithmetic: the same bits whatever the sign.
+    for (const char *op :
+         {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
+          "Split", "Slice", "Gather", "GatherElements", "GatherND", "ScatterElements",
+          "ScatterND", "Scatter", "Expand", "Tile", "Compress", "ReverseSequence",
+          "DepthToSpace", "SpaceToDepth", "Pad", "Trilu", "Equal", "Where", "Add", "Sub",
+          "Mul", "Sum",
+          // Ops whose kiln op takes is_unsigned.
+          "Div", "Mod", "Max", "Min", "Clip", "Less", "LessOrEqual", "Greater",
+          "GreaterOrEqual", "BitShift", "MaxPool"})
+      r[op] = UnsignedRule::Propagate;
+    for (const char *op : {"Shape", "Size"})
+      r[op] = UnsignedRule::Signed;
+    for (const char *op : {"Cast", "CastLike", "Pow", "Constant", "ConstantOfShape",
+                           "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                           "MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"})
+      r[op] = UnsignedRule::Handler;
+    return r;
+  }();
+  return rules;
+}
+
+void markUnsigned(Node &node, Operation *op) {
+  if (!node.anyUnsigned())
+    return;
+  StringAttr name = StringAttr::get(op->getContext(), "is_unsigned");
+  if (llvm::is_contained(op->getName().getAttributeNames(), name))
+    op->setAttr(name, UnitAttr::get(op->getContext()));
 }
 
 namespace {
@@ -1454,6 +1591,8 @@ ImportResult Importer::run(llvm::StringRef bytes) {
       return finish();
     argTypes.push_back(RankedTensorType::get(shape, *element));
     argNames.push_back(input.name());
+    if (isUnsignedType(tensorType.elem_type()))
+      unsignedNames.insert(input.name());
   }
   for (const auto &entry : options.frozenInputs) {
     bool known = llvm::any_of(frozen, [&](const auto &f) { return f.first == entry.first(); });
@@ -1472,6 +1611,8 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     values[name] = entry->getArgument(i);
     graphInputNames[entry->getArgument(i)] = name;
     func.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
+    if (unsignedNames.contains(name))
+      func.setArgAttr(i, "kiln.unsigned", builder.getUnitAttr());
   }
   for (const auto &init : graph.initializer()) {
     Location loc = NameLoc::get(StringAttr::get(&context, "initializer '" + init.name() + "'"),
@@ -1480,6 +1621,8 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     if (failed(value))
       return finish();
     values[init.name()] = constant(loc, *value);
+    if (isUnsignedType(init.data_type()))
+      unsignedNames.insert(init.name());
   }
   for (const auto &[name, file] : frozen) {
     Location loc = NameLoc::get(StringAttr::get(&context, "input '" + name + "'"), fileLoc());
@@ -1496,6 +1639,8 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     if (failed(value))
       return finish();
     values[name] = constant(loc, *value);
+    if (isUnsignedType(tensor.data_type()))
+      unsignedNames.insert(name);
   }
 
   for (auto [index, node] : llvm::enumerate(graph.node()))
@@ -1529,8 +1674,15 @@ ImportResult Importer::run(llvm::StringRef bytes) {
   }
   func::ReturnOp::create(builder, fileLoc(), results);
   func.setType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  for (auto [i, output] : llvm::enumerate(graph.output()))
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
     func.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));
+    // The declared type says whether an output is unsigned; without one,
+    // what the importer tracked does.
+    bool declared = output.type().has_tensor_type() && output.type().tensor_type().elem_type();
+    if (declared ? isUnsignedType(output.type().tensor_type().elem_type())
+                 : unsignedNames.contains(output.name()))
+      func.setResultAttr(i, "kiln.unsigned", builder.getUnitAttr());
+  }
   if (!modelName.empty())
     (*module)->setAttr("kiln.model_name", builder.getStringAttr(modelName));
   (*module)->setAttr("kiln.opset", builder.getI64IntegerAttr(opset));

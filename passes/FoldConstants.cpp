@@ -351,6 +351,30 @@ DenseElementsAttr foldUnary(Operation *op, DenseElementsAttr input) {
   return writeScalars(resultType(op), values);
 }
 
+/// Folds an integer op with `is_unsigned` whose operands `at(operand, i)`
+/// returns zero-extended; division by zero is left to run time.
+DenseElementsAttr foldUnsigned(Operation *op, RankedTensorType type, int64_t count,
+                               function_ref<Scalar(size_t, int64_t)> at) {
+  SmallVector<Scalar> out(count);
+  auto compare = comparison(op);
+  for (int64_t i = 0; i < count; ++i) {
+    auto a = static_cast<uint64_t>(at(0, i).i), b = static_cast<uint64_t>(at(1, i).i);
+    std::optional<uint64_t> r;
+    if (compare)
+      r = compare(a < b, a == b);
+    else if (isa<MaxOp>(op))
+      r = std::max(a, b);
+    else if (isa<MinOp>(op))
+      r = std::min(a, b);
+    else if (isa<DivOp, ModOp>(op) && b != 0)
+      r = isa<DivOp>(op) ? a / b : a % b;
+    if (!r)
+      return {};
+    out[i].i = static_cast<int64_t>(*r);
+  }
+  return writeScalars(type, out);
+}
+
 DenseElementsAttr foldBroadcast(Operation *op, ArrayRef<DenseElementsAttr> operands) {
   RankedTensorType type = resultType(op);
   SmallVector<SmallVector<Scalar>> values;
@@ -370,6 +394,15 @@ DenseElementsAttr foldBroadcast(Operation *op, ArrayRef<DenseElementsAttr> opera
     return writeScalars(type, out);
   }
   bool isFloat = llvm::isa<FloatType>(operands[0].getElementType());
+  if (!isFloat && op->hasAttr("is_unsigned")) {
+    // Integers read as unsigned: zero-extended to 64 bits.
+    unsigned width = operands[0].getElementType().getIntOrFloatBitWidth();
+    uint64_t mask = width >= 64 ? ~uint64_t(0) : (uint64_t(1) << width) - 1;
+    for (SmallVector<Scalar> &operandValues : values)
+      for (Scalar &v : operandValues)
+        v.i = static_cast<int64_t>(static_cast<uint64_t>(v.i) & mask);
+    return foldUnsigned(op, type, count, at);
+  }
   if (auto compare = comparison(op)) {
     for (int64_t i = 0; i < count; ++i) {
       Scalar a = at(0, i), b = at(1, i);
@@ -407,7 +440,7 @@ DenseElementsAttr foldCast(CastOp op, DenseElementsAttr input) {
         out.push_back(v);
       }
     } else {
-      bool isSigned = !from.isInteger(1);
+      bool isSigned = !from.isInteger(1) && !op.getUnsignedInput();
       for (const APInt &i : input.getValues<APInt>()) {
         APFloat v(toFloat.getFloatSemantics());
         v.convertFromAPInt(i, isSigned, APFloat::rmNearestTiesToEven);
@@ -424,14 +457,14 @@ DenseElementsAttr foldCast(CastOp op, DenseElementsAttr input) {
         out.push_back(APInt(1, !v.isZero()));
         continue;
       }
-      APSInt result(width, /*isUnsigned=*/false);
+      APSInt result(width, /*isUnsigned=*/op.getUnsignedOutput());
       bool exact;
       if (v.convertToInteger(result, APFloat::rmTowardZero, &exact) & APFloat::opInvalidOp)
         return {}; // NaN or out of range: undefined, leave it to run time
       out.push_back(result);
     }
   } else {
-    bool isSigned = !from.isInteger(1);
+    bool isSigned = !from.isInteger(1) && !op.getUnsignedInput();
     for (const APInt &v : input.getValues<APInt>())
       out.push_back(width == 1 ? APInt(1, !v.isZero())
                                : (isSigned ? v.sextOrTrunc(width) : v.zextOrTrunc(width)));

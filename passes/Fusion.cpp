@@ -36,7 +36,7 @@ enum class OpClass { Elementwise, Movement, Reduction, Contraction, Opaque };
 OpClass classify(Operation *op) {
   if (op->hasTrait<OpTrait::Elementwise>() ||
       isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, PReluOp, ModOp, AndOp, OrOp,
-          XorOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, DropoutOp>(op))
+          XorOp, ShiftLeftOp, ShiftRightOp, EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, WhereOp, DropoutOp>(op))
     return OpClass::Elementwise;
   if (isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op))
     return OpClass::Movement;
@@ -59,7 +59,8 @@ bool isTransposeOfLastTwo(Operation *op) {
 bool isCheap(Operation *op) {
   return isa<AbsOp, NegOp, SignOp, ReluOp, FloorOp, CeilOp, RoundOp, NotOp, LeakyReluOp,
              HardSigmoidOp, ThresholdedReluOp, IsNaNOp, IsInfOp, AddOp, SubOp, MulOp,
-             MaxOp, MinOp, PReluOp, AndOp, OrOp, XorOp, EqualOp, LessOp, LessEqualOp,
+             MaxOp, MinOp, PReluOp, AndOp, OrOp, XorOp, ShiftLeftOp, ShiftRightOp, EqualOp,
+             LessOp, LessEqualOp,
              GreaterOp, GreaterEqualOp, WhereOp, CastOp, ReshapeOp, SqueezeOp,
              UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op);
 }

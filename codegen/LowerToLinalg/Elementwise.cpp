@@ -210,9 +210,36 @@ Value scalar(IsInfOp op, OpBuilder &b, Location loc, ValueRange a) {
 KILN_ARITH_BINARY(AddOp, AddFOp, AddIOp)
 KILN_ARITH_BINARY(SubOp, SubFOp, SubIOp)
 KILN_ARITH_BINARY(MulOp, MulFOp, MulIOp)
-KILN_ARITH_BINARY(MaxOp, MaximumFOp, MaxSIOp)
-KILN_ARITH_BINARY(MinOp, MinimumFOp, MinSIOp)
 #undef KILN_ARITH_BINARY
+Value scalar(MaxOp op, OpBuilder &b, Location loc, ValueRange a) {
+  if (isFloat(a[0]))
+    return arith::MaximumFOp::create(b, loc, a[0], a[1]);
+  if (op.getIsUnsigned())
+    return arith::MaxUIOp::create(b, loc, a[0], a[1]);
+  return arith::MaxSIOp::create(b, loc, a[0], a[1]);
+}
+Value scalar(MinOp op, OpBuilder &b, Location loc, ValueRange a) {
+  if (isFloat(a[0]))
+    return arith::MinimumFOp::create(b, loc, a[0], a[1]);
+  if (op.getIsUnsigned())
+    return arith::MinUIOp::create(b, loc, a[0], a[1]);
+  return arith::MinSIOp::create(b, loc, a[0], a[1]);
+}
+/// Shifts by the unsigned amount `a[1]`; LLVM leaves shifts by the bit width
+/// or more undefined, Kiln gives 0 (every bit shifted out).
+template <typename ShiftOp>
+Value shift(OpBuilder &b, Location loc, ValueRange a) {
+  Value width = cst(b, loc, a[1], a[1].getType().getIntOrFloatBitWidth());
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, a[1], width);
+  Value shifted = ShiftOp::create(b, loc, a[0], a[1]);
+  return arith::SelectOp::create(b, loc, inRange, shifted, cst(b, loc, a[0], 0));
+}
+Value scalar(ShiftLeftOp, OpBuilder &b, Location loc, ValueRange a) {
+  return shift<arith::ShLIOp>(b, loc, a);
+}
+Value scalar(ShiftRightOp, OpBuilder &b, Location loc, ValueRange a) {
+  return shift<arith::ShRUIOp>(b, loc, a);
+}
 /// Signed division and remainder with the two cases that trap on x86 made
 /// harmless: ONNX leaves x / 0 and INT_MIN / -1 undefined, and Kiln defines
 /// x / 0 = x % 0 = 0 and x / -1 = -x (wrapping), x % -1 = 0, so that bad data
@@ -232,9 +259,21 @@ Value safeIntDivision(OpBuilder &b, Location loc, Value x, Value y, bool remaind
   Value edge = arith::SelectOp::create(b, loc, isMinusOne, negated, zero);
   return arith::SelectOp::create(b, loc, special, edge, quotient);
 }
-Value scalar(DivOp, OpBuilder &b, Location loc, ValueRange a) {
+/// Unsigned division and remainder, with x / 0 = x % 0 = 0 as for signed
+/// integers.
+Value safeUnsignedDivision(OpBuilder &b, Location loc, Value x, Value y, bool remainder) {
+  Value zero = cst(b, loc, y, 0);
+  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value divisor = arith::SelectOp::create(b, loc, isZero, cst(b, loc, y, 1), y);
+  Value result = remainder ? Value(arith::RemUIOp::create(b, loc, x, divisor))
+                           : Value(arith::DivUIOp::create(b, loc, x, divisor));
+  return arith::SelectOp::create(b, loc, isZero, zero, result);
+}
+Value scalar(DivOp op, OpBuilder &b, Location loc, ValueRange a) {
   if (isFloat(a[0]))
     return arith::DivFOp::create(b, loc, a[0], a[1]);
+  if (op.getIsUnsigned())
+    return safeUnsignedDivision(b, loc, a[0], a[1], /*remainder=*/false);
   return safeIntDivision(b, loc, a[0], a[1], /*remainder=*/false);
 }
 Value scalar(AndOp, OpBuilder &b, Location loc, ValueRange a) {
@@ -262,6 +301,8 @@ Value scalar(PReluOp, OpBuilder &b, Location loc, ValueRange a) {
 Value scalar(ModOp op, OpBuilder &b, Location loc, ValueRange a) {
   if (isFloat(a[0]))
     return arith::RemFOp::create(b, loc, a[0], a[1]);
+  if (op.getIsUnsigned())
+    return safeUnsignedDivision(b, loc, a[0], a[1], /*remainder=*/true);
   Value rem = safeIntDivision(b, loc, a[0], a[1], /*remainder=*/true);
   if (op.getFmod())
     return rem;
@@ -281,21 +322,26 @@ Value compare(OpBuilder &b, Location loc, ValueRange a, arith::CmpFPredicate f,
     return arith::CmpFOp::create(b, loc, f, a[0], a[1]);
   return arith::CmpIOp::create(b, loc, i, a[0], a[1]);
 }
-#define KILN_COMPARE(KilnOp, F, I)                                             \
-  Value scalar(KilnOp, OpBuilder &b, Location loc, ValueRange a) {             \
-    return compare(b, loc, a, arith::CmpFPredicate::F, arith::CmpIPredicate::I); \
+Value scalar(EqualOp, OpBuilder &b, Location loc, ValueRange a) {
+  return compare(b, loc, a, arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq);
+}
+#define KILN_COMPARE(KilnOp, F, I, U)                                          \
+  Value scalar(KilnOp op, OpBuilder &b, Location loc, ValueRange a) {          \
+    return compare(b, loc, a, arith::CmpFPredicate::F,                         \
+                   op.getIsUnsigned() ? arith::CmpIPredicate::U                \
+                                      : arith::CmpIPredicate::I);              \
   }
-KILN_COMPARE(EqualOp, OEQ, eq)
-KILN_COMPARE(LessOp, OLT, slt)
-KILN_COMPARE(LessEqualOp, OLE, sle)
-KILN_COMPARE(GreaterOp, OGT, sgt)
-KILN_COMPARE(GreaterEqualOp, OGE, sge)
+KILN_COMPARE(LessOp, OLT, slt, ult)
+KILN_COMPARE(LessEqualOp, OLE, sle, ule)
+KILN_COMPARE(GreaterOp, OGT, sgt, ugt)
+KILN_COMPARE(GreaterEqualOp, OGE, sge, uge)
 #undef KILN_COMPARE
 Value scalar(WhereOp, OpBuilder &b, Location loc, ValueRange a) {
   return arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
 }
 Value scalar(CastOp op, OpBuilder &b, Location loc, ValueRange a) {
-  return convertScalar(b, loc, a[0], op.getType().getElementType());
+  return convertScalar(b, loc, a[0], op.getType().getElementType(), op.getUnsignedInput(),
+                       op.getUnsignedOutput());
 }
 Value scalar(ExpandOp, OpBuilder &, Location, ValueRange a) { return a[0]; }
 
@@ -379,6 +425,7 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
       ElementwiseLowering<DivOp>, ElementwiseLowering<MaxOp>,
       ElementwiseLowering<MinOp>, ElementwiseLowering<AndOp>,
       ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
+      ElementwiseLowering<ShiftLeftOp>, ElementwiseLowering<ShiftRightOp>,
       ElementwiseLowering<PowOp>, ElementwiseLowering<PReluOp>,
       ElementwiseLowering<ModOp>, ElementwiseLowering<EqualOp>,
       ElementwiseLowering<LessOp>, ElementwiseLowering<LessEqualOp>,

@@ -58,13 +58,14 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
       b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
 
-Value convertScalar(OpBuilder &b, Location loc, Value value, Type to) {
+Value convertScalar(OpBuilder &b, Location loc, Value value, Type to, bool unsignedInput,
+                   bool unsignedOutput) {
   Type from = value.getType();
   if (from == to)
     return value;
   auto fromFloat = llvm::dyn_cast<FloatType>(from);
   auto toFloat = llvm::dyn_cast<FloatType>(to);
-  bool fromBool = from.isInteger(1);
+  bool fromUnsigned = from.isInteger(1) || unsignedInput;
   if (to.isInteger(1)) {
     if (fromFloat)
       return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
@@ -83,15 +84,16 @@ Value convertScalar(OpBuilder &b, Location loc, Value value, Type to) {
     return arith::TruncFOp::create(b, loc, to, value);
   }
   if (fromFloat)
-    return arith::FPToSIOp::create(b, loc, to, value);
+    return unsignedOutput ? Value(arith::FPToUIOp::create(b, loc, to, value))
+                          : Value(arith::FPToSIOp::create(b, loc, to, value));
   if (toFloat)
-    return fromBool ? Value(arith::UIToFPOp::create(b, loc, to, value))
-                    : Value(arith::SIToFPOp::create(b, loc, to, value));
+    return fromUnsigned ? Value(arith::UIToFPOp::create(b, loc, to, value))
+                        : Value(arith::SIToFPOp::create(b, loc, to, value));
   unsigned fromWidth = from.getIntOrFloatBitWidth();
   unsigned toWidth = to.getIntOrFloatBitWidth();
   if (fromWidth < toWidth)
-    return fromBool ? Value(arith::ExtUIOp::create(b, loc, to, value))
-                    : Value(arith::ExtSIOp::create(b, loc, to, value));
+    return fromUnsigned ? Value(arith::ExtUIOp::create(b, loc, to, value))
+                        : Value(arith::ExtSIOp::create(b, loc, to, value));
   return arith::TruncIOp::create(b, loc, to, value);
 }
 

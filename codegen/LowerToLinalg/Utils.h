@@ -38,9 +38,12 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);
 
 /// Converts a scalar between any two kiln element types with ONNX Cast
-/// semantics (float to int truncates, to i1 tests non-zero).
+/// semantics (float to int truncates, to i1 tests non-zero). Integers are
+/// signed unless `unsignedInput` (for `value`) or `unsignedOutput` (for
+/// `to`) says otherwise; i1 is always unsigned.
 mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value value, mlir::Type to);
+                          mlir::Value value, mlir::Type to, bool unsignedInput = false,
+                          bool unsignedOutput = false);
 
 /// How a reduction or a scatter merges a value into what it has so far.
 enum class Combiner { Add, Mul, Max, Min };

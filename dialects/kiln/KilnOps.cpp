@@ -155,6 +155,8 @@ KILN_BINARY_OP(PReluOp)
 KILN_BINARY_OP(AndOp)
 KILN_BINARY_OP(OrOp)
 KILN_BINARY_OP(XorOp)
+KILN_BINARY_OP(ShiftLeftOp)
+KILN_BINARY_OP(ShiftRightOp)
 #undef KILN_BINARY_OP
 
 // Pow allows an exponent of another numeric type, as ONNX does; the result

@@ -148,34 +148,44 @@ class Kiln_BroadcastOp<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
+// Integer tensors are signless, as in `arith`: ops whose result depends on
+// how integers are read take `is_unsigned` (ONNX's uint8..uint64).
+defvar Kiln_UnsignedAttr = (ins UnitAttr:$is_unsigned);
+defvar Kiln_UnsignedDoc = " With `is_unsigned`, integer operands are read as "
+  # "unsigned (ONNX's uint8 to uint64); integer tensors are signless, as in `arith`.";
+
 class Kiln_BinaryOp<string mnemonic, string onnx, string formula,
-                    Type type = Kiln_NumericTensor, list<Trait> traits = []>
+                    Type type = Kiln_NumericTensor, list<Trait> traits = [],
+                    dag extra = (ins)>
     : Kiln_BroadcastOp<mnemonic, traits> {
   let summary = "Elementwise " # formula # " with broadcasting (ONNX " # onnx # ")";
   let description = "Computes `" # formula # "` elementwise after "
     # "broadcasting `lhs` and `rhs` to a common shape by NumPy's rules."
+    # !if(!empty(extra), "", Kiln_UnsignedDoc)
     # "\n\n```mlir\n%z = kiln." # mnemonic
     # " %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>\n```\n";
-  let arguments = (ins type:$lhs, type:$rhs);
+  let arguments = !con((ins type:$lhs, type:$rhs), extra);
   let results = (outs type:$output);
 }
 
 def Kiln_AddOp : Kiln_BinaryOp<"add", "Add", "lhs + rhs", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
 def Kiln_SubOp : Kiln_BinaryOp<"sub", "Sub", "lhs - rhs", Kiln_NumericTensor, [Kiln_Differentiable]>;
 def Kiln_MulOp : Kiln_BinaryOp<"mul", "Mul", "lhs * rhs", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
-def Kiln_DivOp : Kiln_BinaryOp<"div", "Div", "lhs / rhs (integers truncate)", Kiln_NumericTensor, [Kiln_Differentiable]>;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "Div", "lhs / rhs (integers truncate)", Kiln_NumericTensor, [Kiln_Differentiable], Kiln_UnsignedAttr>;
 def Kiln_PowOp : Kiln_BinaryOp<"pow", "Pow", "lhs ^ rhs", Kiln_NumericTensor, [Kiln_Differentiable]>;
-def Kiln_MaxOp : Kiln_BinaryOp<"max", "Max", "max(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
-def Kiln_MinOp : Kiln_BinaryOp<"min", "Min", "min(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable]>;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "Max", "max(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable], Kiln_UnsignedAttr>;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "Min", "min(lhs, rhs)", Kiln_NumericTensor, [Commutative, Kiln_Differentiable], Kiln_UnsignedAttr>;
 def Kiln_PReluOp : Kiln_BinaryOp<"prelu", "PRelu", "lhs < 0 ? rhs * lhs : lhs",
                                  Kiln_FloatTensor>;
 def Kiln_ModOp : Kiln_BinaryOp<"mod", "Mod", "lhs mod rhs"> {
   let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
-                   DefaultValuedAttr<BoolAttr, "false">:$fmod);
+                   DefaultValuedAttr<BoolAttr, "false">:$fmod, UnitAttr:$is_unsigned);
   let description = [{
     The remainder of `lhs / rhs` after broadcasting. With `fmod = false`
     (integers only) the result takes the sign of the divisor, as Python's
     `%`; with `fmod = true` it takes the sign of the dividend, as C's `fmod`.
+    With `is_unsigned`, integer operands are read as unsigned (both rules
+    then agree).
 
     ```mlir
     %z = kiln.mod %x, %y {fmod = true} : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
@@ -185,20 +195,25 @@ def Kiln_ModOp : Kiln_BinaryOp<"mod", "Mod", "lhs mod rhs"> {
 def Kiln_AndOp : Kiln_BinaryOp<"and", "And", "lhs && rhs", Kiln_BoolTensor, [Commutative]>;
 def Kiln_OrOp : Kiln_BinaryOp<"or", "Or", "lhs || rhs", Kiln_BoolTensor, [Commutative]>;
 def Kiln_XorOp : Kiln_BinaryOp<"xor", "Xor", "lhs != rhs", Kiln_BoolTensor, [Commutative]>;
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", "BitShift LEFT",
+    "lhs << rhs (rhs unsigned; 0 when rhs >= the bit width)", Kiln_IntTensor>;
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", "BitShift RIGHT",
+    "lhs >> rhs, logical (rhs unsigned; 0 when rhs >= the bit width)", Kiln_IntTensor>;
 
 class Kiln_CompareOp<string mnemonic, string onnx, string formula,
-                     list<Trait> traits = []>
+                     list<Trait> traits = [], dag extra = Kiln_UnsignedAttr>
     : Kiln_BroadcastOp<mnemonic, traits> {
   let summary = "Elementwise comparison " # formula # " (ONNX " # onnx # ")";
   let description = "Yields `true` where `" # formula # "` holds, after "
     # "broadcasting `lhs` and `rhs` to a common shape."
+    # !if(!empty(extra), "", Kiln_UnsignedDoc)
     # "\n\n```mlir\n%z = kiln." # mnemonic
     # " %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>\n```\n";
-  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let arguments = !con((ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs), extra);
   let results = (outs Kiln_BoolTensor:$output);
 }
 
-def Kiln_EqualOp : Kiln_CompareOp<"equal", "Equal", "lhs == rhs", [Commutative]>;
+def Kiln_EqualOp : Kiln_CompareOp<"equal", "Equal", "lhs == rhs", [Commutative], (ins)>;
 def Kiln_LessOp : Kiln_CompareOp<"less", "Less", "lhs < rhs">;
 def Kiln_LessEqualOp : Kiln_CompareOp<"less_equal", "LessOrEqual", "lhs <= rhs">;
 def Kiln_GreaterOp : Kiln_CompareOp<"greater", "Greater", "lhs > rhs">;
@@ -258,12 +273,17 @@ def Kiln_CastOp : Kiln_Op<"cast", [Elementwise, SameOperandsAndResultShape, Kiln
   let description = [{
     Converts every element to the result's element type. Float to integer
     truncates toward zero; to `i1`, non-zero is `true`; from `i1`, `true` is 1.
+    Integer tensors are signless: `unsigned_input` reads the input's integers
+    as unsigned (zero-extended, converted to floats as unsigned), and
+    `unsigned_output` converts floats to unsigned integers. Values outside
+    the result type's range are undefined, as in ONNX.
 
     ```mlir
     %y = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
+    %z = kiln.cast %b {unsigned_input} : tensor<4xi8> -> tensor<4xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input, UnitAttr:$unsigned_input, UnitAttr:$unsigned_output);
   let results = (outs Kiln_Tensor:$output);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output)";
   let hasFolder = 1;

@@ -91,6 +91,16 @@ const TensorSpec &resolveValue(const Manifest &manifest, const StageValueRef &re
   return stage.results[ref.result];
 }
 
+// Whether a value of dtype `from` can be returned as `to`: the same dtype, or integers of the
+// same width, since stage results are signless and only the artifact's own outputs say
+// whether an integer is unsigned (u8 over a stage's i8).
+bool sameBits(DType from, DType to) {
+  auto integer = [](DType t) {
+    return t != KILN_DTYPE_INVALID && t != KILN_DTYPE_BOOL && !isFloatingPoint(t);
+  };
+  return from == to || (integer(from) && integer(to) && dtypeSize(from) == dtypeSize(to));
+}
+
 // The partition records must describe a program the executor can run without deadlock or
 // out-of-bounds reads.
 void validatePartitions(const Manifest &manifest, const std::string &source) {
@@ -122,7 +132,7 @@ void validatePartitions(const Manifest &manifest, const std::string &source) {
     const TensorSpec &from = resolveValue(manifest, manifest.outputSources[o],
                                           static_cast<int>(manifest.stages.size()),
                                           source + ": output '" + spec.name + "'");
-    if (from.dtype != spec.dtype || from.dims != spec.dims)
+    if (!sameBits(from.dtype, spec.dtype) || from.dims != spec.dims)
       throw Error(source + ": output '" + spec.name + "' is " + spec.typeString() +
                   " but its source is " + from.typeString());
   }

@@ -502,3 +502,58 @@ func.func @grid_sample_bicubic(%x: tensor<1x1x3x3xf32>, %g: tensor<1x2x2x2xf32>)
   %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "border"} : (tensor<1x1x3x3xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %0 : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// Unsigned integers: is_unsigned picks arith's unsigned ops; division by 0
+// gives 0 through a select, as for signed integers.
+// CHECK-LABEL: func @unsigned_ops
+// CHECK: arith.divui
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// CHECK: arith.remui
+// CHECK: arith.cmpi ult
+// CHECK: arith.cmpi uge
+// CHECK-NOT: arith.divsi
+// CHECK-NOT: arith.maxsi
+func.func @unsigned_ops(%a: tensor<4xi8>, %b: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi1>, tensor<4xi1>) {
+  %0 = kiln.div %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %1 = kiln.max %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %2 = kiln.min %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %3 = kiln.mod %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %4 = kiln.less %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi1>
+  %5 = kiln.greater_equal %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi1>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// Casts read and write unsigned integers as their attributes say.
+// CHECK-LABEL: func @unsigned_casts
+// CHECK: arith.uitofp
+// CHECK: arith.extui
+// CHECK: arith.fptoui
+// CHECK: arith.sitofp
+func.func @unsigned_casts(%a: tensor<4xi8>, %f: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xi8>, tensor<4xf32>) {
+  %0 = kiln.cast %a {unsigned_input} : tensor<4xi8> -> tensor<4xf32>
+  %1 = kiln.cast %a {unsigned_input} : tensor<4xi8> -> tensor<4xi32>
+  %2 = kiln.cast %f {unsigned_output} : tensor<4xf32> -> tensor<4xi8>
+  %3 = kiln.cast %a : tensor<4xi8> -> tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<4xf32>, tensor<4xi32>, tensor<4xi8>, tensor<4xf32>
+}
+
+// -----
+
+// Shifts by the bit width or more give 0 (LLVM leaves them undefined).
+// CHECK-LABEL: func @shifts
+// CHECK: arith.cmpi ult
+// CHECK: arith.shli
+// CHECK: arith.select
+// CHECK: arith.cmpi ult
+// CHECK: arith.shrui
+// CHECK: arith.select
+func.func @shifts(%a: tensor<4xi16>, %b: tensor<4xi16>) -> (tensor<4xi16>, tensor<4xi16>) {
+  %0 = kiln.shift_left %a, %b : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  %1 = kiln.shift_right %a, %b : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  return %0, %1 : tensor<4xi16>, tensor<4xi16>
+}

@@ -120,6 +120,37 @@ func.func @modulo() -> (tensor<4xi64>, tensor<4xi64>, tensor<2xf32>, tensor<2xi6
 
 // -----
 
+// With is_unsigned, integers fold as unsigned: 200 (-56 signed) / 3 = 66,
+// max(250, 5) = 250, 250 < 5 is false; unsigned division by zero is left
+// for run time. Casts zero-extend and convert as unsigned.
+// CHECK-LABEL: func @unsigned
+// CHECK-DAG: kiln.constant dense<[66, 0]> : tensor<2xi8>
+// CHECK-DAG: kiln.constant dense<[-6, 5]> : tensor<2xi8>
+// CHECK-DAG: kiln.constant dense<[false, true]> : tensor<2xi1>
+// CHECK-DAG: kiln.constant dense<[2.000000e+02, 5.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: kiln.constant dense<[200, 5]> : tensor<2xi32>
+// CHECK-DAG: kiln.constant dense<[-56, 3]> : tensor<2xi8>
+// CHECK: kiln.div {{.*}} {is_unsigned}
+func.func @unsigned() -> (tensor<2xi8>, tensor<2xi8>, tensor<2xi1>, tensor<2xf32>, tensor<2xi32>, tensor<2xi8>, tensor<2xi8>) {
+  %a = kiln.constant dense<[-56, 0]> : tensor<2xi8>
+  %b = kiln.constant dense<[3, 7]> : tensor<2xi8>
+  %c = kiln.constant dense<[-6, 3]> : tensor<2xi8>
+  %d = kiln.constant dense<[5, 5]> : tensor<2xi8>
+  %div = kiln.div %a, %b {is_unsigned} : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi8>
+  %max = kiln.max %c, %d {is_unsigned} : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi8>
+  %lt = kiln.less %c, %d {is_unsigned} : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi1>
+  %e = kiln.constant dense<[-56, 5]> : tensor<2xi8>
+  %f = kiln.cast %e {unsigned_input} : tensor<2xi8> -> tensor<2xf32>
+  %w = kiln.cast %e {unsigned_input} : tensor<2xi8> -> tensor<2xi32>
+  %g = kiln.constant dense<[200.0, 3.0]> : tensor<2xf32>
+  %u = kiln.cast %g {unsigned_output} : tensor<2xf32> -> tensor<2xi8>
+  %zero = kiln.constant dense<[0, 1]> : tensor<2xi8>
+  %left = kiln.div %a, %zero {is_unsigned} : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi8>
+  return %div, %max, %lt, %f, %w, %u, %left : tensor<2xi8>, tensor<2xi8>, tensor<2xi1>, tensor<2xf32>, tensor<2xi32>, tensor<2xi8>, tensor<2xi8>
+}
+
+// -----
+
 // An integer division by zero is left for run time, as are ops with a
 // non-constant operand.
 // CHECK-LABEL: func @not_folded

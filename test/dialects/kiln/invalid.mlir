@@ -624,3 +624,11 @@ func.func @grid_sample_grid_type(%x: tensor<1x3x8x8xf32>, %g: tensor<1x4x4x2xf64
   %0 = kiln.grid_sample %x, %g : (tensor<1x3x8x8xf32>, tensor<1x4x4x2xf64>) -> tensor<1x3x4x4xf32>
   return %0 : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+func.func @shift_of_floats(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 8-bit signless integer or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values}}
+  %0 = kiln.shift_left %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -65,6 +65,22 @@ func.func @where_cast(%c: tensor<2x1xi1>, %x: tensor<2x3xf32>, %y: tensor<f32>) 
 
 // -----
 
+// Integer tensors are signless; ops read them as unsigned where marked.
+// CHECK-LABEL: func @unsigned
+func.func @unsigned(%a: tensor<4xi8>, %b: tensor<4xi8>) -> (tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi8>) {
+  // CHECK: kiln.div %{{.*}}, %{{.*}} {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %0 = kiln.div %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  // CHECK: kiln.less_equal %{{.*}}, %{{.*}} {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi1>
+  %1 = kiln.less_equal %a, %b {is_unsigned} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi1>
+  // CHECK: kiln.cast %{{.*}} {unsigned_input} : tensor<4xi8> -> tensor<4xf32>
+  %2 = kiln.cast %a {unsigned_input} : tensor<4xi8> -> tensor<4xf32>
+  // CHECK: kiln.shift_right %{{.*}}, %{{.*}} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  %3 = kiln.shift_right %a, %b : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %0, %1, %2, %3 : tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi8>
+}
+
+// -----
+
 // CHECK-LABEL: func @contractions
 func.func @contractions(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>, %m: tensor<4x3xf32>, %n: tensor<5x4xf32>, %c: tensor<5xf32>) -> (tensor<2x3x5xf32>, tensor<3x5xf32>) {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
