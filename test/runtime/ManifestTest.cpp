@@ -255,6 +255,17 @@ TEST(Manifest, ParsesPartitionRecords) {
   EXPECT_EQ(m.outputSources[1].kind, kiln::rt::StageValueRef::Kind::Input);
 }
 
+TEST(Manifest, UnsignedOutputsOverSignlessStageResults) {
+  // Stage results are signless: an output may read a stage's i64 as u64, but not as u32.
+  std::string text = replaced(replaced(kPartitioned, "output-from stage:1:0", "output-from stage:1:1"),
+                              "output y f32 2x3", "output y u64 scalar");
+  Manifest m = parseManifest(text, "model.kiln");
+  EXPECT_EQ(m.outputs[0].dtype, KILN_DTYPE_U64);
+  EXPECT_NE(errorOf(replaced(text, "output y u64 scalar", "output y u32 scalar"))
+                .find("output 'y' is u32[scalar] but its source is i64[scalar]"),
+            std::string::npos);
+}
+
 TEST(Manifest, ReportsBadPartitionRecords) {
   // A stage that reads a later stage could deadlock; the parser refuses it.
   EXPECT_NE(errorOf(replaced(kPartitioned, "stage 0 cpu:0 1 input:0", "stage 0 cpu:0 1 stage:1:0"))
