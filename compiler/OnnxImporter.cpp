@@ -761,6 +761,35 @@ Results importArgReduce(Importer &im, Node &n) {
                            n.getInt("select_last_index", 0) != 0));
 }
 
+// TopK with K known at compile time: kiln.topk's indices, and the values
+// gathered by them. The results are always sorted (which sorted = 0 allows).
+Results importTopK(Importer &im, Node &n) {
+  int64_t rank = typeOf(n.input(0)).getRank();
+  int64_t axis = n.getInt("axis", -1);
+  if (axis < 0)
+    axis += rank;
+  int64_t k;
+  if (n.opset < 10) {
+    k = n.getInt("k", 0);
+  } else {
+    FailureOr<int64_t> given = im.constantInt(n, 1, "K");
+    if (failed(given))
+      return failure();
+    k = *given;
+  }
+  if (k == 0)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "K = 0 gives empty results, and Kiln does not compile empty tensors");
+  FailureOr<TopKOp> indices =
+      im.create<TopKOp>(n.loc, n.input(0), axis, k, n.getInt("largest", 1) != 0);
+  if (failed(indices))
+    return failure();
+  FailureOr<GatherElementsOp> values = im.create<GatherElementsOp>(n.loc, n.input(0), *indices, axis);
+  if (failed(values))
+    return failure();
+  return SmallVector<Value>{*values, *indices};
+}
+
 template <typename Op>
 Results importSoftmax(Importer &im, Node &n) {
   Value x = n.input(0);
@@ -1231,6 +1260,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["CumSum"] = importCumSum;
     t["ArgMax"] = importArgReduce<ArgMaxOp>;
     t["ArgMin"] = importArgReduce<ArgMinOp>;
+    t["TopK"] = importTopK;
     t["Softmax"] = importSoftmax<SoftmaxOp>;
     t["LogSoftmax"] = importSoftmax<LogSoftmaxOp>;
     t["Reshape"] = importReshape;

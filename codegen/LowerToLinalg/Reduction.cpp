@@ -207,6 +207,95 @@ struct CumSumLowering : OpRewritePattern<CumSumOp> {
   }
 };
 
+/// Whether `y` at axis position `j` comes before `x` at position `i` in
+/// TopK's order: a better value (NaN above every number), or an equal one at
+/// a lower position. A total order, so ranks are a permutation.
+Value comesBefore(OpBuilder &b, Location loc, Value y, Value j, Value x, Value i, bool largest) {
+  Value strictly, equal;
+  if (llvm::isa<FloatType>(y.getType())) {
+    Value yNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, y, y);
+    Value xNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    Value numbers = arith::CmpFOp::create(b, loc, largest ? arith::CmpFPredicate::OGT
+                                                          : arith::CmpFPredicate::OLT, y, x);
+    Value true_ = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+    Value xNumber = arith::XOrIOp::create(b, loc, xNaN, true_);
+    Value yNumber = arith::XOrIOp::create(b, loc, yNaN, true_);
+    // Largest: a NaN y beats a number x; smallest: a number y beats a NaN x.
+    Value nanWins = largest ? arith::AndIOp::create(b, loc, yNaN, xNumber)
+                            : arith::AndIOp::create(b, loc, yNumber, xNaN);
+    strictly = arith::OrIOp::create(b, loc, nanWins, numbers);
+    equal = arith::OrIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, yNaN, xNaN),
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, y, x));
+  } else {
+    strictly = arith::CmpIOp::create(b, loc, largest ? arith::CmpIPredicate::sgt
+                                                     : arith::CmpIPredicate::slt, y, x);
+    equal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, x);
+  }
+  Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, i);
+  return arith::OrIOp::create(b, loc, strictly, arith::AndIOp::create(b, loc, equal, earlier));
+}
+
+// TopK's indices in two generics with one extra loop, p, along the axis.
+// The first ranks every element within its row: how many elements of the
+// row come before it. The second gives result slot r the position whose
+// rank is r.
+// Work grows with the square of the axis's length (and its k-fold), but
+// needs no sort and stays parallel over the other dimensions.
+struct TopKLowering : OpRewritePattern<TopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TopKOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType inputType = op.getInput().getType();
+    int64_t rank = inputType.getRank(), axis = op.getAxis();
+    MLIRContext *ctx = rewriter.getContext();
+    Type i64 = rewriter.getI64Type();
+    SmallVector<AffineExpr> self, along;
+    for (int64_t d = 0; d < rank; ++d) {
+      self.push_back(rewriter.getAffineDimExpr(d));
+      along.push_back(rewriter.getAffineDimExpr(d == axis ? rank : d));
+    }
+    AffineMap selfMap = AffineMap::get(rank + 1, 0, self, ctx);
+    AffineMap alongMap = AffineMap::get(rank + 1, 0, along, ctx);
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto position = [&](OpBuilder &b, Location loc, int64_t dim) {
+      return linalg::IndexOp::create(b, loc, dim);
+    };
+
+    auto ranksType = RankedTensorType::get(inputType.getShape(), i64);
+    Value zero = scalarConstant(rewriter, loc, i64, 0);
+    bool largest = op.getLargest();
+    Value ranks =
+        linalg::GenericOp::create(
+            rewriter, loc, ranksType, ValueRange{op.getInput(), op.getInput()},
+            filledTensor(rewriter, loc, ranksType, zero),
+            SmallVector<AffineMap>{selfMap, alongMap, selfMap}, iterators,
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value before = comesBefore(b, loc, args[1], position(b, loc, rank), args[0],
+                                         position(b, loc, axis), largest);
+              Value one = arith::ExtUIOp::create(b, loc, i64, before);
+              linalg::YieldOp::create(b, loc, Value(arith::AddIOp::create(b, loc, args[2], one)));
+            })
+            .getResult(0);
+
+    RankedTensorType indicesType = op.getType();
+    Value picked =
+        linalg::GenericOp::create(
+            rewriter, loc, indicesType, ranks, filledTensor(rewriter, loc, indicesType, zero),
+            SmallVector<AffineMap>{alongMap, selfMap}, iterators,
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value slot = arith::IndexCastOp::create(b, loc, i64, position(b, loc, axis));
+              Value p = arith::IndexCastOp::create(b, loc, i64, position(b, loc, rank));
+              Value hit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[0], slot);
+              linalg::YieldOp::create(b, loc, Value(arith::SelectOp::create(b, loc, hit, p, args[1])));
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, picked);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
@@ -220,6 +309,7 @@ void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ArgReduceLowering<ArgMaxOp>>(ctx, true);
   patterns.add<ArgReduceLowering<ArgMinOp>>(ctx, false);
   patterns.add<CumSumLowering>(ctx);
+  patterns.add<TopKLowering>(ctx);
 }
 
 } // namespace kiln

@@ -446,6 +446,22 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *ctx,
   return inferArgReduce<ArgMinOp>(ctx, loc, adaptor, results);
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+  if (failed(checkAxes(loc, {axis}, input.getRank())))
+    return failure();
+  int64_t extent = input.getDimSize(axis);
+  if (k < 1 || k > extent)
+    return emitOptionalError(loc, "k = ", k, " must be between 1 and the extent of axis ", axis,
+                             " (", extent, ")");
+  SmallVector<int64_t> shape(input.getShape());
+  shape[axis] = k;
+  results.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

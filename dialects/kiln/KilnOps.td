@@ -440,6 +440,27 @@ class Kiln_ArgReduceOp<string mnemonic, string onnx, string what>
 def Kiln_ArgMaxOp : Kiln_ArgReduceOp<"argmax", "ArgMax", "largest">;
 def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin", "ArgMin", "smallest">;
 
+def Kiln_TopKOp : Kiln_Op<"topk", [InferTypeOpAdaptor]> {
+  let summary = "Indices of the k largest or smallest elements along `axis` (ONNX TopK)";
+  let description = [{
+    Along `axis`, yields the indices of the `k` largest elements (the
+    smallest with `largest = false`) in order, best first; the values are a
+    `kiln.gather_elements` by these indices. Equal elements keep their
+    order: the lower index comes first. NaN counts as larger than every
+    number (as in NumPy's sort). The result's `axis` dimension is `k`, which
+    must be between 1 and the input's extent.
+
+    ```mlir
+    %i = kiln.topk %x {axis = 1 : i64, k = 3 : i64} : (tensor<2x10xf32>) -> tensor<2x3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis, I64Attr:$k,
+                   DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Kiln_I64Tensor:$indices);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

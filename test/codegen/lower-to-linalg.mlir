@@ -557,3 +557,21 @@ func.func @shifts(%a: tensor<4xi16>, %b: tensor<4xi16>) -> (tensor<4xi16>, tenso
   %1 = kiln.shift_right %a, %b : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
   return %0, %1 : tensor<4xi16>, tensor<4xi16>
 }
+
+// -----
+
+// TopK: a generic ranks each element in its row (a reduction over a second
+// position p along the axis), a second gives slot r the position of rank r.
+// CHECK-LABEL: func @topk
+// CHECK: %[[RANKS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%arg0, %arg0 : tensor<2x6xf32>, tensor<2x6xf32>) outs(%{{.*}} : tensor<2x6xi64>)
+// CHECK: arith.cmpf uno
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpi ult
+// CHECK: arith.extui
+// CHECK: linalg.generic {{.*}} ins(%[[RANKS]] : tensor<2x6xi64>) outs(%{{.*}} : tensor<2x3xi64>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+func.func @topk(%x: tensor<2x6xf32>) -> tensor<2x3xi64> {
+  %0 = kiln.topk %x {axis = 1 : i64, k = 3 : i64} : (tensor<2x6xf32>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}

@@ -632,3 +632,12 @@ func.func @shift_of_floats(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32
   %0 = kiln.shift_left %a, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+func.func @topk_k_too_large(%x: tensor<2x4xf32>) -> tensor<2x5xi64> {
+  // expected-error @+2 {{k = 5 must be between 1 and the extent of axis 1 (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.topk %x {axis = 1 : i64, k = 5 : i64} : (tensor<2x4xf32>) -> tensor<2x5xi64>
+  return %0 : tensor<2x5xi64>
+}

@@ -81,6 +81,15 @@ func.func @unsigned(%a: tensor<4xi8>, %b: tensor<4xi8>) -> (tensor<4xi8>, tensor
 
 // -----
 
+// CHECK-LABEL: func @topk
+func.func @topk(%x: tensor<2x10xf32>) -> tensor<2x3xi64> {
+  // CHECK: kiln.topk %{{.*}} {axis = 1 : i64, k = 3 : i64, largest = false} : (tensor<2x10xf32>) -> tensor<2x3xi64>
+  %0 = kiln.topk %x {axis = 1 : i64, k = 3 : i64, largest = false} : (tensor<2x10xf32>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}
+
+// -----
+
 // CHECK-LABEL: func @contractions
 func.func @contractions(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>, %m: tensor<4x3xf32>, %n: tensor<5x4xf32>, %c: tensor<5xf32>) -> (tensor<2x3x5xf32>, tensor<3x5xf32>) {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>

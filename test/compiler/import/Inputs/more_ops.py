@@ -73,3 +73,16 @@ np.save(os.path.join(out, "scatter_d.npy"), np.zeros(4, np.float32))
 np.save(os.path.join(out, "scatter_u.npy"), np.array([5, 6], np.float32))
 np.save(os.path.join(out, "scatter_good.npy"), np.array([3, -4], np.int64))
 np.save(os.path.join(out, "scatter_bad.npy"), np.array([1, 9], np.int64))
+
+# TopK: ties keep their order, NaN is above every number.
+topk_x = np.array([[3, 1, 3, np.nan, -2, 7]], np.float32)
+np.save(os.path.join(out, "topk_x.npy"), topk_x)
+for name, largest in (("topk_largest", 1), ("topk_smallest", 0)):
+    save(name, h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=largest),
+         [info("x", [1, 6])], [info("v", [1, 4]), info("i", [1, 4], T.INT64)],
+         [nh.from_array(np.array([4], np.int64), "k")])
+save("topk_too_many", h.make_node("TopK", ["x", "k"], ["v", "i"]),
+     [info("x", [1, 6])], [info("v", [1, 7]), info("i", [1, 7], T.INT64)],
+     [nh.from_array(np.array([7], np.int64), "k")])
+save("topk_input_k", h.make_node("TopK", ["x", "k"], ["v", "i"]),
+     [info("x", [1, 6]), info("k", [1], T.INT64)], [info("v", [1, 2]), info("i", [1, 2], T.INT64)])
