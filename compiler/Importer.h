@@ -274,6 +274,19 @@ void addIntegerHandlers(llvm::StringMap<Handler> &table);
 /// Adds the handler of ConvTranspose to `table`.
 void addConvTransposeHandlers(llvm::StringMap<Handler> &table);
 
+/// Resolves ONNX's auto_pad for a window op over `kernel.size()` spatial
+/// dimensions into explicit pads (all begins, then all ends).
+FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64_t> input,
+                                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                           ArrayRef<int64_t> dilations);
+
+/// Conv of 5-D inputs: a sum of 2-D convolutions, one per filter depth.
+Results importConv3D(Importer &im, Node &n);
+
+/// MaxPool (`max`) or AveragePool of 5-D inputs, as two 2-D poolings: over
+/// height and width, then over depth.
+Results importPool3D(Importer &im, Node &n, bool max);
+
 /// Normalizes possibly negative `axes` for `rank`, sorted and unique; fails
 /// if one is out of range.
 FailureOr<SmallVector<int64_t>> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank);

@@ -502,42 +502,48 @@ Results importGemm(Importer &im, Node &n) {
                                n.getInt("transA", 0) != 0, n.getInt("transB", 0) != 0));
 }
 
-/// Resolves ONNX's auto_pad for a 2-D window op into explicit pads.
 FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64_t> input,
                                            ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                            ArrayRef<int64_t> dilations) {
+  size_t spatial = kernel.size();
   std::string autoPad = n.getString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
-    SmallVector<int64_t> pads = n.getInts("pads").value_or(SmallVector<int64_t>(4, 0));
-    if (pads.size() != 4) {
-      (void)im.failNode(n, ImportFailure::Invalid, "pads must have 4 values for a 2-D window");
+    SmallVector<int64_t> pads =
+        n.getInts("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+    if (pads.size() != 2 * spatial) {
+      (void)im.failNode(n, ImportFailure::Invalid,
+                        "pads must have " + Twine(2 * spatial) + " values for a " +
+                            Twine(spatial) + "-D window");
       return failure();
     }
     return pads;
   }
-  SmallVector<int64_t> pads(4, 0);
+  SmallVector<int64_t> pads(2 * spatial, 0);
   if (autoPad == "VALID")
     return pads;
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER") {
     (void)im.failNode(n, ImportFailure::Invalid, "unknown auto_pad '" + autoPad + "'");
     return failure();
   }
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < spatial; ++i) {
     int64_t out = (input[i] + strides[i] - 1) / strides[i];
     int64_t total = std::max<int64_t>(
         0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - input[i]);
     int64_t small = total / 2, large = total - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
-    pads[2 + i] = autoPad == "SAME_UPPER" ? large : small;
+    pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
   }
   return pads;
 }
 
 Results importConv(Importer &im, Node &n) {
   RankedTensorType x = typeOf(n.input(0)), w = typeOf(n.input(1));
+  if (x.getRank() == 5 && w.getRank() == 5)
+    return importConv3D(im, n);
   if (x.getRank() != 4 || w.getRank() != 4)
     return im.failNode(n, ImportFailure::Unsupported,
-                       "only 2-D convolution (4-D input) is supported, got input " +
+                       "only 2-D and 3-D convolution (4-D and 5-D inputs) are supported, got "
+                       "input " +
                            describeShape(x.getShape()));
   SmallVector<int64_t> kernel(w.getShape().drop_front(2));
   SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
@@ -603,14 +609,17 @@ Results importPool1D(Importer &im, Node &n) {
 template <typename Op>
 Results importPool(Importer &im, Node &n) {
   RankedTensorType x = typeOf(n.input(0));
-  if (x.getRank() == 3 && n.proto.output_size() == 1)
-    return importPool1D<Op>(im, n);
-  if (x.getRank() != 4)
-    return im.failNode(n, ImportFailure::Unsupported,
-                       "only 1-D and 2-D pooling (3-D and 4-D inputs) are supported, got input " +
-                           describeShape(x.getShape()));
   if (n.proto.output_size() > 1)
     return im.failNode(n, ImportFailure::Unsupported, "the Indices output is not supported");
+  if (x.getRank() == 3)
+    return importPool1D<Op>(im, n);
+  if (x.getRank() == 5 && llvm::isa<FloatType>(x.getElementType()))
+    return importPool3D(im, n, std::is_same_v<Op, MaxPoolOp>);
+  if (x.getRank() != 4)
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "only 1-D, 2-D and 3-D pooling of floats (3-D, 4-D and 5-D inputs) is "
+                       "supported, got input " +
+                           describeShape(x.getShape()));
   std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
   if (!kernel || kernel->size() != 2)
     return im.failNode(n, ImportFailure::Invalid, "kernel_shape must have 2 values");

@@ -1,0 +1,99 @@
+"""Writes 3-D Conv, MaxPool and AveragePool models into the folder argv[1],
+with inputs and references computed here by the definitions, in NumPy
+(float64, window by window)."""
+import itertools
+import os
+
+import numpy as np
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+from single_node import info, out, save
+
+rng = np.random.default_rng(3)
+
+
+def npy(name, array):
+    np.save(os.path.join(out, name + ".npy"), array)
+
+
+def out_size(size, k, s, d, p0, p1, ceil=False):
+    span = size + p0 + p1 - (k - 1) * d - 1
+    n = -(-span // s) if ceil else span // s
+    if ceil and n * s >= size + p0:  # a window must start inside the input or left padding
+        n -= 1
+    return n + 1
+
+
+def conv3d(x, w, b, strides, pads, dilations, group):
+    n, c = x.shape[:2]
+    cout, cg = w.shape[:2]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[3 + i]) for i in range(3)])
+    outs = [out_size(x.shape[2 + i], w.shape[2 + i], strides[i], dilations[i], pads[i], pads[3 + i])
+            for i in range(3)]
+    y = np.zeros((n, cout) + tuple(outs))
+    per = cout // group
+    for o in itertools.product(*[range(v) for v in outs]):
+        for g in range(group):
+            ws = w[g * per:(g + 1) * per]
+            for k in itertools.product(*[range(v) for v in w.shape[2:]]):
+                at = tuple(o[i] * strides[i] + k[i] * dilations[i] for i in range(3))
+                patch = xp[:, g * cg:(g + 1) * cg, at[0], at[1], at[2]]
+                y[(slice(None), slice(g * per, (g + 1) * per)) + o] += patch @ ws[(slice(None), slice(None)) + k].T
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1, 1)
+    return y
+
+
+def pool3d(x, kernel, strides, pads, dilations, ceil, mode, count_pads):
+    outs = [out_size(x.shape[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[3 + i], ceil)
+            for i in range(3)]
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for o in itertools.product(*[range(v) for v in outs]):
+        vals, padded = [], 0
+        for k in itertools.product(*[range(v) for v in kernel]):
+            at = [o[i] * strides[i] + k[i] * dilations[i] - pads[i] for i in range(3)]
+            inside = all(0 <= at[i] < x.shape[2 + i] for i in range(3))
+            in_pads = all(-pads[i] <= at[i] < x.shape[2 + i] + pads[3 + i] for i in range(3))
+            if inside:
+                vals.append(x[:, :, at[0], at[1], at[2]])
+            elif in_pads:
+                padded += 1
+        stack = np.stack(vals)
+        if mode == "max":
+            y[(slice(None), slice(None)) + o] = stack.max(0)
+        else:
+            y[(slice(None), slice(None)) + o] = stack.sum(0) / (len(vals) + (padded if count_pads else 0))
+    return y
+
+
+x = rng.standard_normal((2, 4, 5, 6, 7)).astype(np.float32)
+npy("x", x)
+w = rng.standard_normal((6, 2, 3, 2, 3)).astype(np.float32)
+b = rng.standard_normal(6).astype(np.float32)
+attrs = dict(strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0], dilations=[1, 2, 1], group=2)
+ref = conv3d(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **attrs)
+save("conv3d", h.make_node("Conv", ["x", "w", "b"], ["y"], **attrs), [info("x", list(x.shape))],
+     [info("y", list(ref.shape))], [nh.from_array(w, "w"), nh.from_array(b, "b")])
+npy("conv3d_ref", ref.astype(np.float32))
+
+for name, op, mode, extra in (
+        ("maxpool3d", "MaxPool", "max", dict(ceil_mode=1)),
+        ("avgpool3d", "AveragePool", "avg", dict(count_include_pad=0)),
+        ("avgpool3d_pads", "AveragePool", "avg", dict(count_include_pad=1, ceil_mode=1))):
+    window = dict(kernel_shape=[2, 3, 2], strides=[2, 2, 1], pads=[1, 1, 0, 0, 1, 1])
+    if op == "MaxPool":
+        window["dilations"] = [1, 1, 2]
+    ref = pool3d(x.astype(np.float64), window["kernel_shape"], window["strides"], window["pads"],
+                 window.get("dilations", [1, 1, 1]), extra.get("ceil_mode", 0), mode,
+                 extra.get("count_include_pad", 0))
+    save(name, h.make_node(op, ["x"], ["y"], **window, **extra), [info("x", list(x.shape))],
+         [info("y", list(ref.shape))])
+    npy(name + "_ref", ref.astype(np.float32))
+
+# Errors name the node.
+save("conv3d_too_deep", h.make_node("Conv", ["x", "w"], ["y"]), [info("x", list(x.shape))],
+     [info("y", [2, 6, 1, 5, 5])], [nh.from_array(np.zeros((6, 4, 7, 2, 3), np.float32), "w")])
+save("pool3d_kernel", h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]),
+     [info("x", list(x.shape))], [info("y", [2, 4, 4, 5, 7])])
