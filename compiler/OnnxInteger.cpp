@@ -243,25 +243,22 @@ FailureOr<Value> integerConv(Importer &im, Node &n, size_t x, size_t xZp, size_t
   return result->front();
 }
 
-/// An f64 tensor of integer values as int32.
-Value toInt32(Importer &im, Location loc, Value v) {
-  return CastOp::create(im.builder, loc, typeOf(v).clone(im.builder.getI32Type()), v);
+/// An integer product computed in f64 as the int32 result of MatMulInteger
+/// and ConvInteger.
+Results asInt32(Importer &im, Node &n, FailureOr<Value> product) {
+  if (failed(product))
+    return failure();
+  n.setUnsignedOutput(0, false);
+  return one(CastOp::create(im.builder, n.loc, typeOf(*product).clone(im.builder.getI32Type()),
+                            *product));
 }
 
 Results importMatMulInteger(Importer &im, Node &n) {
-  FailureOr<Value> product = integerMatMul(im, n, 0, 2, 1, 3);
-  if (failed(product))
-    return failure();
-  n.setUnsignedOutput(0, false);
-  return one(toInt32(im, n.loc, *product));
+  return asInt32(im, n, integerMatMul(im, n, 0, 2, 1, 3));
 }
 
 Results importConvInteger(Importer &im, Node &n) {
-  FailureOr<Value> product = integerConv(im, n, 0, 2, 1, 3);
-  if (failed(product))
-    return failure();
-  n.setUnsignedOutput(0, false);
-  return one(toInt32(im, n.loc, *product));
+  return asInt32(im, n, integerConv(im, n, 0, 2, 1, 3));
 }
 
 /// Requantizes an integer accumulator (f64) by `multiplier` (f64, the
