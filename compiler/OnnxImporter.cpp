@@ -536,25 +536,48 @@ FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64
   return pads;
 }
 
+// 2-D convolution is kiln.conv; 1-D convolution is one of a single row
+// ([N, C, L] viewed as [N, C, 1, L]); 3-D has importConv3D.
 Results importConv(Importer &im, Node &n) {
   RankedTensorType x = typeOf(n.input(0)), w = typeOf(n.input(1));
   if (x.getRank() == 5 && w.getRank() == 5)
     return importConv3D(im, n);
-  if (x.getRank() != 4 || w.getRank() != 4)
+  int64_t rank = x.getRank(), spatial = rank - 2;
+  if ((rank != 3 && rank != 4) || w.getRank() != rank)
     return im.failNode(n, ImportFailure::Unsupported,
-                       "only 2-D and 3-D convolution (4-D and 5-D inputs) are supported, got "
-                       "input " +
-                           describeShape(x.getShape()));
+                       "only 1-D, 2-D and 3-D convolution (3-D, 4-D and 5-D inputs with filters "
+                       "of the same rank) are supported, got input " +
+                           describeShape(x.getShape()) + " and filter " +
+                           describeShape(w.getShape()));
   SmallVector<int64_t> kernel(w.getShape().drop_front(2));
-  SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>{1, 1});
+  SmallVector<int64_t> strides =
+      n.getInts("strides").value_or(SmallVector<int64_t>(spatial, 1));
   SmallVector<int64_t> dilations =
-      n.getInts("dilations").value_or(SmallVector<int64_t>{1, 1});
+      n.getInts("dilations").value_or(SmallVector<int64_t>(spatial, 1));
+  if (static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(dilations.size()) != spatial)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "strides and dilations need " + Twine(spatial) + " values");
   FailureOr<SmallVector<int64_t>> pads =
       windowPads(im, n, x.getShape().drop_front(2), kernel, strides, dilations);
   if (failed(pads))
     return failure();
-  return one(im.create<ConvOp>(n.loc, n.input(0), n.input(1), n.input(2), strides, *pads,
-                               dilations, n.getInt("group", 1)));
+  Value input = n.input(0), filter = n.input(1);
+  if (spatial == 1) {
+    OpBuilder &b = im.builder;
+    input = reshapeTo(b, n.loc, input, {x.getDimSize(0), x.getDimSize(1), 1, x.getDimSize(2)});
+    filter = reshapeTo(b, n.loc, filter, {w.getDimSize(0), w.getDimSize(1), 1, kernel[0]});
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    *pads = {0, (*pads)[0], 0, (*pads)[1]};
+  }
+  FailureOr<ConvOp> conv = im.create<ConvOp>(n.loc, input, filter, n.input(2), strides, *pads,
+                                             dilations, n.getInt("group", 1));
+  if (failed(conv) || spatial != 1)
+    return one(conv);
+  RankedTensorType y = conv->getType();
+  return one(reshapeTo(im.builder, n.loc, *conv,
+                       {y.getDimSize(0), y.getDimSize(1), y.getDimSize(3)}));
 }
 
 template <typename Op>

@@ -97,3 +97,15 @@ save("conv3d_too_deep", h.make_node("Conv", ["x", "w"], ["y"]), [info("x", list(
      [info("y", [2, 6, 1, 5, 5])], [nh.from_array(np.zeros((6, 4, 7, 2, 3), np.float32), "w")])
 save("pool3d_kernel", h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2]),
      [info("x", list(x.shape))], [info("y", [2, 4, 4, 5, 7])])
+
+# 1-D convolution (a row of the 2-D one), checked against NumPy.
+x1 = rng.standard_normal((2, 4, 11)).astype(np.float32)
+w1 = rng.standard_normal((6, 2, 3)).astype(np.float32)
+npy("x1", x1)
+attrs1 = dict(strides=[2], pads=[2, 1], dilations=[2], group=2)
+ref1 = conv3d(x1.astype(np.float64)[:, :, None, None, :], w1.astype(np.float64)[:, :, None, None, :],
+              None, strides=[1, 1, 2], pads=[0, 0, 2, 0, 0, 1], dilations=[1, 1, 2], group=2)
+ref1 = ref1[:, :, 0, 0, :]
+save("conv1d", h.make_node("Conv", ["x", "w"], ["y"], **attrs1), [info("x", list(x1.shape))],
+     [info("y", list(ref1.shape))], [nh.from_array(w1, "w")])
+npy("conv1d_ref", ref1.astype(np.float32))
