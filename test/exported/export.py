@@ -80,6 +80,28 @@ def gru_tagger(rng):
                      ("state", rng.standard_normal((1, 2, 20)).astype(np.float32))], ["tags"]
 
 
+def text_cnn(rng):
+    """Text CNN: embedding, dilated 1-D convolutions with batch norm, global max pooling."""
+    torch = _torch()
+    nn = torch.nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(60, 16)
+            self.convs = nn.Sequential(
+                nn.Conv1d(16, 24, 3, padding=1), nn.BatchNorm1d(24), nn.ReLU(),
+                nn.Conv1d(24, 24, 3, padding=2, dilation=2), nn.ReLU(),
+                nn.Conv1d(24, 32, 5, stride=2))
+            self.head = nn.Linear(32, 3)
+
+        def forward(self, tokens):
+            x = self.convs(self.embed(tokens).transpose(1, 2))
+            return self.head(nn.functional.adaptive_max_pool1d(x, 1).squeeze(2))
+
+    return Model(), [("tokens", rng.integers(0, 60, (2, 20)).astype(np.int64))], ["logits"]
+
+
 def unet(rng):
     """U-Net (Ronneberger et al.) as commonly written: double 3x3 convolutions with batch
     norm, max-pool downsampling, one up path by ConvTranspose and one by bilinear Upsample,
@@ -203,6 +225,7 @@ def swin(rng):
 MODELS = {
     "lstm_classifier": lstm_classifier,
     "gru_tagger": gru_tagger,
+    "text_cnn": text_cnn,
     "unet": unet,
     "fpn_detector": fpn_detector,
     "vit": vit,
