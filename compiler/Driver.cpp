@@ -184,23 +184,35 @@ std::string invalidSymbolName(llvm::StringRef name) {
   return "";
 }
 
-/// Numbers the gathers (Gather, GatherElements) and scatters
-/// (ScatterElements) of the CPU module `module` for run-time index checks
+/// Numbers the gathers (Gather, GatherElements, GatherND) and scatters
+/// (ScatterElements, ScatterND) of the CPU module `module` for run-time index checks
 /// (kIndexCheckAttr) and adds the global their failures are recorded in.
 /// Those by constant indices were checked when they were imported.
 std::vector<IndexCheck> planIndexChecks(ModuleOp module) {
   std::vector<IndexCheck> checks;
   OpBuilder builder(module.getContext());
   module.walk([&](Operation *op) {
-    if (!isa<GatherOp, GatherElementsOp, ScatterElementsOp>(op))
+    if (!isa<GatherOp, GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp>(op))
       return;
     Value data = op->getOperand(0), indices = op->getOperand(1);
     if (matchPattern(indices, m_Constant()))
       return;
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    // The extents the indices address: the axis's, or for GatherND and
+    // ScatterND one per coordinate of an index row (a check each, numbered
+    // from the op's id).
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(data.getType()).getShape();
+    int64_t depth = cast<RankedTensorType>(indices.getType()).getShape().back();
+    SmallVector<int64_t> extents;
+    if (auto gather = dyn_cast<GatherNDOp>(op))
+      llvm::append_range(extents, shape.slice(gather.getBatchDims(), depth));
+    else if (isa<ScatterNDOp>(op))
+      llvm::append_range(extents, shape.take_front(depth));
+    else
+      extents.push_back(shape[op->getAttrOfType<IntegerAttr>("axis").getInt()]);
     int64_t id = static_cast<int64_t>(checks.size());
     op->setAttr(kIndexCheckAttr, builder.getI64IntegerAttr(id));
-    checks.push_back({id, cast<RankedTensorType>(data.getType()).getDimSize(axis), nodeName(op->getLoc())});
+    for (int64_t extent : extents)
+      checks.push_back({static_cast<int64_t>(checks.size()), extent, nodeName(op->getLoc())});
   });
   if (!checks.empty()) {
     module.getContext()->getOrLoadDialect<memref::MemRefDialect>();

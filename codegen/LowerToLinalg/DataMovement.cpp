@@ -229,11 +229,14 @@ static Value wrapAndClamp(OpBuilder &b, Location loc, Value index, int64_t size)
   return clampIndex(b, loc, wrapNegative(b, loc, index, size), size);
 }
 
-/// `indices` wrapped when negative and clamped into [0, axisSize) by a
-/// generic over them, each index once; with `checkId` (kIndexCheckAttr) an
-/// index out of range is also recorded for the run to report.
-static Value clampedIndices(PatternRewriter &rewriter, Location loc, Value indices, int64_t axisSize,
-                            IntegerAttr checkId) {
+/// `indices` wrapped when negative and clamped into [0, size) by a generic
+/// over them, each index once; with `checkId` (kIndexCheckAttr) an index out
+/// of range is also recorded for the run to report. One size serves every
+/// index; several (GatherND's and ScatterND's rows of coordinates) give the
+/// size of each position along the last dimension, checked as `checkId`
+/// plus that position.
+static Value clampedIndices(PatternRewriter &rewriter, Location loc, Value indices,
+                            ArrayRef<int64_t> sizes, IntegerAttr checkId) {
   auto indexType = cast<RankedTensorType>(indices.getType());
   int64_t rank = indexType.getRank();
   AffineMap id = rewriter.getMultiDimIdentityMap(rank);
@@ -242,11 +245,25 @@ static Value clampedIndices(PatternRewriter &rewriter, Location loc, Value indic
              SmallVector<AffineMap>{id, id}, SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
              [&](OpBuilder &b, Location nested, ValueRange args) {
                Value index = arith::IndexCastOp::create(b, nested, b.getIndexType(), args[0]);
-               if (checkId)
-                 recordBadIndex(b, nested, index, axisSize, checkId.getInt());
-               index = wrapAndClamp(b, nested, index, axisSize);
+               Value position = sizes.size() > 1 ? linalg::IndexOp::create(b, nested, rank - 1) : Value();
+               Value clamped;
+               for (auto [j, size] : llvm::enumerate(sizes)) {
+                 Value here = position ? arith::CmpIOp::create(b, nested, arith::CmpIPredicate::eq, position,
+                                                               arith::ConstantIndexOp::create(b, nested, j))
+                                       : Value();
+                 if (checkId && here) {
+                   scf::IfOp::create(b, nested, here, [&](OpBuilder &then, Location loc) {
+                     recordBadIndex(then, loc, index, size, checkId.getInt() + j);
+                     scf::YieldOp::create(then, loc);
+                   });
+                 } else if (checkId) {
+                   recordBadIndex(b, nested, index, size, checkId.getInt());
+                 }
+                 Value inRange = wrapAndClamp(b, nested, index, size);
+                 clamped = clamped ? Value(arith::SelectOp::create(b, nested, here, inRange, clamped)) : inRange;
+               }
                linalg::YieldOp::create(
-                   b, nested, Value(arith::IndexCastOp::create(b, nested, indexType.getElementType(), index)));
+                   b, nested, Value(arith::IndexCastOp::create(b, nested, indexType.getElementType(), clamped)));
              })
       .getResult(0);
 }
@@ -325,13 +342,18 @@ struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
 
 // GatherND: a generic over the result reads each element's coordinates from
 // the last dimension of `indices`, each wrapped when negative and clamped
-// into its dimension, so that no read leaves `data`, then the element.
+// into its dimension, so that no read leaves `data`, then the element. With
+// a check id, a generic over the indices first reports any out of range.
 struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GatherNDOp op, PatternRewriter &rewriter) const override {
     RankedTensorType data = op.getData().getType(), indices = op.getIndices().getType();
     int64_t batch = op.getBatchDims(), leading = indices.getRank() - 1;
     int64_t depth = indices.getShape().back();
+    Value indexValues = op.getIndices();
+    if (auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr))
+      indexValues = clampedIndices(rewriter, op.getLoc(), indexValues,
+                                   data.getShape().slice(batch, depth), checkId);
     Value gathered = generateFromIndices(
         rewriter, op.getLoc(), op.getType(),
         [&](OpBuilder &b, Location loc, SmallVector<Value> &coords) -> Value {
@@ -339,7 +361,7 @@ struct GatherNDLowering : OpRewritePattern<GatherNDOp> {
           SmallVector<Value> dataCoords(coords.begin(), coords.begin() + batch);
           for (int64_t j = 0; j < depth; ++j) {
             at.push_back(arith::ConstantIndexOp::create(b, loc, j));
-            Value index = tensor::ExtractOp::create(b, loc, op.getIndices(), at);
+            Value index = tensor::ExtractOp::create(b, loc, indexValues, at);
             at.pop_back();
             index = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
             dataCoords.push_back(wrapAndClamp(b, loc, index, data.getDimSize(batch + j)));
@@ -419,7 +441,7 @@ struct ScatterElementsLowering : OpRewritePattern<ScatterElementsOp> {
     // are then invalid) and clamped; without, it writes nothing.
     Value indices = op.getIndices();
     if (auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr))
-      indices = clampedIndices(rewriter, op.getLoc(), indices, data.getDimSize(axis), checkId);
+      indices = clampedIndices(rewriter, op.getLoc(), indices, {data.getDimSize(axis)}, checkId);
     // The indices are read at [0, .., k, .., 0] only for the bound of k.
     SmallVector<int64_t> indexDims(rank, -1);
     indexDims[axis] = rank;
@@ -466,6 +488,12 @@ struct ScatterNDLowering : OpRewritePattern<ScatterNDOp> {
     ArrayRef<int64_t> rows = indices.getShape().drop_back();
     int64_t depth = indices.getShape().back();
     StringRef reduction = op.getReduction();
+    // With a check id, an index out of range is reported (the run's outputs
+    // are then invalid) and clamped; without, its row writes nothing.
+    Value indexValues = op.getIndices();
+    if (auto checkId = op->getAttrOfType<IntegerAttr>(kIndexCheckAttr))
+      indexValues = clampedIndices(rewriter, op.getLoc(), indexValues,
+                                   data.getShape().take_front(depth), checkId);
     // The indices are read at [rows..., 0] only for the rows' bounds.
     int64_t rank = data.getRank();
     SmallVector<int64_t> indexDims;
@@ -473,7 +501,7 @@ struct ScatterNDLowering : OpRewritePattern<ScatterNDOp> {
       indexDims.push_back(rank + i);
     indexDims.push_back(-1);
     Value result = scatterInto(
-        rewriter, op.getLoc(), op.getData(), rows.size(), op.getIndices(), indexDims,
+        rewriter, op.getLoc(), op.getData(), rows.size(), indexValues, indexDims,
         [&](OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<Value> row,
             Value acc) -> Value {
           SmallVector<Value> at(row);
@@ -481,7 +509,7 @@ struct ScatterNDLowering : OpRewritePattern<ScatterNDOp> {
           for (int64_t j = 0; j < depth; ++j) {
             at.push_back(arith::ConstantIndexOp::create(b, loc, j));
             Value index = arith::IndexCastOp::create(
-                b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, op.getIndices(), at));
+                b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, indexValues, at));
             at.pop_back();
             Value same = indexMatches(b, loc, index, coords[j], data.getDimSize(j));
             match = match ? Value(arith::AndIOp::create(b, loc, match, same)) : same;

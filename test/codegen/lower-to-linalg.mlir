@@ -575,3 +575,29 @@ func.func @topk(%x: tensor<2x6xf32>) -> tensor<2x3xi64> {
   %0 = kiln.topk %x {axis = 1 : i64, k = 3 : i64} : (tensor<2x6xf32>) -> tensor<2x3xi64>
   return %0 : tensor<2x3xi64>
 }
+
+// -----
+
+// GatherND with index check 5 over data [3, 4]: the generic over the index
+// rows checks coordinate 0 against 3 (check 5, recorded as 6) and
+// coordinate 1 against 4 (check 6, recorded as 7), each where the row
+// position says, and clamps each into its own dimension.
+// CHECK-LABEL: func @gather_nd_checked
+// CHECK: %[[CHECKED:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2x2xi64>)
+// CHECK: %[[POS:.*]] = linalg.index 1 : index
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[POS]], %c0
+// CHECK: scf.if %[[FIRST]] {
+// CHECK:   arith.cmpi sge, %{{.*}}, %c3
+// CHECK:   memref.atomic_rmw maxs %c6{{.*}}
+// CHECK: %[[SECOND:.*]] = arith.cmpi eq, %[[POS]], %c1
+// CHECK: scf.if %[[SECOND]] {
+// CHECK:   arith.cmpi sge, %{{.*}}, %c4
+// CHECK:   memref.atomic_rmw maxs %c7{{.*}}
+// CHECK: arith.select %[[SECOND]]
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<2xf32>)
+// CHECK: tensor.extract %[[CHECKED]]
+memref.global @kiln_index_check : memref<2xi64> = dense<0>
+func.func @gather_nd_checked(%x: tensor<3x4xf32>, %i: tensor<2x2xi64>) -> tensor<2xf32> {
+  %0 = kiln.gather_nd %x, %i {kiln.index_check = 5 : i64} : (tensor<3x4xf32>, tensor<2x2xi64>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -185,8 +185,8 @@ int main(int argc, char **argv) {
       cl::value_desc("name=file.pb"), cl::cat(category));
   cl::opt<bool> noIndexChecks(
       "no-index-checks",
-      cl::desc("Do not check Gather, GatherElements and ScatterElements indices at run "
-               "time in CPU code. By default an index outside [-size, size) makes the run "
+      cl::desc("Do not check Gather, GatherElements, GatherND, ScatterElements and "
+               "ScatterND indices at run time in CPU code. By default an index outside [-size, size) makes the run "
                "fail naming the node and the index (gathers clamp out-of-range indices "
                "either way, so memory is never read out of bounds, and an unchecked scatter "
                "index out of range writes nothing; GPU code only clamps)"),

@@ -86,3 +86,21 @@ save("topk_too_many", h.make_node("TopK", ["x", "k"], ["v", "i"]),
      [nh.from_array(np.array([7], np.int64), "k")])
 save("topk_input_k", h.make_node("TopK", ["x", "k"], ["v", "i"]),
      [info("x", [1, 6]), info("k", [1], T.INT64)], [info("v", [1, 2]), info("i", [1, 2], T.INT64)])
+
+# GatherND and ScatterND by run-time indices: each coordinate is checked
+# against its own dimension of data [3, 5].
+save("gather_nd_runtime", h.make_node("GatherND", ["d", "i"], ["y"], name="pick"),
+     [info("d", [3, 5]), info("i", [2, 2], T.INT64)], [info("y", [2])], opset=13)
+save("scatter_nd_runtime", h.make_node("ScatterND", ["d", "i", "u"], ["y"], name="place"),
+     [info("d", [3, 5]), info("i", [2, 2], T.INT64), info("u", [2])], [info("y", [3, 5])], opset=13)
+np.save(os.path.join(out, "nd_d.npy"), np.arange(15, dtype=np.float32).reshape(3, 5))
+np.save(os.path.join(out, "nd_u.npy"), np.array([-1, -2], np.float32))
+np.save(os.path.join(out, "nd_good.npy"), np.array([[2, 4], [-1, -5]], np.int64))
+# 4 is in range for the second coordinate (5) but not for the first (3).
+np.save(os.path.join(out, "nd_bad.npy"), np.array([[0, 1], [4, 2]], np.int64))
+scatter_good = np.arange(15, dtype=np.float32).reshape(3, 5)
+scatter_good[2, 4], scatter_good[2, 0] = -1, -2
+np.save(os.path.join(out, "nd_scatter_good_ref.npy"), scatter_good)
+scatter_unchecked = np.arange(15, dtype=np.float32).reshape(3, 5)
+scatter_unchecked[0, 1] = -1  # the row [4, 2] writes nothing
+np.save(os.path.join(out, "nd_scatter_unchecked_ref.npy"), scatter_unchecked)
