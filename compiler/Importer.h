@@ -19,6 +19,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -160,12 +161,25 @@ struct Importer {
   Value constant(Location loc, DenseElementsAttr value) {
     return ConstantOp::create(builder, loc, value);
   }
+  /// A scalar constant of `element`; integers take `value` rounded toward
+  /// zero and saturated to int64 (an integer from the model goes through
+  /// intSplat, which keeps every int64 exactly).
   Value splat(Location loc, Type element, double value) {
     auto type = RankedTensorType::get({}, element);
     if (llvm::isa<FloatType>(element))
       return constant(loc, DenseElementsAttr::get(type, builder.getFloatAttr(element, value)));
-    return constant(loc, DenseElementsAttr::get(
-                             type, builder.getIntegerAttr(element, static_cast<int64_t>(value))));
+    constexpr double kTwo63 = 9223372036854775808.0;
+    int64_t integer = std::isnan(value)     ? 0
+                      : value >= kTwo63     ? INT64_MAX
+                      : value < -kTwo63     ? INT64_MIN
+                                            : static_cast<int64_t>(value);
+    return intSplat(loc, element, integer);
+  }
+  /// A scalar constant of the integer type `element` with value `value`
+  /// (truncated to its width).
+  Value intSplat(Location loc, Type element, int64_t value) {
+    return constant(loc, DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                                builder.getIntegerAttr(element, value)));
   }
   Value i64Constant(Location loc, ArrayRef<int64_t> values, bool scalar = false) {
     auto type = RankedTensorType::get(

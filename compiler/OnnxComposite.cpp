@@ -231,7 +231,7 @@ Results importOneHot(Importer &im, Node &n) {
   if (indexType.getElementType() != i64)
     index = CastOp::create(b, loc, RankedTensorType::get(indexType.getShape(), i64), indices);
   Value negative = LessOp::create(b, loc, index, im.splat(loc, i64, 0));
-  Value wrapped = AddOp::create(b, loc, index, im.splat(loc, i64, depth));
+  Value wrapped = AddOp::create(b, loc, index, im.intSplat(loc, i64, depth));
   index = WhereOp::create(b, loc, negative, wrapped, index);
   index = UnsqueezeOp::create(b, loc, index, ArrayRef<int64_t>{*axis});
   Value mask = EqualOp::create(b, loc, index, indexRamp(im, loc, i64, rank, *axis, depth));

@@ -434,10 +434,16 @@ Results importClip(Importer &im, Node &n) {
     lo = im.splat(n.loc, element, n.getFloat("min", -std::numeric_limits<float>::infinity()));
     hi = im.splat(n.loc, element, n.getFloat("max", std::numeric_limits<float>::infinity()));
   }
-  if (lo)
-    x = MaxOp::create(im.builder, n.loc, x, lo, n.anyUnsigned());
-  if (hi)
-    x = MinOp::create(im.builder, n.loc, x, hi, n.anyUnsigned());
+  for (auto [bound, isMax] : {std::pair(lo, true), std::pair(hi, false)}) {
+    if (!bound)
+      continue;
+    FailureOr<Operation *> op =
+        isMax ? FailureOr<Operation *>(im.create<MaxOp>(n.loc, x, bound, n.anyUnsigned()))
+              : FailureOr<Operation *>(im.create<MinOp>(n.loc, x, bound, n.anyUnsigned()));
+    if (failed(op))
+      return failure();
+    x = (*op)->getResult(0);
+  }
   return one(x);
 }
 

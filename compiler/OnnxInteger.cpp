@@ -181,7 +181,21 @@ FailureOr<Value> centered(Importer &im, Node &n, size_t index, size_t zpIndex,
   FailureOr<Value> zp = shapeZeroPoint(toFloat(im, n, zpIndex, f64));
   if (failed(zp))
     return failure();
-  return Value(SubOp::create(im.builder, n.loc, v, *zp));
+  FailureOr<SubOp> difference = im.create<SubOp>(n.loc, v, *zp);
+  if (failed(difference))
+    return failure();
+  return Value(*difference);
+}
+
+/// A zero point or scale that must be a scalar (one element), as a rank-0
+/// tensor; otherwise fails naming `what`.
+FailureOr<Value> scalarOperand(Importer &im, Node &n, Value v, StringRef what) {
+  if (typeOf(v).getNumElements() != 1) {
+    (void)im.failNode(n, ImportFailure::Invalid,
+                      what + " must be a scalar, got " + describeShape(typeOf(v).getShape()));
+    return failure();
+  }
+  return reshapeTo(im.builder, n.loc, v, {});
 }
 
 /// The integer product (A - a_zero_point) (B - b_zero_point) in f64, for
@@ -195,15 +209,17 @@ FailureOr<Value> integerMatMul(Importer &im, Node &n, size_t a, size_t aZp, size
   }
   // a's zero point is a scalar or one per row of A; b's one per column of B.
   FailureOr<Value> lhs = centered(im, n, a, aZp, [&](Value zp) -> FailureOr<Value> {
-    if (typeOf(zp).getNumElements() == 1 || aType.getRank() < 2)
-      return reshapeTo(im.builder, n.loc, zp, {});
+    if (aType.getRank() < 2)
+      return scalarOperand(im, n, zp, "a_zero_point");
     return alongAxis(im, n, zp, aType.getRank() - 2, aType.getRank(),
                      aType.getDimSize(aType.getRank() - 2), "a_zero_point");
   });
   if (failed(lhs))
     return failure();
+  RankedTensorType bType = typeOf(n.input(b));
   FailureOr<Value> rhs = centered(im, n, b, bZp, [&](Value zp) -> FailureOr<Value> {
-    return typeOf(zp).getNumElements() == 1 ? reshapeTo(im.builder, n.loc, zp, {}) : zp;
+    return alongAxis(im, n, zp, bType.getRank() - 1, bType.getRank(), bType.getShape().back(),
+                     "b_zero_point");
   });
   if (failed(rhs))
     return failure();
@@ -220,17 +236,15 @@ FailureOr<Value> integerConv(Importer &im, Node &n, size_t x, size_t xZp, size_t
                              size_t wZp) {
   RankedTensorType wType = typeOf(n.input(w));
   FailureOr<Value> input = centered(im, n, x, xZp, [&](Value zp) -> FailureOr<Value> {
-    if (typeOf(zp).getNumElements() != 1) {
-      (void)im.failNode(n, ImportFailure::Invalid, "x_zero_point must be a scalar");
-      return failure();
-    }
-    return reshapeTo(im.builder, n.loc, zp, {});
+    return scalarOperand(im, n, zp, "x_zero_point");
   });
   if (failed(input))
     return failure();
+  if (wType.getRank() < 1) {
+    (void)im.failNode(n, ImportFailure::Invalid, "the filter must have rank 1 or more");
+    return failure();
+  }
   FailureOr<Value> filter = centered(im, n, w, wZp, [&](Value zp) -> FailureOr<Value> {
-    if (wType.getRank() < 1)
-      return reshapeTo(im.builder, n.loc, zp, {});
     return alongAxis(im, n, zp, 0, wType.getRank(), wType.getDimSize(0), "w_zero_point");
   });
   if (failed(filter))
@@ -266,11 +280,15 @@ Results importConvInteger(Importer &im, Node &n) {
 /// y's zero point at `yZp`.
 Results requantize(Importer &im, Node &n, Value accumulator, Value multiplier, size_t yZp) {
   Type f64 = im.builder.getF64Type();
-  Value real = MulOp::create(im.builder, n.loc, accumulator, multiplier);
+  FailureOr<MulOp> real = im.create<MulOp>(n.loc, accumulator, multiplier);
+  if (failed(real))
+    return failure();
+  FailureOr<Value> zp = scalarOperand(im, n, toFloat(im, n, yZp, f64), "y_zero_point");
+  if (failed(zp))
+    return failure();
   bool isUnsigned = n.isUnsigned(yZp);
-  Value zp = reshapeTo(im.builder, n.loc, toFloat(im, n, yZp, f64), {});
   n.setUnsignedOutput(0, isUnsigned);
-  return one(quantize(im, n.loc, real, zp, isUnsigned));
+  return one(quantize(im, n.loc, *real, *zp, isUnsigned));
 }
 
 /// A scale operand in f64.
@@ -315,11 +333,12 @@ Results importQLinearConv(Importer &im, Node &n) {
     accumulator = AddOp::create(b, n.loc, accumulator, *bias);
   }
   FailureOr<Value> wScale = alongAxis(im, n, scaleF64(im, n, 4), 1, 4, channels, "w_scale");
-  if (failed(wScale))
+  FailureOr<Value> xScale = scalarOperand(im, n, scaleF64(im, n, 1), "x_scale");
+  FailureOr<Value> yScale = scalarOperand(im, n, scaleF64(im, n, 6), "y_scale");
+  if (failed(wScale) || failed(xScale) || failed(yScale))
     return failure();
-  auto scalar = [&](size_t i) { return reshapeTo(b, n.loc, scaleF64(im, n, i), {}); };
   Value multiplier =
-      DivOp::create(b, n.loc, MulOp::create(b, n.loc, scalar(1), *wScale), scalar(6));
+      DivOp::create(b, n.loc, MulOp::create(b, n.loc, *xScale, *wScale), *yScale);
   return requantize(im, n, accumulator, multiplier, 7);
 }
 

@@ -64,7 +64,7 @@ Results negativeLogLikelihood(Importer &im, Node &n, Value logProbs, Value label
                                  ArrayRef<int64_t>{1}, /*keepdims=*/false);
   }
   if (const auto *ignore = n.attr("ignore_index")) {
-    Value ignored = EqualOp::create(b, loc, labels, im.splat(loc, labelElement, ignore->i()));
+    Value ignored = EqualOp::create(b, loc, labels, im.intSplat(loc, labelElement, ignore->i()));
     Value kept = CastOp::create(b, loc, RankedTensorType::get(labelType.getShape(), element),
                                 NotOp::create(b, loc, ignored));
     weight = weight ? Value(MulOp::create(b, loc, weight, kept)) : kept;

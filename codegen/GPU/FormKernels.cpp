@@ -68,7 +68,7 @@ struct KilnGpuFormKernelsPass : impl::KilnGpuFormKernelsPassBase<KilnGpuFormKern
       SmallVector<FusionOp> fusions(func.getOps<FusionOp>());
       for (FusionOp fusion : fusions) {
         FusionKernels state{fusion, kernels, *target, maxBlocksPerSM, allowTf32, nextKernel,
-                            {}, OpBuilder(fusion)};
+                            llvm::DenseMap<Value, Value>(), OpBuilder(fusion)};
         if (failed(formKernels(state)))
           return signalPassFailure();
       }

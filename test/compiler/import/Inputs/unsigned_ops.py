@@ -88,3 +88,15 @@ graph_nodes = [h.make_node("Div", ["a", "b"], ["t"]), h.make_node("Max", ["t", "
 g = h.make_graph(graph_nodes, "split_u8", [u8("a"), u8("b")], [u8("y"), u8("t")])
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=8),
           os.path.join(out, "split_u8.onnx"))
+
+# Zero points and scales of the wrong shape are refused by name.
+save("matmul_integer_bad_zero", h.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"]),
+     [info("a", [2, 3], T.UINT8), info("b", [3, 2], T.INT8)], [info("y", [2, 2], T.INT32)],
+     inits=[nh.from_array(np.array([3, 250], np.uint8), "za"),
+            nh.from_array(np.zeros(18, np.int8), "zb")])
+save("qlinear_matmul_bad_zero", h.make_node(
+    "QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"]),
+     [info("a", [2, 3], T.UINT8), info("b", [3, 2], T.UINT8)], [info("y", [2, 2], T.UINT8)],
+     inits=[nh.from_array(np.array(0.5, np.float32), "sa"), nh.from_array(np.array(1, np.uint8), "za"),
+            nh.from_array(np.array(0.5, np.float32), "sb"), nh.from_array(np.array(2, np.uint8), "zb"),
+            nh.from_array(np.array(0.25, np.float32), "sy"), nh.from_array(np.array([1, 2], np.uint8), "zy")])
