@@ -36,6 +36,10 @@ struct Step {
                             " equal groups of tensors, and one output per tensor and state");
       return failure();
     }
+    if (llvm::is_contained(n.inputs, Value())) {
+      (void)im.failNode(n, ImportFailure::Invalid, "every operand must be given (none is optional)");
+      return failure();
+    }
     tensors = (operands - 2) / groups;
     Value r = n.input(0), t = n.input(1);
     element = typeOf(n.input(2)).getElementType();

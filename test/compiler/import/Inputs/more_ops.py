@@ -26,6 +26,10 @@ save("adam_groups", h.make_node("Adam", ["R", "T", "X", "G", "V"], ["X_new"],
                                 domain="ai.onnx.preview.training"),
      scalars + [info("X", [3]), info("G", [3]), info("V", [3])], [info("X_new", [3])],
      **training)
+save("adagrad_absent", h.make_node("Adagrad", ["R", "T", "X", "", "H"], ["X_new", "H_new"],
+                                   domain="ai.onnx.preview.training"),
+     scalars + [info("X", [3]), info("H", [3])], [info("X_new", [3]), info("H_new", [3])],
+     **training)
 save("compress", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
      [info("y", [2, 2])], [nh.from_array(np.array([True, False, False, True]), "c")])
 save("compress_none", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
