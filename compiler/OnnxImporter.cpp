@@ -434,15 +434,17 @@ Results importClip(Importer &im, Node &n) {
     lo = im.splat(n.loc, element, n.getFloat("min", -std::numeric_limits<float>::infinity()));
     hi = im.splat(n.loc, element, n.getFloat("max", std::numeric_limits<float>::infinity()));
   }
-  for (auto [bound, isMax] : {std::pair(lo, true), std::pair(hi, false)}) {
-    if (!bound)
-      continue;
-    FailureOr<Operation *> op =
-        isMax ? FailureOr<Operation *>(im.create<MaxOp>(n.loc, x, bound, n.anyUnsigned()))
-              : FailureOr<Operation *>(im.create<MinOp>(n.loc, x, bound, n.anyUnsigned()));
-    if (failed(op))
+  if (lo) {
+    FailureOr<MaxOp> above = im.create<MaxOp>(n.loc, x, lo, n.anyUnsigned());
+    if (failed(above))
       return failure();
-    x = (*op)->getResult(0);
+    x = *above;
+  }
+  if (hi) {
+    FailureOr<MinOp> below = im.create<MinOp>(n.loc, x, hi, n.anyUnsigned());
+    if (failed(below))
+      return failure();
+    x = *below;
   }
   return one(x);
 }

@@ -212,18 +212,10 @@ KILN_ARITH_BINARY(SubOp, SubFOp, SubIOp)
 KILN_ARITH_BINARY(MulOp, MulFOp, MulIOp)
 #undef KILN_ARITH_BINARY
 Value scalar(MaxOp op, OpBuilder &b, Location loc, ValueRange a) {
-  if (isFloat(a[0]))
-    return arith::MaximumFOp::create(b, loc, a[0], a[1]);
-  if (op.getIsUnsigned())
-    return arith::MaxUIOp::create(b, loc, a[0], a[1]);
-  return arith::MaxSIOp::create(b, loc, a[0], a[1]);
+  return combine(b, loc, Combiner::Max, a[0], a[1], op.getIsUnsigned());
 }
 Value scalar(MinOp op, OpBuilder &b, Location loc, ValueRange a) {
-  if (isFloat(a[0]))
-    return arith::MinimumFOp::create(b, loc, a[0], a[1]);
-  if (op.getIsUnsigned())
-    return arith::MinUIOp::create(b, loc, a[0], a[1]);
-  return arith::MinSIOp::create(b, loc, a[0], a[1]);
+  return combine(b, loc, Combiner::Min, a[0], a[1], op.getIsUnsigned());
 }
 /// Shifts by the unsigned amount `a[1]`; LLVM leaves shifts by the bit width
 /// or more undefined, Kiln gives 0 (every bit shifted out).

@@ -97,7 +97,8 @@ Value convertScalar(OpBuilder &b, Location loc, Value value, Type to, bool unsig
   return arith::TruncIOp::create(b, loc, to, value);
 }
 
-Value combine(OpBuilder &b, Location loc, Combiner combiner, Value acc, Value x) {
+Value combine(OpBuilder &b, Location loc, Combiner combiner, Value acc, Value x,
+              bool isUnsigned) {
   bool isFloat = llvm::isa<FloatType>(x.getType());
   switch (combiner) {
   case Combiner::Add:
@@ -107,11 +108,15 @@ Value combine(OpBuilder &b, Location loc, Combiner combiner, Value acc, Value x)
     return isFloat ? Value(arith::MulFOp::create(b, loc, acc, x))
                    : Value(arith::MulIOp::create(b, loc, acc, x));
   case Combiner::Max:
-    return isFloat ? Value(arith::MaximumFOp::create(b, loc, acc, x))
-                   : Value(arith::MaxSIOp::create(b, loc, acc, x));
+    if (isFloat)
+      return arith::MaximumFOp::create(b, loc, acc, x);
+    return isUnsigned ? Value(arith::MaxUIOp::create(b, loc, acc, x))
+                      : Value(arith::MaxSIOp::create(b, loc, acc, x));
   case Combiner::Min:
-    return isFloat ? Value(arith::MinimumFOp::create(b, loc, acc, x))
-                   : Value(arith::MinSIOp::create(b, loc, acc, x));
+    if (isFloat)
+      return arith::MinimumFOp::create(b, loc, acc, x);
+    return isUnsigned ? Value(arith::MinUIOp::create(b, loc, acc, x))
+                      : Value(arith::MinSIOp::create(b, loc, acc, x));
   }
   llvm_unreachable("unknown combiner");
 }

@@ -49,9 +49,9 @@ mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
 enum class Combiner { Add, Mul, Max, Min };
 
 /// `acc` combined with `x` (floats: NaN-propagating max and min; integers:
-/// signed).
+/// signed, or unsigned with `isUnsigned`).
 mlir::Value combine(mlir::OpBuilder &b, mlir::Location loc, Combiner combiner,
-                    mlir::Value acc, mlir::Value x);
+                    mlir::Value acc, mlir::Value x, bool isUnsigned = false);
 
 /// `index` (an index value) plus `size` when it is negative.
 mlir::Value wrapNegative(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index,
