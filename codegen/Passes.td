@@ -383,6 +383,17 @@ def KilnContractionsToBlasPass
     Its arguments: the site, the shape (c, ih, iw, f, kh, kw, oh, ow), the
     strides and dilations, the input and its channel and row strides, the
     filters, the output and its channel and row strides.
+
+    A depthwise convolution tile (one channel per group, a 2-D window, any
+    strides and dilations; filters constant or not) calls
+    `kiln_depthwise_conv2d` (runtime/kernels/DepthwiseConvolution.c, in the
+    same archive) once per image with all the tile's groups: vectorized
+    along the output rows (a strided row split into planes of every s-th
+    column first, narrow rows read as one run over the padded width), with
+    the widest vectors the running CPU has. Its arguments: groups, kh, kw,
+    oh, ow, the strides and dilations, the input and its channel and row
+    strides, the filters (dense, [groups][kh][kw]), the output and its
+    channel and row strides. The output holds the bias; the kernel adds.
   }];
   let options = [
     Option<"library", "library", "std::string", /*default=*/"\"onednn\"",

@@ -39,6 +39,8 @@ constexpr StringLiteral kConstantB = "kiln_matmul_constant_b";
 /// runtime/kernels/PackedConvolution.c: a 2-D convolution of one image, by
 /// Winograd's F(2x2, 3x3) for 3x3 filters at stride 1.
 constexpr StringLiteral kConvolution = "kiln_conv2d_constant_w";
+/// runtime/kernels/DepthwiseConvolution.c: a depthwise 2-D convolution tile.
+constexpr StringLiteral kDepthwise = "kiln_depthwise_conv2d";
 /// Channels per block of oneDNN's Winograd kernels (AVX-512 lanes): input and
 /// output channels come in whole blocks, or the call would fall back to a
 /// direct convolution no faster than im2col and sgemm.
@@ -54,12 +56,6 @@ constexpr int64_t kWinogradMinChannels = 32;
 /// the arithmetic (a 3x3 depthwise layer of MobileNetV2 ran 3 to 6 times
 /// slower that way than as loops vectorized along the output row).
 constexpr int64_t kMaxLoopWindow = 64;
-/// Largest output (positions per channel) of a depthwise convolution tile
-/// given to oneDNN: its depthwise kernels want channels innermost, and
-/// reordering a larger image there and back costs more than the loops do
-/// (MobileNetV2 on AVX-512: at 14x14 oneDNN took half the loops' time, at
-/// 112x112 four times it).
-constexpr int64_t kMaxDepthwisePrimitivePositions = 32 * 32;
 /// Smallest convolution call (multiply-adds) worth a oneDNN primitive: below
 /// it, its fixed cost per call (three primitives, four memory objects, about
 /// 1 us) outweighs what it saves over im2col and sgemm.
@@ -538,6 +534,8 @@ struct KilnContractionsToBlasPass
   /// vectorizable loops later) and one sgemm per batch index:
   /// output[channel, spatial] += filter[channel, window] * col[window, spatial].
   void rewrite(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
+    if (callDepthwise(op, loops))
+      return;
     if (constantB && library == "onednn" && callConvolution(op, loops))
       return;
     if (loopsVectorizeBetter(op, loops))
@@ -738,70 +736,153 @@ struct KilnContractionsToBlasPass
     return true;
   }
 
-  /// A convolution by constant filters through oneDNN, per batch element
-  /// (kiln_conv2d_constant_w): a 3x3 one at stride 1, wide and large enough
-  /// for Winograd, or a depthwise one (one channel per group; oneDNN's
-  /// depthwise kernels vectorize across channels, which Kiln's NCHW loops
-  /// cannot), whose tile passes its groups in one call. Returns false,
-  /// changing nothing, for any other convolution.
-  bool callConvolution(linalg::GenericOp op, const ConvolutionLoops &loops) {
+  /// A 2-D convolution tile in NCHW whose window is whole: either dense
+  /// (an output-channel loop `f` and an input-channel loop `c`, whole in the
+  /// tile) or depthwise (one channel per group: `f` = `c` is the innermost
+  /// batch loop, a tile holding any number of groups). The output's rows may
+  /// be a band, the last one shorter.
+  struct ConvolutionTile {
+    bool depthwise;
+    int64_t f, c, kh, kw, oh, ow;
+    /// (stride, dilation) of the rows and the columns.
+    std::pair<int64_t, int64_t> vertical, horizontal;
+  };
+
+  static std::optional<ConvolutionTile> matchConvolutionTile(linalg::GenericOp op,
+                                                             const ConvolutionLoops &loops) {
     if (loops.spatial.size() != 2)
-      return false;
+      return std::nullopt;
     Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
-    if (!isConstantBuffer(filter))
-      return false;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    auto imageType = cast<MemRefType>(image.getType());
-    auto filterType = cast<MemRefType>(filter.getType());
-    auto outputType = cast<MemRefType>(output.getType());
     ArrayRef<AffineExpr> imageExprs = maps[0].getResults(), filterExprs = maps[1].getResults(),
                          outputExprs = maps[2].getResults();
-    int64_t oh = loops.spatial[0], ow = loops.spatial[1];
+    ConvolutionTile tile;
+    tile.oh = loops.spatial[0], tile.ow = loops.spatial[1];
     // Depthwise: no channel loop or input-channel loop; the innermost batch
     // loop is the group (channel) of image, filter and output.
-    bool depthwise = !loops.channel && loops.window.size() == 2 && !loops.batch.empty();
-    if (!depthwise && (!loops.channel || loops.window.size() != 3))
-      return false;
-    // The loops of the output channel and the input channel (the group's in
-    // a depthwise convolution), and of the window.
-    int64_t f = depthwise ? loops.batch.back() : *loops.channel;
-    int64_t c = depthwise ? f : loops.window[0];
-    int64_t kh = loops.window.end()[-2], kw = loops.window.back();
-    size_t filterRank = depthwise ? 3 : 4;
+    tile.depthwise = !loops.channel && loops.window.size() == 2 && !loops.batch.empty();
+    if (!tile.depthwise && (!loops.channel || loops.window.size() != 3))
+      return std::nullopt;
+    tile.f = tile.depthwise ? loops.batch.back() : *loops.channel;
+    tile.c = tile.depthwise ? tile.f : loops.window[0];
+    tile.kh = loops.window.end()[-2], tile.kw = loops.window.back();
+    size_t filterRank = tile.depthwise ? 3 : 4;
     if (imageExprs.size() < 3 || filterExprs.size() < filterRank || outputExprs.size() < 3 ||
-        !isDim(imageExprs.take_back(3)[0], c) || !isDim(filterExprs.take_back(filterRank)[0], f) ||
-        (!depthwise && !isDim(filterExprs.take_back(3)[0], c)) ||
-        !isDim(filterExprs.take_back(2)[0], kh) || !isDim(filterExprs.back(), kw) ||
-        !isDim(outputExprs.take_back(3)[0], f) || !isDim(outputExprs.take_back(2)[0], oh) ||
-        !isDim(outputExprs.back(), ow))
-      return false;
-    // The window is whole in every tile, and so are the channels but for a
-    // depthwise convolution's groups; a band of output rows may be the last,
-    // shorter one.
-    if (ShapedType::isDynamic(ranges[kh]) || ShapedType::isDynamic(ranges[kw]) ||
-        (!depthwise && (ShapedType::isDynamic(ranges[f]) || ShapedType::isDynamic(ranges[c]))))
-      return false;
-    auto vertical = strideAndDilation(imageExprs.take_back(2)[0], oh, kh);
-    auto horizontal = strideAndDilation(imageExprs.back(), ow, kw);
+        !isDim(imageExprs.take_back(3)[0], tile.c) ||
+        !isDim(filterExprs.take_back(filterRank)[0], tile.f) ||
+        (!tile.depthwise && !isDim(filterExprs.take_back(3)[0], tile.c)) ||
+        !isDim(filterExprs.take_back(2)[0], tile.kh) || !isDim(filterExprs.back(), tile.kw) ||
+        !isDim(outputExprs.take_back(3)[0], tile.f) ||
+        !isDim(outputExprs.take_back(2)[0], tile.oh) || !isDim(outputExprs.back(), tile.ow))
+      return std::nullopt;
+    if (ShapedType::isDynamic(ranges[tile.kh]) || ShapedType::isDynamic(ranges[tile.kw]) ||
+        (!tile.depthwise &&
+         (ShapedType::isDynamic(ranges[tile.f]) || ShapedType::isDynamic(ranges[tile.c]))))
+      return std::nullopt;
+    auto vertical = strideAndDilation(imageExprs.take_back(2)[0], tile.oh, tile.kh);
+    auto horizontal = strideAndDilation(imageExprs.back(), tile.ow, tile.kw);
     if (!vertical || !horizontal)
-      return false;
+      return std::nullopt;
+    tile.vertical = *vertical, tile.horizontal = *horizontal;
     SmallVector<int64_t> imageStrides, filterStrides, outputStrides;
     int64_t offset;
-    int64_t filterChannelStride = (depthwise ? 1 : ranges[c]) * ranges[kh] * ranges[kw];
-    if (failed(imageType.getStridesAndOffset(imageStrides, offset)) ||
-        failed(filterType.getStridesAndOffset(filterStrides, offset)) ||
-        failed(outputType.getStridesAndOffset(outputStrides, offset)) ||
+    int64_t filterChannelStride =
+        (tile.depthwise ? 1 : ranges[tile.c]) * ranges[tile.kh] * ranges[tile.kw];
+    if (failed(cast<MemRefType>(image.getType()).getStridesAndOffset(imageStrides, offset)) ||
+        failed(cast<MemRefType>(filter.getType()).getStridesAndOffset(filterStrides, offset)) ||
+        failed(cast<MemRefType>(output.getType()).getStridesAndOffset(outputStrides, offset)) ||
         imageStrides.back() != 1 || outputStrides.back() != 1 ||
         filterStrides.end()[-static_cast<int64_t>(filterRank)] != filterChannelStride)
+      return std::nullopt;
+    return tile;
+  }
+
+  /// Where a convolution call's operands are, inside the loop nest over
+  /// the batch loops it does not take (a depthwise call takes its groups).
+  struct ConvolutionCall {
+    SmallVector<OpFoldResult> sizes;
+    Value image, filter, output;
+    SmallVector<Value> imageStrides, outputStrides;
+  };
+
+  /// Opens that loop nest at `b` (left inside it) and takes the addresses.
+  static ConvolutionCall openConvolutionCall(OpBuilder &b, Location loc, linalg::GenericOp op,
+                                             const ConvolutionLoops &loops,
+                                             const ConvolutionTile &tile) {
+    ConvolutionCall call;
+    call.sizes = loopSizes(b, loc, op);
+    ArrayRef<int64_t> looped = ArrayRef(loops.batch).drop_back(tile.depthwise ? 1 : 0);
+    SmallVector<Value> batchIvs = loopNest(
+        b, loc, llvm::map_to_vector(looped, [&](int64_t loop) { return call.sizes[loop]; }));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    auto indicesOf = [&](AffineMap map) { return batchIndices(map, looped, batchIvs, zero); };
+    std::tie(call.image, call.imageStrides) =
+        addressOf(b, loc, op.getDpsInputs()[0], indicesOf(maps[0]));
+    call.filter = addressOf(b, loc, op.getDpsInputs()[1], indicesOf(maps[1])).first;
+    std::tie(call.output, call.outputStrides) =
+        addressOf(b, loc, op.getDpsInits()[0], indicesOf(maps[2]));
+    return call;
+  }
+
+  /// A depthwise convolution tile by kiln_depthwise_conv2d
+  /// (runtime/kernels/DepthwiseConvolution.c), all its groups in one call:
+  /// vectorized along the output rows at any width and stride, where the
+  /// generated loops stayed scalar for rows shorter than a vector and
+  /// oneDNN's kernels reorder the image to channels-innermost and back on
+  /// every call. Returns false, changing nothing, for any other convolution.
+  bool callDepthwise(linalg::GenericOp op, const ConvolutionLoops &loops) {
+    std::optional<ConvolutionTile> tile = matchConvolutionTile(op, loops);
+    if (!tile || !tile->depthwise)
       return false;
-    bool winograd = !depthwise && ranges[kh] == 3 && ranges[kw] == 3 && vertical->first == 1 &&
-                    horizontal->first == 1 && vertical->second == 1 && horizontal->second == 1 &&
-                    ranges[c] % kWinogradChannelBlock == 0 &&
-                    ranges[f] % kWinogradChannelBlock == 0 &&
-                    ranges[c] >= kWinogradMinChannels && ranges[f] >= kWinogradMinChannels;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+    // (groups, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF, outH)
+    SmallVector<Type> argTypes(16, i64);
+    argTypes[9] = argTypes[12] = argTypes[13] = ptr;
+    func::FuncOp callee =
+        declare(getOperation(), kDepthwise, FunctionType::get(ctx, argTypes, {}));
+    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
+    auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
+    auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    func::CallOp::create(
+        b, loc, callee,
+        ValueRange{wide(call.sizes[tile->f]), constant(ranges[tile->kh]),
+                   constant(ranges[tile->kw]), wide(call.sizes[tile->oh]),
+                   wide(call.sizes[tile->ow]), constant(tile->vertical.first),
+                   constant(tile->horizontal.first), constant(tile->vertical.second),
+                   constant(tile->horizontal.second), call.image,
+                   wide(call.imageStrides.end()[-3]), wide(call.imageStrides.end()[-2]),
+                   call.filter, call.output, wide(call.outputStrides.end()[-3]),
+                   wide(call.outputStrides.end()[-2])});
+    op->erase();
+    return true;
+  }
+
+  /// A 3x3 convolution at stride 1 by constant filters, wide and large
+  /// enough for Winograd, through oneDNN per batch element
+  /// (kiln_conv2d_constant_w). Returns false, changing nothing, for any
+  /// other convolution.
+  bool callConvolution(linalg::GenericOp op, const ConvolutionLoops &loops) {
+    std::optional<ConvolutionTile> tile = matchConvolutionTile(op, loops);
+    if (!tile || tile->depthwise || !isConstantBuffer(op.getDpsInputs()[1]))
+      return false;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t f = tile->f, c = tile->c, kh = tile->kh, kw = tile->kw;
+    std::pair<int64_t, int64_t> unit(1, 1);
+    if (ranges[kh] != 3 || ranges[kw] != 3 || tile->vertical != unit ||
+        tile->horizontal != unit || ranges[c] % kWinogradChannelBlock ||
+        ranges[f] % kWinogradChannelBlock || ranges[c] < kWinogradMinChannels ||
+        ranges[f] < kWinogradMinChannels)
+      return false;
     // The work of the largest tile decides, a partial tile's row count
     // being bounded by the tile size.
+    Value image = op.getDpsInputs()[0], output = op.getDpsInits()[0];
+    auto outputType = cast<MemRefType>(output.getType());
     int64_t outputRank = outputType.getRank();
     auto extent = [&](int64_t dim) {
       return outputType.isDynamicDim(dim)
@@ -809,14 +890,9 @@ struct KilnContractionsToBlasPass
                  : outputType.getDimSize(dim);
     };
     int64_t rows = extent(outputRank - 2), columns = extent(outputRank - 1);
-    if (!winograd && !depthwise)
-      return false;
-    if (depthwise && (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-                      rows * columns > kMaxDepthwisePrimitivePositions))
-      return false;
-    if (winograd && (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-                     ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
-                         kMinPrimitiveConvolution))
+    if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
+        ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
+            kMinPrimitiveConvolution)
       return false;
 
     OpBuilder b(op);
@@ -830,32 +906,20 @@ struct KilnContractionsToBlasPass
     func::FuncOp callee =
         declare(getOperation(), kConvolution, FunctionType::get(ctx, argTypes, {}));
     Value slot = siteSlot(b, loc);
-    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
-    // A depthwise tile's groups go to one call; other batch loops are looped.
-    ArrayRef<int64_t> looped = ArrayRef(loops.batch).drop_back(depthwise ? 1 : 0);
-    SmallVector<Value> batchIvs = loopNest(
-        b, loc, llvm::map_to_vector(looped, [&](int64_t loop) { return sizes[loop]; }));
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    auto indicesOf = [&](AffineMap map) { return batchIndices(map, looped, batchIvs, zero); };
+    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
     auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
-    auto [pin, inStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
-    Value pw = addressOf(b, loc, filter, indicesOf(maps[1])).first;
-    auto [pout, outStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
-    int64_t imageRank = imageType.getRank();
-    Value groups = depthwise ? wide(sizes[f]) : constant(1);
-    Value inChannels = depthwise ? constant(1) : constant(ranges[c]);
-    Value outChannels = depthwise ? constant(1) : constant(ranges[f]);
+    int64_t imageRank = cast<MemRefType>(image.getType()).getRank();
     func::CallOp::create(
         b, loc, callee,
-        ValueRange{slot, groups, inChannels,
+        ValueRange{slot, constant(1), constant(ranges[c]),
                    wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
-                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), outChannels,
-                   constant(ranges[kh]), constant(ranges[kw]), wide(sizes[oh]), wide(sizes[ow]),
-                   constant(vertical->first), constant(horizontal->first),
-                   constant(vertical->second), constant(horizontal->second), pin,
-                   wide(inStrides.end()[-3]), wide(inStrides.end()[-2]), pw, pout,
-                   wide(outStrides.end()[-3]), wide(outStrides.end()[-2])});
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), constant(ranges[f]),
+                   constant(ranges[kh]), constant(ranges[kw]), wide(call.sizes[tile->oh]),
+                   wide(call.sizes[tile->ow]), constant(1), constant(1), constant(1), constant(1),
+                   call.image, wide(call.imageStrides.end()[-3]),
+                   wide(call.imageStrides.end()[-2]), call.filter, call.output,
+                   wide(call.outputStrides.end()[-3]), wide(call.outputStrides.end()[-2])});
     op->erase();
     return true;
   }

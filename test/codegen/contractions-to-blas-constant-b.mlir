@@ -219,10 +219,12 @@ func.func @winograd_partial_band(%band: memref<32x?x50xf32>, %image: memref<32x4
 // -----
 
 // A depthwise tile (16 of the 48 channels of a 14x14 image, each its own
-// group) is one call with 16 groups of one input and one output channel.
+// group) by constant filters is no oneDNN site either: the runtime's
+// depthwise kernel takes it, 16 groups in one call, no site slot.
 // CHECK-LABEL: func.func @depthwise
 // CHECK-NOT: call @dnnl_sgemm
-// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c16_i64, %c1_i64, %c16_i64, %c16_i64, %c1_i64, %c3_i64, %c3_i64, %c14_i64, %c14_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c256_i64, %c16_i64, %{{.*}}, %{{.*}}, %c196_i64, %c14_i64)
+// CHECK-NOT: call @kiln_conv2d_constant_w
+// CHECK: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c14_i64, %c14_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c256_i64, %c16_i64, %{{.*}}, %{{.*}}, %c196_i64, %c14_i64)
 // CHECK-NOT: call @dnnl_sgemm
 #ind = affine_map<(g, y, x, i, j) -> (g, y + i, x + j)>
 #wd = affine_map<(g, y, x, i, j) -> (g, i, j)>

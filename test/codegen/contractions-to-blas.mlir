@@ -236,22 +236,72 @@ func.func @conv_partial_band(%x: memref<64x?x19xf32>, %w: memref<64x64x3x3xf32>,
 
 // -----
 
-// A depthwise convolution (one channel per group, a 3x3 window) whose tile
-// oneDNN does not take (here: filters computed at run time) stays a loop
-// nest, reordered so that the output row is innermost: groups, rows, window,
-// columns. An im2col and an sgemm of one row would cost more than the
-// arithmetic.
-// DNNL-LABEL: func.func @depthwise_loops
+// A depthwise convolution tile (one channel per group, here 16 groups, a 3x3
+// window at stride 2 and dilation 2; filters computed at run time) is one
+// call of the runtime's kernel with all its groups: (groups, kh, kw, oh, ow,
+// sh, sw, dh, dw, image, its channel and row strides, filters, output, its
+// channel and row strides).
+// DNNL-LABEL: func.func @depthwise
 // DNNL-NOT: call @dnnl_sgemm
-// DNNL: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
-// DNNL-NOT: call @dnnl_sgemm
-#ind6 = affine_map<(g, y, x, i, j) -> (g, y + i, x + j)>
+// DNNL: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c27_i64, %c27_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64, %{{.*}}, %c3364_i64, %c58_i64, %{{.*}}, %{{.*}}, %c729_i64, %c27_i64)
+// DNNL-NOT: linalg.generic
+// DNNL: func.func private @kiln_depthwise_conv2d(i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, i64)
+#ind6 = affine_map<(g, y, x, i, j) -> (g, y * 2 + i * 2, x * 2 + j * 2)>
 #wd6 = affine_map<(g, y, x, i, j) -> (g, i, j)>
 #outd6 = affine_map<(g, y, x, i, j) -> (g, y, x)>
-func.func @depthwise_loops(%band: memref<16x58x58xf32>, %w: memref<16x3x3xf32>, %out: memref<16x56x56xf32>) {
+func.func @depthwise(%band: memref<16x58x58xf32>, %w: memref<16x3x3xf32>, %out: memref<16x27x27xf32>) {
   linalg.generic {indexing_maps = [#ind6, #wd6, #outd6],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
-      ins(%band, %w : memref<16x58x58xf32>, memref<16x3x3xf32>) outs(%out : memref<16x56x56xf32>) {
+      ins(%band, %w : memref<16x58x58xf32>, memref<16x3x3xf32>) outs(%out : memref<16x27x27xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Two images: one call per image, each with the tile's groups (a last tile
+// with fewer of them: a run-time count) and the image's strides.
+// DNNL-LABEL: func.func @depthwise_images
+// DNNL: %[[G:.*]] = memref.dim %arg0, %c1
+// DNNL: scf.for %{{.*}} = %c0 to %c2 step %c1
+// DNNL: %[[G64:.*]] = arith.index_cast %[[G]] : index to i64
+// DNNL: call @kiln_depthwise_conv2d(%[[G64]], %c5_i64, %c5_i64, %c7_i64, %c7_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c121_i64, %c11_i64, %{{.*}}, %{{.*}}, %c49_i64, %c7_i64)
+#ind7 = affine_map<(n, g, y, x, i, j) -> (n, g, y + i, x + j)>
+#wd7 = affine_map<(n, g, y, x, i, j) -> (g, i, j)>
+#outd7 = affine_map<(n, g, y, x, i, j) -> (n, g, y, x)>
+func.func @depthwise_images(%x: memref<2x?x11x11xf32, strided<[2904, 121, 11, 1], offset: ?>>, %w: memref<?x5x5xf32, strided<[25, 5, 1], offset: ?>>, %y: memref<2x?x7x7xf32, strided<[1176, 49, 7, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#ind7, #wd7, #outd7],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : memref<2x?x11x11xf32, strided<[2904, 121, 11, 1], offset: ?>>, memref<?x5x5xf32, strided<[25, 5, 1], offset: ?>>) outs(%y : memref<2x?x7x7xf32, strided<[1176, 49, 7, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A depthwise convolution along one axis (a text CNN's) is not the kernel's:
+// it stays a loop nest, reordered so that the output row is innermost
+// (groups, window, columns). An im2col and an sgemm of one row would cost
+// more than the arithmetic.
+// DNNL-LABEL: func.func @depthwise_1d_loops
+// DNNL-NOT: call
+// DNNL: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "reduction", "parallel"]}
+// DNNL-NOT: call
+#ind8 = affine_map<(g, x, j) -> (g, x + j)>
+#wd8 = affine_map<(g, x, j) -> (g, j)>
+#outd8 = affine_map<(g, x, j) -> (g, x)>
+func.func @depthwise_1d_loops(%band: memref<16x58xf32>, %w: memref<16x3xf32>, %out: memref<16x56xf32>) {
+  linalg.generic {indexing_maps = [#ind8, #wd8, #outd8],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%band, %w : memref<16x58xf32>, memref<16x3xf32>) outs(%out : memref<16x56xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

@@ -18,9 +18,17 @@ Outputs of one model, all on fixed pseudo-random data:
   y_wino_odd: Conv 3x3, pad 1 on 1x32x23x47: Winograd bands, the last one
             shorter, so its call site meets two shapes;
   y_dw_small: depthwise Conv 3x3, pad 1 on 1x40x14x14: tiles of groups through
-            oneDNN's depthwise kernel, the last tile with fewer groups;
-  y_dw_large: depthwise Conv 3x3 stride 2, pad 1 on 1x24x65x65: loops ordered
-            with the output row innermost;
+            kiln_depthwise_conv2d, the last tile with fewer groups;
+  y_dw_large: depthwise Conv 3x3 stride 2, pad 1 on 1x24x65x65: rows split into
+            even and odd columns;
+  y_dw_5x5: depthwise Conv 5x5, pad 2 on 2x24x7x7: rows narrower than a vector,
+            read as one run over the padded width; two images;
+  y_dw_dilated: depthwise Conv 3x3, dilation 2, pad 2 on 1x16x33x33: rows that
+            end in a partial vector;
+  y_dw_rect: depthwise Conv 3x5, strides 2x1, pads 1,2 on 1x8x21x40;
+  y_dw_s3:  depthwise Conv 3x3, stride 3, pad 1 on 1x8x29x31: rows split into
+            three planes;
+  y_dw_9x9: depthwise Conv 9x9, pad 4 on 1x8x20x20: 81 taps, summed in passes;
   y_1x1:    Conv 1x1 48->32 on 1x48x30x30: the image read in place as the
             sgemm's B, no column buffer.
 The references are computed here in float64 with a direct loop convolution,
@@ -91,6 +99,16 @@ x7 = tensor((1, 24, 65, 65))
 w_dw_large = tensor((24, 1, 3, 3), 0.3)
 x8 = tensor((1, 48, 30, 30))
 w_1x1, b_1x1 = tensor((32, 48, 1, 1), 0.3), tensor((32,), 0.1)
+x9 = tensor((2, 24, 7, 7))
+w_dw_5x5, b_dw_5x5 = tensor((24, 1, 5, 5), 0.3), tensor((24,), 0.1)
+x10 = tensor((1, 16, 33, 33))
+w_dw_dilated = tensor((16, 1, 3, 3), 0.3)
+x11 = tensor((1, 8, 21, 40))
+w_dw_rect, b_dw_rect = tensor((8, 1, 3, 5), 0.3), tensor((8,), 0.1)
+x12 = tensor((1, 8, 29, 31))
+w_dw_s3 = tensor((8, 1, 3, 3), 0.3)
+x13 = tensor((1, 8, 20, 20))
+w_dw_9x9 = tensor((8, 1, 9, 9), 0.25)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -115,6 +133,16 @@ nodes = [
     helper.make_node("Conv", ["x7", "w_dw_large"], ["y_dw_large"], name="conv_dw_large",
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], group=24),
     helper.make_node("Conv", ["x8", "w_1x1", "b_1x1"], ["y_1x1"], name="conv_1x1", kernel_shape=[1, 1]),
+    helper.make_node("Conv", ["x9", "w_dw_5x5", "b_dw_5x5"], ["y_dw_5x5"], name="conv_dw_5x5",
+                     kernel_shape=[5, 5], pads=[2, 2, 2, 2], group=24),
+    helper.make_node("Conv", ["x10", "w_dw_dilated"], ["y_dw_dilated"], name="conv_dw_dilated",
+                     kernel_shape=[3, 3], pads=[2, 2, 2, 2], dilations=[2, 2], group=16),
+    helper.make_node("Conv", ["x11", "w_dw_rect", "b_dw_rect"], ["y_dw_rect"], name="conv_dw_rect",
+                     kernel_shape=[3, 5], pads=[1, 2, 1, 2], strides=[2, 1], group=8),
+    helper.make_node("Conv", ["x12", "w_dw_s3"], ["y_dw_s3"], name="conv_dw_s3",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[3, 3], group=8),
+    helper.make_node("Conv", ["x13", "w_dw_9x9"], ["y_dw_9x9"], name="conv_dw_9x9",
+                     kernel_shape=[9, 9], pads=[4, 4, 4, 4], group=8),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -126,17 +154,27 @@ y_wino_odd = conv_reference(x5, w_wino_odd, None, [1, 1, 1, 1])
 y_dw_small = conv_reference(x6, w_dw_small, b_dw_small, [1, 1, 1, 1], group=40)
 y_dw_large = conv_reference(x7, w_dw_large, None, [1, 1, 1, 1], strides=(2, 2), group=24)
 y_1x1 = conv_reference(x8, w_1x1, b_1x1, [0, 0, 0, 0])
+y_dw_5x5 = conv_reference(x9, w_dw_5x5, b_dw_5x5, [2, 2, 2, 2], group=24)
+y_dw_dilated = conv_reference(x10, w_dw_dilated, None, [2, 2, 2, 2], dilations=(2, 2), group=16)
+y_dw_rect = conv_reference(x11, w_dw_rect, b_dw_rect, [1, 2, 1, 2], strides=(2, 1), group=8)
+y_dw_s3 = conv_reference(x12, w_dw_s3, None, [1, 1, 1, 1], strides=(3, 3), group=8)
+y_dw_9x9 = conv_reference(x13, w_dw_9x9, None, [4, 4, 4, 4], group=8)
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
-                  ("x8", x8)],
+                  ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
-                  ("y_dw_large", y_dw_large), ("y_1x1", y_1x1)],
+                  ("y_dw_large", y_dw_large), ("y_1x1", y_1x1), ("y_dw_5x5", y_dw_5x5),
+                  ("y_dw_dilated", y_dw_dilated), ("y_dw_rect", y_dw_rect), ("y_dw_s3", y_dw_s3),
+                  ("y_dw_9x9", y_dw_9x9)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
                   ("w_odd", w_odd), ("b_odd", b_odd), ("w_wino_odd", w_wino_odd),
                   ("w_dw_small", w_dw_small), ("b_dw_small", b_dw_small),
-                  ("w_dw_large", w_dw_large), ("w_1x1", w_1x1), ("b_1x1", b_1x1)])
+                  ("w_dw_large", w_dw_large), ("w_1x1", w_1x1), ("b_1x1", b_1x1),
+                  ("w_dw_5x5", w_dw_5x5), ("b_dw_5x5", b_dw_5x5), ("w_dw_dilated", w_dw_dilated),
+                  ("w_dw_rect", w_dw_rect), ("b_dw_rect", b_dw_rect), ("w_dw_s3", w_dw_s3),
+                  ("w_dw_9x9", w_dw_9x9)])
