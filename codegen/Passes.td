@@ -92,6 +92,45 @@ def KilnCloneDestinationsPass
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def KilnResultsInPlacePass : Pass<"kiln-results-in-place", "mlir::func::FuncOp"> {
+  let summary = "Allocates a reshaped result in its own shape, so it is written in place";
+  let description = [{
+    Kernels compute in their own shapes: a batch-1 convolution's output is
+    `[channels, rows, columns]`, and the function returns an
+    `expand_shape` of that buffer to `[1, channels, rows, columns]`.
+    `buffer-results-to-out-params{hoist-static-allocs}` writes a result in
+    place only when it is an allocation itself; a reshaped one is computed
+    into an intermediate and copied into the caller's buffer at the end, a
+    serial copy of the whole output (a one-node 56x56 depthwise
+    convolution spent a sixth of its time there).
+
+    This pass, run before it, turns a returned `expand_shape` or
+    `collapse_shape` of a static allocation into an allocation of the
+    result's shape, of which the intermediate becomes the inverse reshape:
+    the kernels then write into the caller's buffer through that view. An
+    allocation returned more than once (itself and reshaped, or reshaped
+    twice) keeps its buffers, since each result needs its own.
+
+    Before:
+    ```mlir
+    %a = memref.alloc() : memref<64x28x28xf32>
+    ... kernels write %a ...
+    %r = memref.expand_shape %a [[0, 1], [2], [3]] output_shape [1, 64, 28, 28]
+        : memref<64x28x28xf32> into memref<1x64x28x28xf32>
+    return %r : memref<1x64x28x28xf32>
+    ```
+    After:
+    ```mlir
+    %r = memref.alloc() : memref<1x64x28x28xf32>
+    %a = memref.collapse_shape %r [[0, 1], [2], [3]]
+        : memref<1x64x28x28xf32> into memref<64x28x28xf32>
+    ... kernels write %a ...
+    return %r : memref<1x64x28x28xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnExpandStridedCopiesPass
     : Pass<"kiln-expand-strided-copies", "mlir::func::FuncOp"> {
   let summary = "Rewrites copies between strided buffers into linalg.copy";

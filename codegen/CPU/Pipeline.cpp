@@ -22,6 +22,9 @@ static constexpr const char *kBeforeContractions =
     "one-shot-bufferize{bufferize-function-boundaries=1 "
     "function-boundary-type-conversion=identity-layout-map},"
     "canonicalize,"
+    // Reshaped results too (a batch-1 image's output is its kernel's buffer
+    // with a leading 1).
+    "func.func(kiln-results-in-place),"
     "buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},"
     // Intermediates share one arena, placed by liveness.
     "func.func(kiln-plan-buffers),"
