@@ -84,6 +84,11 @@ def KilnCloneDestinationsPass
     ```
     After: `%b` writes into a fill of a `tensor.empty` of its own.
 
+    A tile's destination sliced out of a whole-result `tensor.empty` (or a
+    fill of one) of 512 KiB or more that nothing else uses becomes a
+    `tensor.empty` of the tile's size, so each tile of a loop allocates its
+    tile, not the whole result.
+
     Function results get buffers of their own in the same way: a value
     returned twice (a graph listing one tensor as two outputs, or an output
     and an `Identity` of it) is copied into a new tensor for its second

@@ -81,3 +81,64 @@ func.func @repeated_result(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32
   } -> tensor<16xf32>
   return %a, %a, %x : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A tile's destination sliced out of a whole-result empty (or a fill of
+// one) becomes an empty of the tile's size: each tile would otherwise
+// allocate the whole result (here 1 MiB). A rank-reducing slice, and a
+// slice of a whole result under 512 KiB, are left alone.
+// CHECK-LABEL: func.func @sliced_destinations
+// CHECK: scf.forall (%[[I:.*]]) = (0) to (1024) step (256)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<256x256xf32>
+// CHECK: linalg.generic {{.*}} outs(%[[E]] : tensor<256x256xf32>)
+// CHECK: %[[Z:.*]] = tensor.empty() : tensor<256x256xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[Z]] : tensor<256x256xf32>)
+// CHECK: linalg.generic {{.*}} outs(%[[F]] : tensor<256x256xf32>)
+// CHECK: %[[W:.*]] = tensor.empty() : tensor<1024x256xf32>
+// CHECK: tensor.extract_slice %[[W]][%[[I]], 0] [1, 256] [1, 1] : tensor<1024x256xf32> to tensor<256xf32>
+// CHECK: %[[V:.*]] = tensor.empty() : tensor<1024x64xf32>
+// CHECK: tensor.extract_slice %[[V]][%[[I]], 0] [256, 64] [1, 1] : tensor<1024x64xf32> to tensor<256x64xf32>
+// CHECK: scf.forall.in_parallel
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0) -> (d0)>
+func.func @sliced_destinations(%x: tensor<1024x256xf32>) -> (tensor<1024x256xf32>, tensor<1024x256xf32>, tensor<256xf32>, tensor<1024x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<1024x256xf32>
+  %init2 = tensor.empty() : tensor<1024x64xf32>
+  %r:4 = scf.forall (%i) = (0) to (1024) step (256) shared_outs(%o = %init, %p = %init, %q = %init, %u = %init2) -> (tensor<1024x256xf32>, tensor<1024x256xf32>, tensor<1024x256xf32>, tensor<1024x64xf32>) {
+    %in = tensor.extract_slice %x[%i, 0] [256, 256] [1, 1] : tensor<1024x256xf32> to tensor<256x256xf32>
+    %e = tensor.empty() : tensor<1024x256xf32>
+    %s = tensor.extract_slice %e[%i, 0] [256, 256] [1, 1] : tensor<1024x256xf32> to tensor<256x256xf32>
+    %a = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%in : tensor<256x256xf32>) outs(%s : tensor<256x256xf32>) {
+    ^bb0(%v: f32, %w: f32):
+      %t = arith.addf %v, %v : f32
+      linalg.yield %t : f32
+    } -> tensor<256x256xf32>
+    %e2 = tensor.empty() : tensor<1024x256xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1024x256xf32>) -> tensor<1024x256xf32>
+    %s2 = tensor.extract_slice %f[%i, 0] [256, 256] [1, 1] : tensor<1024x256xf32> to tensor<256x256xf32>
+    %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%in : tensor<256x256xf32>) outs(%s2 : tensor<256x256xf32>) {
+    ^bb0(%v: f32, %w: f32):
+      %t = arith.addf %v, %w : f32
+      linalg.yield %t : f32
+    } -> tensor<256x256xf32>
+    %e3 = tensor.empty() : tensor<1024x256xf32>
+    %s3 = tensor.extract_slice %e3[%i, 0] [1, 256] [1, 1] : tensor<1024x256xf32> to tensor<256xf32>
+    %c = linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel"]} ins(%s3 : tensor<256xf32>) outs(%s3 : tensor<256xf32>) {
+    ^bb0(%v: f32, %w: f32):
+      linalg.yield %v : f32
+    } -> tensor<256xf32>
+    %e4 = tensor.empty() : tensor<1024x64xf32>
+    %s4 = tensor.extract_slice %e4[%i, 0] [256, 64] [1, 1] : tensor<1024x64xf32> to tensor<256x64xf32>
+    %d = linalg.fill ins(%zero : f32) outs(%s4 : tensor<256x64xf32>) -> tensor<256x64xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %a into %o[%i, 0] [256, 256] [1, 1] : tensor<256x256xf32> into tensor<1024x256xf32>
+      tensor.parallel_insert_slice %b into %p[%i, 0] [256, 256] [1, 1] : tensor<256x256xf32> into tensor<1024x256xf32>
+      tensor.parallel_insert_slice %c into %q[%i, 0] [1, 256] [1, 1] : tensor<256xf32> into tensor<1024x256xf32>
+      tensor.parallel_insert_slice %d into %u[%i, 0] [256, 64] [1, 1] : tensor<256x64xf32> into tensor<1024x64xf32>
+    }
+  }
+  %last = tensor.extract_slice %r#2[0, 0] [1, 256] [1, 1] : tensor<1024x256xf32> to tensor<256xf32>
+  return %r#0, %r#1, %last, %r#3 : tensor<1024x256xf32>, tensor<1024x256xf32>, tensor<256xf32>, tensor<1024x64xf32>
+}
