@@ -9,6 +9,7 @@
 #include "kiln/tensor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/IRBuilder.h"
@@ -245,6 +246,26 @@ static void limitFullUnrolling() {
   (void)it->second->addOccurrence(0, "unroll-full-max-count", "8");
 }
 
+/// Gives every constant array of numbers (a layer's weights) one flat
+/// array type instead of one nested array per dimension. The code reads
+/// weights through pointers with element offsets, so the global's type does
+/// not matter to it, while LLVM builds a nested array as one uniqued constant
+/// per innermost row (ResNet-50: over a million) and its object writer
+/// visits them one by one; a flat array is one constant over the raw bytes.
+static void flattenConstantArrays(ModuleOp module) {
+  module.walk([](LLVM::GlobalOp global) {
+    auto data = llvm::dyn_cast_or_null<DenseElementsAttr>(global.getValueOrNull());
+    auto type = data ? llvm::dyn_cast<RankedTensorType>(data.getType()) : nullptr;
+    if (!type || type.getRank() < 2 || data.isSplat() ||
+        !llvm::isa<LLVM::LLVMArrayType>(global.getGlobalType()))
+      return;
+    auto flat = RankedTensorType::get({type.getNumElements()}, type.getElementType());
+    global.setGlobalTypeAttr(TypeAttr::get(
+        LLVM::LLVMArrayType::get(type.getElementType(), type.getNumElements())));
+    global.setValueAttr(data.reshape(flat));
+  });
+}
+
 /// CPU features the runtime checks before running an artifact.
 static std::string requiredFeatures(llvm::TargetMachine &machine) {
   static const char *kChecked[] = {"sse4.2",   "avx",      "avx2",      "fma",
@@ -313,6 +334,7 @@ llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
                   llvm::TargetMachine &machine, const TargetOptions &options,
                   llvm::LLVMContext &llvmContext) {
+  flattenConstantArrays(module);
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)
