@@ -504,7 +504,35 @@ void addManifest(llvm::Module &module, llvm::StringRef text) {
                            llvm::GlobalValue::ExternalLinkage, data, "kiln_manifest");
 }
 
+/// Gives every large constant array of numbers (a layer's weights) the same
+/// bytes as an array of i8, which the object writer copies in one piece
+/// where it writes a float array one element at a time (ResNet-50: 25
+/// million). Only code that is already generated reads them, through
+/// pointers, so their element type no longer matters.
+static void weightsAsBytes(llvm::Module &module) {
+  constexpr uint64_t kMinBytes = 4096;
+  llvm::Type *byte = llvm::Type::getInt8Ty(module.getContext());
+  for (llvm::GlobalVariable &global : llvm::make_early_inc_range(module.globals())) {
+    auto *data = llvm::dyn_cast_or_null<llvm::ConstantDataSequential>(
+        global.hasInitializer() ? global.getInitializer() : nullptr);
+    if (!data || !global.isConstant() || data->getElementType() == byte ||
+        data->getRawDataValues().size() < kMinBytes)
+      continue;
+    llvm::StringRef raw = data->getRawDataValues();
+    auto *bytes = new llvm::GlobalVariable(
+        module, llvm::ArrayType::get(byte, raw.size()), /*isConstant=*/true, global.getLinkage(),
+        llvm::ConstantDataArray::getRaw(raw, raw.size(), byte), "", &global,
+        global.getThreadLocalMode(), global.getAddressSpace());
+    bytes->copyAttributesFrom(&global);
+    bytes->setAlignment(global.getPointerAlignment(module.getDataLayout()));
+    bytes->takeName(&global);
+    global.replaceAllUsesWith(bytes);
+    global.eraseFromParent();
+  }
+}
+
 llvm::Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+  weightsAsBytes(module);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;

@@ -181,7 +181,8 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
 /// Adds the `kiln_manifest` symbol.
 void addManifest(llvm::Module &module, llvm::StringRef text);
 
-/// Native object code for `module`.
+/// Native object code for `module` (whose large constants become byte
+/// arrays on the way).
 llvm::Expected<std::string> emitObject(llvm::Module &module,
                                        llvm::TargetMachine &machine);
 
