@@ -12,6 +12,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -21,6 +23,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/CodeExtractor.h"
 
 #include "lld/Common/Driver.h"
 
@@ -266,6 +269,37 @@ static void flattenConstantArrays(ModuleOp module) {
   });
 }
 
+/// Functions with more top-level loops than this have each loop moved into
+/// a function of its own.
+constexpr size_t kMaxLoopsPerFunction = 32;
+
+/// Moves each top-level loop nest of a function with many of them (a graph's
+/// untiled kernels, one after another in its model function) into a
+/// function of its own, kept out of line. LLVM's loop passes query
+/// ScalarEvolution, whose dominance walks are linear in the function's size,
+/// once per loop: a model function of n kernels took time quadratic in n
+/// (a chain of 2000 kernels: 32 s of optimization).
+static void outlineLoops(llvm::Function &function) {
+  llvm::DominatorTree dominators(function);
+  llvm::LoopInfo loops(dominators);
+  if (loops.getTopLevelLoops().size() <= kMaxLoopsPerFunction)
+    return;
+  std::vector<llvm::SmallVector<llvm::BasicBlock *>> regions;
+  for (llvm::Loop *loop : loops.getTopLevelLoops())
+    regions.emplace_back(loop->blocks());
+  llvm::CodeExtractorAnalysisCache cache(function);
+  for (llvm::ArrayRef<llvm::BasicBlock *> region : regions) {
+    llvm::CodeExtractor extractor(region, /*DT=*/nullptr, /*AggregateArgs=*/false,
+                                  /*BFI=*/nullptr, /*BPI=*/nullptr, /*AC=*/nullptr,
+                                  /*AllowVarArgs=*/false, /*AllowAlloca=*/true,
+                                  /*AllocationBlock=*/nullptr, /*Suffix=*/"kernel");
+    if (!extractor.isEligible())
+      continue;
+    if (llvm::Function *outlined = extractor.extractCodeRegion(cache))
+      outlined->addFnAttr(llvm::Attribute::NoInline);
+  }
+}
+
 /// CPU features the runtime checks before running an artifact.
 static std::string requiredFeatures(llvm::TargetMachine &machine) {
   static const char *kChecked[] = {"sse4.2",   "avx",      "avx2",      "fma",
@@ -393,6 +427,12 @@ translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
         f.addFnAttr("prefer-vector-width", std::to_string(width));
     }
 
+  std::vector<llvm::Function *> defined;
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration())
+      defined.push_back(&f);
+  for (llvm::Function *f : defined)
+    outlineLoops(*f);
   limitFullUnrolling();
   optimizeModule(*llvmModule, machine);
   return llvmModule;
