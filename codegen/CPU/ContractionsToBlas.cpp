@@ -826,6 +826,16 @@ struct KilnContractionsToBlasPass
     return call;
   }
 
+  /// Declares the runtime kernel `name`, returning nothing and taking
+  /// `count` arguments: pointers at `pointers`, i64 elsewhere.
+  func::FuncOp declareKernel(StringRef name, unsigned count, ArrayRef<unsigned> pointers) {
+    MLIRContext *ctx = &getContext();
+    SmallVector<Type> argTypes(count, IntegerType::get(ctx, 64));
+    for (unsigned i : pointers)
+      argTypes[i] = LLVM::LLVMPointerType::get(ctx);
+    return declare(getOperation(), name, FunctionType::get(ctx, argTypes, {}));
+  }
+
   /// A depthwise convolution tile by kiln_depthwise_conv2d
   /// (runtime/kernels/DepthwiseConvolution.c), all its groups in one call:
   /// vectorized along the output rows at any width and stride, where the
@@ -838,13 +848,9 @@ struct KilnContractionsToBlasPass
       return false;
     OpBuilder b(op);
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = b.getI64Type();
     // (groups, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF, outH)
-    SmallVector<Type> argTypes(16, i64);
-    argTypes[9] = argTypes[12] = argTypes[13] = ptr;
-    func::FuncOp callee =
-        declare(getOperation(), kDepthwise, FunctionType::get(ctx, argTypes, {}));
+    func::FuncOp callee = declareKernel(kDepthwise, 16, {9, 12, 13});
     ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
     auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
@@ -897,14 +903,10 @@ struct KilnContractionsToBlasPass
 
     OpBuilder b(op);
     Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = b.getI64Type();
     // (slot, groups, c, ih, iw, f, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF,
     // outH)
-    SmallVector<Type> argTypes(21, i64);
-    argTypes[0] = argTypes[14] = argTypes[17] = argTypes[18] = ptr;
-    func::FuncOp callee =
-        declare(getOperation(), kConvolution, FunctionType::get(ctx, argTypes, {}));
+    func::FuncOp callee = declareKernel(kConvolution, 21, {0, 14, 17, 18});
     Value slot = siteSlot(b, loc);
     ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
     auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
