@@ -24,6 +24,12 @@ bool isPlainStatic(MemRefType type) {
   return type.hasStaticShape() && type.getLayout().isIdentity();
 }
 
+/// The reshape (expand_shape or collapse_shape) defining `value`, if any.
+Operation *reshapeOf(Value value) {
+  Operation *def = value.getDefiningOp();
+  return isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(def) ? def : nullptr;
+}
+
 struct KilnResultsInPlacePass : impl::KilnResultsInPlacePassBase<KilnResultsInPlacePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -36,16 +42,14 @@ struct KilnResultsInPlacePass : impl::KilnResultsInPlacePassBase<KilnResultsInPl
     // returned twice must keep separate buffers for its results.
     llvm::DenseMap<Operation *, int> returned;
     for (Value result : ret.getOperands()) {
-      Value source = result;
-      if (Operation *reshape = result.getDefiningOp();
-          isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(reshape))
-        source = reshape->getOperand(0);
+      Operation *reshape = reshapeOf(result);
+      Value source = reshape ? reshape->getOperand(0) : result;
       if (auto alloc = source.getDefiningOp<memref::AllocOp>())
         ++returned[alloc];
     }
     for (OpOperand &result : ret->getOpOperands()) {
-      Operation *reshape = result.get().getDefiningOp();
-      if (!isa_and_nonnull<memref::ExpandShapeOp, memref::CollapseShapeOp>(reshape))
+      Operation *reshape = reshapeOf(result.get());
+      if (!reshape)
         continue;
       auto alloc = reshape->getOperand(0).getDefiningOp<memref::AllocOp>();
       auto resultType = cast<MemRefType>(result.get().getType());
