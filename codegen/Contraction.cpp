@@ -102,4 +102,21 @@ std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op) {
   return result;
 }
 
+bool joinsBatchIntoColumns(linalg::LinalgOp op, const ConvolutionLoops &loops) {
+  if (loops.batch.empty() || !loops.channel || loops.window.size() < 2)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t positions = 1;
+  for (int64_t loop : loops.spatial) {
+    if (ShapedType::isDynamic(ranges[loop]))
+      return false;
+    positions *= ranges[loop];
+  }
+  if (positions >= kMinColumnsPerProduct)
+    return false;
+  AffineMap filterMap = op.getIndexingMapsArray()[1];
+  return llvm::none_of(loops.batch,
+                       [&](int64_t loop) { return filterMap.isFunctionOfDim(loop); });
+}
+
 } // namespace kiln

@@ -41,6 +41,21 @@ struct ConvolutionLoops {
 /// ordered batch, channel, window.
 std::optional<ConvolutionLoops> matchConvolution(mlir::linalg::LinalgOp op);
 
+/// Fewest output positions per batch element for which a convolution is
+/// one matrix product per batch element. Below it, batch elements that share
+/// the filter become more columns of one product instead: a weight
+/// gradient's batch elements are the input channels, each with as many
+/// positions as the filter has taps (a 3x3 filter: 9 columns, a product
+/// far too narrow for the GEMM kernels).
+constexpr int64_t kMinColumnsPerProduct = 64;
+
+/// Whether `op` (matched as `loops`) computes its batch elements as columns
+/// of one product: the filter reads no batch loop, there is an output
+/// channel loop, the window is more than the input channels (a 1x1
+/// convolution reads its image in place instead) and each batch element has
+/// fewer than kMinColumnsPerProduct output positions.
+bool joinsBatchIntoColumns(mlir::linalg::LinalgOp op, const ConvolutionLoops &loops);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_CONTRACTION_H

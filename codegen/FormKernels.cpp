@@ -178,12 +178,25 @@ private:
     for (int64_t loop : loops->window)
       window *= convRanges[loop];
     if (batch >= threadCount()) {
-      // Many batch elements (images, or a depthwise convolution's channels):
-      // one run of them per thread (each call has a fixed cost), as long as
-      // the tile's im2col buffer stays in L2.
       int64_t inner = loops->batch.back();
       int64_t outer = batch / ranges[inner];
       int64_t innerTiles = llvm::divideCeil(threadCount(), outer);
+      if (joinsBatchIntoColumns(conv, *loops)) {
+        // The tile's batch elements are the columns of one product (the
+        // lowering bounds its im2col buffer by splitting the reduction):
+        // enough of them for kMinColumnsPerProduct columns, more while
+        // kTilesPerThread tiles per thread remain, and at most one run
+        // per thread.
+        int64_t wanted = std::max<int64_t>(
+            llvm::divideCeil(kMinColumnsPerProduct, spatialElements),
+            ranges[inner] / llvm::divideCeil(kTilesPerThread * threadCount(), outer));
+        int64_t perThread = llvm::divideCeil(ranges[inner], innerTiles);
+        sizes[inner] = evenTileSize(ranges[inner], std::min(wanted, perThread));
+        return sizes;
+      }
+      // Many batch elements (images, or a depthwise convolution's channels):
+      // one run of them per thread (each call has a fixed cost), as long as
+      // the tile's im2col buffer stays in L2.
       int64_t fitting = kIm2colBytes / (sizeof(float) * window * spatialElements);
       sizes[inner] =
           std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
@@ -216,6 +229,16 @@ private:
     if (rows < ranges[rowLoop])
       sizes[rowLoop] = rows;
     return sizes;
+  }
+
+  /// `size`, lowered to a divisor of `range` when one lies within half of
+  /// it, so that every tile has the same static size.
+  static int64_t evenTileSize(int64_t range, int64_t size) {
+    size = std::clamp<int64_t>(size, 1, range);
+    for (int64_t divisor = size; 2 * divisor >= size; --divisor)
+      if (range % divisor == 0)
+        return divisor;
+    return size;
   }
 
   /// The size of `tiles` tiles of a matmul dimension of `range`, rounded up

@@ -56,6 +56,11 @@ constexpr int64_t kWinogradMinChannels = 32;
 /// the arithmetic (a 3x3 depthwise layer of MobileNetV2 ran 3 to 6 times
 /// slower that way than as loops vectorized along the output row).
 constexpr int64_t kMaxLoopWindow = 64;
+/// Largest im2col buffer of a convolution whose batch elements are columns
+/// of one product (joinsBatchIntoColumns): the reduction is split into
+/// chunks of its outermost loop to stay within it, as per-tile im2col
+/// buffers stay within L2.
+constexpr int64_t kJoinedIm2colBytes = 1 << 19;
 /// Smallest convolution call (multiply-adds) worth a oneDNN primitive: below
 /// it, its fixed cost per call (three primitives, four memory objects, about
 /// 1 us) outweighs what it saves over im2col and sgemm.
@@ -540,6 +545,8 @@ struct KilnContractionsToBlasPass
       return;
     if (loopsVectorizeBetter(op, loops))
       return;
+    if (joinBatch(op, loops, sgemm))
+      return;
     OpBuilder b(op);
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
@@ -573,23 +580,11 @@ struct KilnContractionsToBlasPass
     }
     AffineMap imageMap = op.getIndexingMapsArray()[0].replaceDimsAndSymbols(
         renumber, {}, colLoops.size(), 0);
-    SmallVector<int64_t> colShape;
-    SmallVector<Value> dynamicSizes;
-    dispatchIndexOpFoldResults(colSizes, dynamicSizes, colShape);
-    auto colType = MemRefType::get(colShape, b.getF32Type());
     Value col;
-    if (!inPlace)
-      col = memref::AllocOp::create(b, loc, colType, dynamicSizes, b.getI64IntegerAttr(64));
-    if (!inPlace &&
-        !copyWindows(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(),
-                     col))
-      linalg::GenericOp::create(
-          b, loc, ValueRange{image}, ValueRange{col},
-          SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colLoops.size())},
-          SmallVector<utils::IteratorType>(colLoops.size(), utils::IteratorType::parallel),
-          [](OpBuilder &nb, Location nloc, ValueRange args) {
-            linalg::YieldOp::create(nb, nloc, args[0]);
-          });
+    if (!inPlace) {
+      col = allocF32(b, loc, colSizes);
+      copyIm2col(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(), col);
+    }
 
     OpFoldResult m = loops.channel ? sizes[*loops.channel] : b.getIndexAttr(1);
     OpFoldResult n = product(b, loc, llvm::map_to_vector(loops.spatial, [&](int64_t loop) {
@@ -633,6 +628,183 @@ struct KilnContractionsToBlasPass
     if (col)
       memref::DeallocOp::create(b, loc, col);
     op->erase();
+  }
+
+  /// A new f32 buffer of `sizes`, 64-byte aligned.
+  static Value allocF32(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
+    SmallVector<int64_t> shape;
+    SmallVector<Value> dynamicSizes;
+    dispatchIndexOpFoldResults(sizes, dynamicSizes, shape);
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, b.getF32Type()), dynamicSizes,
+                                   b.getI64IntegerAttr(64));
+  }
+
+  /// Fills the im2col buffer `col` of `colSizes` from `image` read through
+  /// `imageMap` (whose dimensions are col's): by strided copies of the
+  /// trailing `colSizes` dimensions after the first `outerDims` where the map
+  /// allows (copyWindows), else by a linalg.generic.
+  static void copyIm2col(OpBuilder &b, Location loc, Value image, AffineMap imageMap,
+                         ArrayRef<OpFoldResult> colSizes, unsigned outerDims, Value col) {
+    if (copyWindows(b, loc, image, imageMap, colSizes, outerDims, col))
+      return;
+    linalg::GenericOp::create(
+        b, loc, ValueRange{image}, ValueRange{col},
+        SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colSizes.size())},
+        SmallVector<utils::IteratorType>(colSizes.size(), utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location nloc, ValueRange args) {
+          linalg::YieldOp::create(nb, nloc, args[0]);
+        });
+  }
+
+  /// `buffer[..., offset : offset + size, ...]` along dimension `dim`.
+  static Value sliceAlong(OpBuilder &b, Location loc, Value buffer, unsigned dim, Value offset,
+                          int64_t size) {
+    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), strides(rank, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, buffer);
+    offsets[dim] = offset;
+    sizes[dim] = b.getIndexAttr(size);
+    return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
+  }
+
+  /// A convolution tile whose batch elements share the filter and have few
+  /// output positions each (joinsBatchIntoColumns: a weight gradient, one
+  /// batch element per input channel and a position per filter tap) as one
+  /// product whose columns are every (batch element, position) pair:
+  ///   product[channel][batch, spatial] +=
+  ///       filter[channel][window] * col[window][batch, spatial],
+  /// summed over chunks of the outermost window loop (a weight gradient's
+  /// images) that keep `col` within kJoinedIm2colBytes, then added into the
+  /// output. `col` holds each column's window as a row (read transposed)
+  /// when the window's rows are longer than the output's, so that im2col
+  /// copies long runs. Returns false, changing nothing, for any other
+  /// convolution.
+  static bool joinBatch(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
+    if (!joinsBatchIntoColumns(op, loops))
+      return false;
+    Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    // The tile's batch elements (a partial tile's bounded by the tile size):
+    // the output is indexed by the parallel loops in order.
+    int64_t batchElements = 1, positions = 1, innerWindow = 1;
+    for (int64_t loop : loops.batch) {
+      int64_t extent = ShapedType::isDynamic(ranges[loop])
+                           ? upperBound(ValueBoundsConstraintSet::Variable(output, loop))
+                           : ranges[loop];
+      if (ShapedType::isDynamic(extent))
+        return false;
+      batchElements *= extent;
+    }
+    for (int64_t loop : loops.spatial)
+      positions *= ranges[loop];
+    for (int64_t loop : loops.window)
+      if (ShapedType::isDynamic(ranges[loop]))
+        return false;
+    for (int64_t loop : ArrayRef(loops.window).drop_front())
+      innerWindow *= ranges[loop];
+    if (batchElements == 1)
+      return false;
+
+    // Chunks of the outermost window loop, when the image reads it as a
+    // dimension of its own (images, input channels): the largest that
+    // divides it and keeps the im2col buffer within bounds.
+    int64_t outer = loops.window.front(), chunk = ranges[outer];
+    std::optional<unsigned> imageDim;
+    for (auto [position, expr] : llvm::enumerate(maps[0].getResults()))
+      if (isDim(expr, outer))
+        imageDim = position;
+    if (imageDim && llvm::count_if(maps[0].getResults(), [&](AffineExpr expr) {
+                      return expr.isFunctionOfDim(outer);
+                    }) == 1) {
+      int64_t fitting = std::max<int64_t>(
+          1, kJoinedIm2colBytes /
+                 static_cast<int64_t>(sizeof(float) * batchElements * positions * innerWindow));
+      chunk = std::min(chunk, fitting);
+      while (ranges[outer] % chunk)
+        --chunk;
+    }
+
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
+    bool windowRows = ranges[loops.window.back()] >= ranges[loops.spatial.back()];
+    SmallVector<int64_t> columnLoops(loops.batch), colLoops;
+    llvm::append_range(columnLoops, loops.spatial);
+    if (!windowRows)
+      llvm::append_range(colLoops, loops.window);
+    llvm::append_range(colLoops, columnLoops);
+    if (windowRows)
+      llvm::append_range(colLoops, loops.window);
+    SmallVector<OpFoldResult> colSizes;
+    SmallVector<AffineExpr> renumber(sizes.size(), getAffineConstantExpr(0, ctx));
+    for (auto [position, loop] : llvm::enumerate(colLoops)) {
+      colSizes.push_back(loop == outer ? b.getIndexAttr(chunk) : sizes[loop]);
+      renumber[loop] = getAffineDimExpr(position, ctx);
+    }
+    AffineMap imageMap = maps[0].replaceDimsAndSymbols(renumber, {}, colLoops.size(), 0);
+    auto sizesOf = [&](ArrayRef<int64_t> loopList) {
+      return llvm::map_to_vector(loopList, [&](int64_t loop) { return sizes[loop]; });
+    };
+    Value col = allocF32(b, loc, colSizes);
+    SmallVector<int64_t> productLoops{*loops.channel};
+    llvm::append_range(productLoops, columnLoops);
+    Value result = allocF32(b, loc, sizesOf(productLoops));
+    Value zero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+    linalg::FillOp::create(b, loc, zero, result);
+
+    OpFoldResult m = sizes[*loops.channel];
+    OpFoldResult n = product(b, loc, sizesOf(columnLoops));
+    OpFoldResult k = product(b, loc, ArrayRef(colSizes).take_back(loops.window.size()));
+    if (!windowRows)
+      k = product(b, loc, ArrayRef(colSizes).take_front(loops.window.size()));
+    auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
+    unsigned filterOuter = *maps[1].getResultPosition(getAffineDimExpr(outer, ctx));
+    unsigned filterChannel = *maps[1].getResultPosition(getAffineDimExpr(*loops.channel, ctx));
+    auto multiplyChunk = [&](Value offset) {
+      Value chunkImage = image, chunkFilter = filter;
+      if (offset) {
+        chunkImage = sliceAlong(b, loc, image, *imageDim, offset, chunk);
+        chunkFilter = sliceAlong(b, loc, filter, filterOuter, offset, chunk);
+      }
+      copyIm2col(b, loc, chunkImage, imageMap, colSizes,
+                 windowRows ? columnLoops.size() : loops.window.size(), col);
+      auto [pa, filterStrides] = addressOf(b, loc, chunkFilter);
+      Value lda = isConstantIntValue(m, 1)
+                      ? i32(k)
+                      : asInteger(b, loc, b.getI32Type(), filterStrides[filterChannel]);
+      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, windowRows, addressOf(b, loc, col).first,
+                i32(windowRows ? k : n), addressOf(b, loc, result).first, i32(n));
+    };
+    if (chunk < ranges[outer]) {
+      OpBuilder::InsertionGuard guard(b);
+      auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                                     arith::ConstantIndexOp::create(b, loc, ranges[outer]),
+                                     arith::ConstantIndexOp::create(b, loc, chunk));
+      b.setInsertionPointToStart(loop.getBody());
+      multiplyChunk(loop.getInductionVar());
+    } else {
+      multiplyChunk(Value());
+    }
+
+    // output[batch..., channel, spatial...] += result[channel, batch..., spatial...].
+    unsigned outputRank = maps[2].getNumResults();
+    SmallVector<AffineExpr> resultExprs = llvm::map_to_vector(
+        productLoops, [&](int64_t loop) { return getAffineDimExpr(loop, ctx); });
+    linalg::GenericOp::create(
+        b, loc, ValueRange{result}, ValueRange{output},
+        SmallVector<AffineMap>{AffineMap::get(outputRank, 0, resultExprs, ctx),
+                               b.getMultiDimIdentityMap(outputRank)},
+        SmallVector<utils::IteratorType>(outputRank, utils::IteratorType::parallel),
+        [](OpBuilder &nb, Location nloc, ValueRange args) {
+          linalg::YieldOp::create(nb, nloc,
+                                  ValueRange{arith::AddFOp::create(nb, nloc, args[1], args[0])});
+        });
+    memref::DeallocOp::create(b, loc, col);
+    memref::DeallocOp::create(b, loc, result);
+    op->erase();
+    return true;
   }
 
   /// A single-channel convolution with a small window (depthwise) stays a

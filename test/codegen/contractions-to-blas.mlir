@@ -333,3 +333,69 @@ func.func @conv1x1_in_place(%x: memref<256x4x28xf32, strided<[784, 28, 1], offse
   }
   return
 }
+
+// -----
+
+// A weight-gradient tile: 8 input channels (the batch loop) share the
+// filter (the output gradient) and each has only 3x3 positions, so they are
+// the columns of one product, M=16 N=8*9 K=16*32*32. Each column's window is
+// a row of the im2col buffer (its 32-wide rows are longer than the output's
+// 3), read transposed. That buffer would be 72x16384 floats, so the
+// reduction goes one image (its outermost loop) at a time. The product is
+// added into the output, transposed back.
+// DNNL-LABEL: func.func @weight_gradient
+// DNNL-DAG: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x3x3x1x32x32xf32>
+// DNNL-DAG: %[[PRODUCT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x8x3x3xf32>
+// DNNL: linalg.fill ins(%{{.*}} : f32) outs(%[[PRODUCT]] : memref<16x8x3x3xf32>)
+// DNNL: scf.for %[[N:.*]] = %c0 to %c16 step %c1 {
+// DNNL: %[[IMAGE:.*]] = memref.subview %arg0[0, %[[N]], 0, 0] [8, 1, 34, 34]
+// DNNL: %[[FILTER:.*]] = memref.subview %arg1[0, %[[N]], 0, 0] [16, 1, 32, 32]
+// DNNL: memref.subview %[[IMAGE]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 1, 32, 32] [1, 1, 1, 1]
+// DNNL: memref.copy
+// DNNL: memref.extract_strided_metadata %[[FILTER]]
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c1024_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c72_i64)
+// DNNL: }
+// DNNL: linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #{{.*}}], {{.*}}ins(%[[PRODUCT]] : memref<16x8x3x3xf32>) outs(%arg2 :
+// DNNL: arith.addf
+// DNNL: memref.dealloc %[[COL]]
+// DNNL: memref.dealloc %[[PRODUCT]]
+#wg_image = affine_map<(c, f, p, q, n, a, b) -> (c, n, p + a, q + b)>
+#wg_filter = affine_map<(c, f, p, q, n, a, b) -> (f, n, a, b)>
+#wg_out = affine_map<(c, f, p, q, n, a, b) -> (c, f, p, q)>
+func.func @weight_gradient(%x: memref<8x16x34x34xf32>, %g: memref<16x16x32x32xf32>, %dw: memref<8x16x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#wg_image, #wg_filter, #wg_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %g : memref<8x16x34x34xf32>, memref<16x16x32x32xf32>) outs(%dw : memref<8x16x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Four 4x4 images by 3x3 filters: 16 positions each, so the images join the
+// columns too (M=16 N=4*16 K=8*3*3). The output's rows (4) are longer than
+// the filter's (3), so the im2col buffer keeps the usual layout, window by
+// positions, and is read as it is; it is small enough to need no chunks.
+// DNNL-LABEL: func.func @small_images
+// DNNL-DAG: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x3x3x4x4x4xf32>
+// DNNL-DAG: %[[PRODUCT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x4x4x4xf32>
+// DNNL: memref.subview %arg0[0, %{{.*}}, %{{.*}}, %{{.*}}] [4, 1, 4, 4] [1, 1, 1, 1] : memref<4x8x6x6xf32> to memref<4x4x4xf32, strided<[288, 6, 1], offset: ?>>
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c16_i64, %c64_i64, %c72_i64, %cst, %{{.*}}, %c72_i64, %{{.*}}, %c64_i64, %cst, %{{.*}}, %c64_i64)
+// DNNL-NOT: dnnl_sgemm
+// DNNL: linalg.generic {{.*}}ins(%[[PRODUCT]] : memref<16x4x4x4xf32>) outs(%arg2 : memref<4x16x4x4xf32>)
+#si_image = affine_map<(n, f, p, q, c, kh, kw) -> (n, c, p + kh, q + kw)>
+#si_filter = affine_map<(n, f, p, q, c, kh, kw) -> (f, c, kh, kw)>
+#si_out = affine_map<(n, f, p, q, c, kh, kw) -> (n, f, p, q)>
+func.func @small_images(%x: memref<4x8x6x6xf32>, %w: memref<16x8x3x3xf32>, %y: memref<4x16x4x4xf32>) {
+  linalg.generic {indexing_maps = [#si_image, #si_filter, #si_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<4x8x6x6xf32>, memref<16x8x3x3xf32>) outs(%y : memref<4x16x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -202,11 +202,13 @@ func.func @result_is_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1
 // -----
 
 // A small result that is much work (a convolution's weight gradient: 2400
-// elements, each a sum of 6400 products) is still split over the threads,
-// one image (here: input channel) per tile, since one image's im2col buffer
-// already fills L2.
+// elements, each a sum of 6400 products) is still split over the threads.
+// Its batch elements (input channels) share the filter and have 25
+// positions each, so a tile takes enough of them for one product of at
+// least 64 columns: 3 per tile, 2 tiles.
 // CHECK-LABEL: func.func @small_result_much_work
-// CHECK: scf.forall (%{{.*}}) in (6)
+// CHECK: scf.forall (%{{.*}}) = (0) to (6) step (3)
+// CHECK: outs(%{{.*}} : tensor<3x16x5x5xf32>)
 func.func @small_result_much_work(%x: tensor<6x64x14x14xf32>, %g: tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
   %0 = kiln.fusion output(%x, %g) : (tensor<6x64x14x14xf32>, tensor<16x64x10x10xf32>) -> tensor<6x16x5x5xf32> {
   ^bb0(%a: tensor<6x64x14x14xf32>, %f: tensor<16x64x10x10xf32>):
