@@ -44,3 +44,14 @@ func.func @main(%x: tensor<1x1x5x5xf32> {kiln.name = "x"}) -> tensor<f32> {
   %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A dilated convolution padded wider than its dilated filter reaches
+// outputs that read no input at all; its input gradient has no rule.
+func.func @main(%x: tensor<1x1x6x6xf32> {kiln.name = "x"}, %w: tensor<1x1x2x2xf32> {kiln.name = "w"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.conv' op has no gradient rule for padding wider than the dilated kernel}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 2, 2>} : (tensor<1x1x6x6xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x10x10xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x10x10xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -100,3 +100,38 @@ func.func @main(%w: tensor<1x1x5x5xf32> {kiln.name = "w"}) -> tensor<f32> {
   %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A strided convolution's input gradient goes one stride phase at a time:
+// phase (r, t) correlates the cotangent with the flipped taps r + 2m, t + 2n
+// of the 3x3 filter (2x2, 2x1, 1x2 and 1x1 taps), channels swapped. The
+// phases interleave into a 6x6 grid, whose window at the pad (1) is dX. The
+// weight gradient correlates the input with the cotangent, dilated by the
+// stride.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x5x5xf32> {kiln.name = "wx"}, %[[W:.*]]: tensor<3x2x3x3xf32> {kiln.name = "w"})
+// CHECK: %[[T00:.*]] = kiln.slice %[[W]] {start = array<i64: 0, 0, 2, 2>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x2x2xf32>
+// CHECK: %[[P00:.*]] = kiln.conv %[[G:.*]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x2x2xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: %[[R00:.*]] = kiln.reshape %[[P00]] : tensor<1x2x3x3xf32> -> tensor<1x2x3x1x3x1xf32>
+// CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 2, 1>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x2x1xf32>
+// CHECK: %[[P01:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x2x1xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: %[[R01:.*]] = kiln.reshape %[[P01]]
+// CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 1, 2>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x1x2xf32>
+// CHECK: %[[P10:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x1x2xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: %[[R10:.*]] = kiln.reshape %[[P10]]
+// CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x1x1xf32>
+// CHECK: %[[P11:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x1x1xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: %[[R11:.*]] = kiln.reshape %[[P11]]
+// CHECK: %[[C0:.*]] = kiln.concat %[[R00]], %[[R01]] {axis = 5 : i64}
+// CHECK: %[[C1:.*]] = kiln.concat %[[R10]], %[[R11]] {axis = 5 : i64}
+// CHECK: %[[GRID:.*]] = kiln.concat %[[C0]], %[[C1]] {axis = 3 : i64} : (tensor<1x2x3x1x3x2xf32>, tensor<1x2x3x1x3x2xf32>) -> tensor<1x2x3x2x3x2xf32>
+// CHECK: %[[FLAT:.*]] = kiln.reshape %[[GRID]] : tensor<1x2x3x2x3x2xf32> -> tensor<1x2x6x6xf32>
+// CHECK: %[[DX:.*]] = kiln.slice %[[FLAT]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, 1, 1>} : tensor<1x2x6x6xf32> -> tensor<1x2x5x5xf32>
+// CHECK: %[[DW:.*]] = kiln.conv %{{.*}}, %{{.*}} {dilations = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x1x5x5xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x3x3xf32>
+// CHECK: return %{{.*}}, %[[DX]], %{{.*}}
+func.func @main(%x: tensor<1x2x5x5xf32> {kiln.name = "wx"}, %w: tensor<3x2x3x3xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %y = kiln.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x3x3x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -2,7 +2,8 @@
 //
 // The convolution's gradients are convolutions again: the input's is the
 // cotangent, dilated by the stride, correlated with the flipped filter whose
-// input and output channels are swapped (a transposed convolution); the
+// input and output channels are swapped (a transposed convolution; strided,
+// one per stride phase with that phase's taps, skipping the zeros); the
 // filter's correlates the input with the cotangent, batch and channels
 // exchanged, the stride and dilation trading places. Pooling windows that
 // tile the input are undone by viewing the input as one window per row.
@@ -30,10 +31,143 @@ static Value channels(OpBuilder &b, Location loc, Value value, int64_t from, int
                          step);
 }
 
+/// A filter [F, C/g, K...] (already flipped) as the filter of the
+/// transposed convolution: [C, F/g, K...], input and output channels
+/// swapped within each of the `groups` groups.
+static Value swapFilterChannels(OpBuilder &b, Location loc, Value filter, int64_t groups) {
+  RankedTensorType type = typeOf(filter);
+  Type element = type.getElementType();
+  int64_t outPerGroup = type.getDimSize(0) / groups, inPerGroup = type.getDimSize(1);
+  ArrayRef<int64_t> kernel = type.getShape().drop_front(2);
+  SmallVector<int64_t> grouped{groups, outPerGroup, inPerGroup};
+  grouped.append(kernel.begin(), kernel.end());
+  Value swapped = reshapeTo(b, loc, filter, RankedTensorType::get(grouped, element));
+  SmallVector<int64_t> perm{0, 2, 1};
+  for (size_t i = 0; i < kernel.size(); ++i)
+    perm.push_back(3 + i);
+  swapped = TransposeOp::create(b, loc, swapped, perm);
+  SmallVector<int64_t> swappedShape{groups * inPerGroup, outPerGroup};
+  swappedShape.append(kernel.begin(), kernel.end());
+  return reshapeTo(b, loc, swapped, RankedTensorType::get(swappedShape, element));
+}
+
+/// The input gradient of a strided, undilated convolution, one stride phase
+/// at a time, so that no multiply-add meets a zero of the spread cotangent.
+/// Along a dimension of stride s, pad p and K taps, input position i reads
+/// taps k = r + s m, r = (i + p) mod s, against cotangent positions
+/// q - m, q = floor((i + p) / s):
+///   dX[s q + r - p] = sum_m dY[q - m] W[r + s m],
+/// a stride-1 correlation of dY with phase r's flipped taps. The phases'
+/// results [N, C, Q...] interleave into [N, C, Q s...], of which dX is a
+/// window. A phase without taps (K < s) contributes zeros. The spread
+/// cotangent's convolution did s^2 times the work for a 2-D stride s.
+static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
+                                  RankedTensorType xType, ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads, int64_t groups) {
+  RankedTensorType wType = typeOf(w), gType = typeOf(g);
+  Type element = xType.getElementType();
+  int64_t spatial = xType.getRank() - 2;
+  int64_t batch = xType.getDimSize(0), channels = xType.getDimSize(1);
+  // Per dimension: the first cotangent row q0 any input row needs, the rows
+  // Q needed from it, and where dX starts in the interleaved result.
+  SmallVector<int64_t> first(spatial), rows(spatial), offset(spatial);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t s = strides[i], p = pads[i], extent = xType.getDimSize(2 + i);
+    first[i] = p / s;
+    rows[i] = (p + extent - 1) / s - first[i] + 1;
+    offset[i] = p - first[i] * s;
+  }
+  SmallVector<int64_t> phaseShape{batch, channels};
+  phaseShape.append(rows);
+  SmallVector<int64_t> columnShape{batch, channels};
+  for (int64_t i = 0; i < spatial; ++i)
+    columnShape.append({rows[i], 1});
+  SmallVector<int64_t> ones(spatial, 1);
+
+  // Every phase, the last dimension's fastest.
+  SmallVector<Value> phases;
+  int64_t count = 1;
+  for (int64_t s : strides)
+    count *= s;
+  for (int64_t index = 0; index < count; ++index) {
+    SmallVector<int64_t> phase(spatial), taps(spatial);
+    for (int64_t i = spatial - 1, rest = index; i >= 0; --i) {
+      phase[i] = rest % strides[i];
+      rest /= strides[i];
+    }
+    int64_t kernelSize = 1;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t k = wType.getDimSize(2 + i);
+      taps[i] = phase[i] < k ? llvm::divideCeil(k - phase[i], strides[i]) : 0;
+      kernelSize *= taps[i];
+    }
+    Value result;
+    if (kernelSize == 0) {
+      result = splat(b, loc, RankedTensorType::get(phaseShape, element), 0.0);
+    } else {
+      // Taps r + s m, flipped: from r + s (taps - 1) down by s.
+      SmallVector<int64_t> start(wType.getRank(), 0), step(wType.getRank(), 1);
+      SmallVector<int64_t> subShape(wType.getShape().take_front(2));
+      for (int64_t i = 0; i < spatial; ++i) {
+        start[2 + i] = phase[i] + strides[i] * (taps[i] - 1);
+        step[2 + i] = -strides[i];
+        subShape.push_back(taps[i]);
+      }
+      Value taken = SliceOp::create(b, loc, RankedTensorType::get(subShape, element), w, start, step);
+      Value filter = swapFilterChannels(b, loc, taken, groups);
+      // Output j of the correlation is cotangent row q = j - begin + taps - 1:
+      // pad so that row q0 comes first, or drop the rows before it.
+      SmallVector<int64_t> convPads(2 * spatial), crop(spatial);
+      for (int64_t i = 0; i < spatial; ++i) {
+        int64_t begin = std::max<int64_t>(0, taps[i] - 1 - first[i]);
+        crop[i] = first[i] - (taps[i] - 1 - begin);
+        int64_t produced = gType.getDimSize(2 + i) + begin - taps[i] + 1;
+        convPads[i] = begin;
+        convPads[spatial + i] = std::max<int64_t>(0, crop[i] + rows[i] - produced);
+      }
+      result = ConvOp::create(b, loc, g, filter, Value(), ones, convPads, ones,
+                              static_cast<uint64_t>(groups));
+      if (typeOf(result).getShape() != ArrayRef<int64_t>(phaseShape)) {
+        SmallVector<int64_t> cropStart(phaseShape.size(), 0), unit(phaseShape.size(), 1);
+        for (int64_t i = 0; i < spatial; ++i)
+          cropStart[2 + i] = crop[i];
+        result = SliceOp::create(b, loc, RankedTensorType::get(phaseShape, element), result,
+                                 cropStart, unit);
+      }
+    }
+    phases.push_back(reshapeTo(b, loc, result, RankedTensorType::get(columnShape, element)));
+  }
+
+  // Interleave: the phases of the last dimension side by side, then of the
+  // one before, ...: [N, C, Q0, s0, Q1, s1, ...].
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    if (strides[i] == 1)
+      continue;
+    SmallVector<Value> merged;
+    for (size_t at = 0; at < phases.size(); at += strides[i])
+      merged.push_back(ConcatOp::create(b, loc, ArrayRef(phases).slice(at, strides[i]),
+                                        static_cast<uint64_t>(3 + 2 * i)));
+    phases = std::move(merged);
+  }
+  SmallVector<int64_t> interleaved{batch, channels};
+  for (int64_t i = 0; i < spatial; ++i)
+    interleaved.push_back(rows[i] * strides[i]);
+  Value dx = reshapeTo(b, loc, phases.front(), RankedTensorType::get(interleaved, element));
+  if (ArrayRef<int64_t>(interleaved) == xType.getShape())
+    return dx;
+  SmallVector<int64_t> start(interleaved.size(), 0), unit(interleaved.size(), 1);
+  for (int64_t i = 0; i < spatial; ++i)
+    start[2 + i] = offset[i];
+  return SliceOp::create(b, loc, RankedTensorType::get(xType.getShape(), element), dx, start,
+                         unit);
+}
+
 // Y[n,m,o] = sum_{c,k} Xpad[n,c,o s + k d] W[m,c,k] + bias[m] (per spatial
 // dimension, channels within a group):
 //   dX = conv(spread(dY, s), flip(W) with channels swapped, dilation d,
-//             pads d (K - 1) - p, and what the last window left uncovered);
+//             pads d (K - 1) - p, and what the last window left uncovered),
+//        or, strided and undilated, one such convolution per stride phase
+//        (stridedInputGradient);
 //   dW = conv(X^T, dY^T, stride d, dilation s, pads p) cut to K, per group;
 //   dbias = sum of dY over batch and space.
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
@@ -49,42 +183,43 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   int64_t inPerGroup = inChannels / groups, outPerGroup = outChannels / groups;
   ArrayRef<int64_t> strides = getStrides(), pads = getPads(), dilations = getDilations();
   int64_t spatial = xType.getRank() - 2;
-
-  // dX.
-  Value spread = g;
-  for (int64_t i = 0; i < spatial; ++i)
-    spread = spreadAlong(b, loc, spread, 2 + i, strides[i]);
-  SmallVector<int64_t> flipStart(wType.getRank(), 0), flipStep(wType.getRank(), 1);
-  for (int64_t i = 0; i < spatial; ++i) {
-    flipStart[2 + i] = wType.getDimSize(2 + i) - 1;
-    flipStep[2 + i] = -1;
-  }
-  Value flipped = SliceOp::create(b, loc, wType, w, flipStart, flipStep);
   SmallVector<int64_t> kernel(wType.getShape().drop_front(2));
-  SmallVector<int64_t> grouped{groups, outPerGroup, inPerGroup};
-  grouped.append(kernel);
-  Value swapped = reshapeTo(b, loc, flipped, RankedTensorType::get(grouped, element));
-  SmallVector<int64_t> perm{0, 2, 1};
+
+  // dX. Padding wider than the kernel makes outputs that read no input;
+  // only the phased form crops them.
+  bool widePadding = false;
   for (int64_t i = 0; i < spatial; ++i)
-    perm.push_back(3 + i);
-  swapped = TransposeOp::create(b, loc, swapped, perm);
-  SmallVector<int64_t> swappedShape{inChannels, outPerGroup};
-  swappedShape.append(kernel);
-  swapped = reshapeTo(b, loc, swapped, RankedTensorType::get(swappedShape, element));
-  SmallVector<int64_t> dxPads(2 * spatial);
-  for (int64_t i = 0; i < spatial; ++i) {
-    int64_t extent = dilations[i] * (kernel[i] - 1);
-    int64_t begin = extent - pads[i];
-    int64_t covered = (gType.getDimSize(2 + i) - 1) * strides[i] + 1;
-    int64_t end = xType.getDimSize(2 + i) - covered - begin + extent;
-    if (begin < 0 || end < 0)
-      return emitOpError("has no gradient rule for padding wider than the dilated kernel");
-    dxPads[i] = begin;
-    dxPads[spatial + i] = end;
+    widePadding |= pads[i] > dilations[i] * (kernel[i] - 1) ||
+                   pads[spatial + i] > dilations[i] * (kernel[i] - 1);
+  if ((widePadding || llvm::any_of(strides, [](int64_t stride) { return stride > 1; })) &&
+      llvm::all_of(dilations, [](int64_t dilation) { return dilation == 1; })) {
+    operandGrads.push_back(stridedInputGradient(b, loc, g, w, xType, strides, pads, groups));
+  } else {
+    SmallVector<int64_t> flipStart(wType.getRank(), 0), flipStep(wType.getRank(), 1);
+    for (int64_t i = 0; i < spatial; ++i) {
+      flipStart[2 + i] = wType.getDimSize(2 + i) - 1;
+      flipStep[2 + i] = -1;
+    }
+    Value swapped = swapFilterChannels(
+        b, loc, SliceOp::create(b, loc, wType, w, flipStart, flipStep), groups);
+    SmallVector<int64_t> dxPads(2 * spatial);
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t extent = dilations[i] * (kernel[i] - 1);
+      int64_t begin = extent - pads[i];
+      int64_t covered = (gType.getDimSize(2 + i) - 1) * strides[i] + 1;
+      int64_t end = xType.getDimSize(2 + i) - covered - begin + extent;
+      if (begin < 0 || end < 0)
+        return emitOpError("has no gradient rule for padding wider than the dilated kernel");
+      dxPads[i] = begin;
+      dxPads[spatial + i] = end;
+    }
+    Value spread = g;
+    for (int64_t i = 0; i < spatial; ++i)
+      spread = spreadAlong(b, loc, spread, 2 + i, strides[i]);
+    SmallVector<int64_t> ones(spatial, 1);
+    operandGrads.push_back(ConvOp::create(b, loc, spread, swapped, Value(), ones, dxPads,
+                                          dilations, static_cast<uint64_t>(groups)));
   }
-  SmallVector<int64_t> ones(spatial, 1);
-  operandGrads.push_back(ConvOp::create(b, loc, spread, swapped, Value(), ones, dxPads,
-                                        dilations, static_cast<uint64_t>(groups)));
 
   // dW, one group at a time: batch and channels trade places.
   SmallVector<int64_t> swapBatch{1, 0};

@@ -635,6 +635,76 @@ func.func @main(%x: tensor<1x1x6x6xf64> {kiln.name = "x"}, %x2: tensor<1x1x3x3xf
 
 // -----
 
+// case: conv_stride2_groups2
+func.func @main(%x: tensor<1x4x7x7xf64> {kiln.name = "x"}, %x2: tensor<4x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<4xf64> {kiln.name = "x3"}, %c: tensor<1x4x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x7x7xf64>, tensor<4x2x3x3xf64>, tensor<4xf64>) -> tensor<1x4x4x4xf64>
+  %p = kiln.mul %y, %c : (tensor<1x4x4x4xf64>, tensor<1x4x4x4xf64>) -> tensor<1x4x4x4xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x4x4x4xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_1x1_stride2
+func.func @main(%x: tensor<1x3x5x5xf64> {kiln.name = "x"}, %x2: tensor<2x3x1x1xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x5x5xf64>, tensor<2x3x1x1xf64>, tensor<2xf64>) -> tensor<1x2x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x3x3xf64>, tensor<1x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_stride3
+func.func @main(%x: tensor<1x2x8x8xf64> {kiln.name = "x"}, %x2: tensor<2x2x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x2x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x8x8xf64>, tensor<2x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x3x3xf64>, tensor<1x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x3x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_stride2x1
+func.func @main(%x: tensor<1x2x6x5xf64> {kiln.name = "x"}, %x2: tensor<2x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x3x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 2, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x6x5xf64>, tensor<2x2x3x3xf64>, tensor<2xf64>) -> tensor<1x2x3x5xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x3x5xf64>, tensor<1x2x3x5xf64>) -> tensor<1x2x3x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x3x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_7x7_stride2_pad3
+func.func @main(%x: tensor<2x1x9x9xf64> {kiln.name = "x"}, %x2: tensor<2x1x7x7xf64> {kiln.name = "x2"}, %c: tensor<2x2x5x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<2x1x9x9xf64>, tensor<2x1x7x7xf64>) -> tensor<2x2x5x5xf64>
+  %p = kiln.mul %y, %c : (tensor<2x2x5x5xf64>, tensor<2x2x5x5xf64>) -> tensor<2x2x5x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<2x2x5x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_stride2_pads_wider_than_kernel
+func.func @main(%x: tensor<1x1x4x4xf64> {kiln.name = "x"}, %x2: tensor<1x1x2x2xf64> {kiln.name = "x2"}, %c: tensor<1x1x5x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x4x4xf64>, tensor<1x1x2x2xf64>) -> tensor<1x1x5x5xf64>
+  %p = kiln.mul %y, %c : (tensor<1x1x5x5xf64>, tensor<1x1x5x5xf64>) -> tensor<1x1x5x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x5x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_1x1_pads_wider_than_kernel
+func.func @main(%x: tensor<1x2x4x4xf64> {kiln.name = "x"}, %x2: tensor<2x2x1x1xf64> {kiln.name = "x2"}, %c: tensor<1x2x6x5xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x4x4xf64>, tensor<2x2x1x1xf64>) -> tensor<1x2x6x5xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x6x5xf64>, tensor<1x2x6x5xf64>) -> tensor<1x2x6x5xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x6x5xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
 // case: conv_dilation2
 func.func @main(%x: tensor<1x2x6x6xf64> {kiln.name = "x"}, %x2: tensor<2x2x2x2xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x4x4xf64> {kiln.name = "c"}) -> tensor<f64> {
   %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, group = 1 : i64} : (tensor<1x2x6x6xf64>, tensor<2x2x2x2xf64>, tensor<2xf64>) -> tensor<1x2x4x4xf64>
