@@ -399,3 +399,61 @@ func.func @small_images(%x: memref<4x8x6x6xf32>, %w: memref<16x8x3x3xf32>, %y: m
   }
   return
 }
+
+// -----
+
+// A dense layer's weights as a non-transposed B whose rows are 4 KiB apart
+// (1024 floats): oneDNN would pack them through the same cache sets, so B is
+// first copied into rows of 528 floats (512 rounded to a line, plus one line
+// since 2 KiB multiples conflict too), freed after the call.
+// DNNL-LABEL: func.func @spaced_rows
+// DNNL: %[[COPY:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x528xf32>
+// DNNL: %[[ROWS:.*]] = memref.subview %[[COPY]][0, 0] [1024, 512] [1, 1]
+// DNNL: memref.copy %arg1, %[[ROWS]]
+// DNNL: memref.extract_strided_metadata %[[ROWS]]
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c256_i64, %c512_i64, %c1024_i64, %cst, %{{.*}}, %c1024_i64, %{{.*}}, %c528_i64, %cst, %{{.*}}, %c1024_i64)
+// DNNL: memref.dealloc %[[COPY]]
+#sr_a = affine_map<(m, n, k) -> (m, k)>
+#sr_b = affine_map<(m, n, k) -> (k, n)>
+#sr_c = affine_map<(m, n, k) -> (m, n)>
+func.func @spaced_rows(%x: memref<256x1024xf32>, %w: memref<1024x512xf32, strided<[1024, 1], offset: ?>>, %y: memref<256x512xf32, strided<[1024, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#sr_a, #sr_b, #sr_c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<256x1024xf32>, memref<1024x512xf32, strided<[1024, 1], offset: ?>>) outs(%y : memref<256x512xf32, strided<[1024, 1], offset: ?>>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %0 = arith.mulf %p, %q : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// The same B read by only 8 rows of A (a small batch) is read in place: the
+// copy would cost as much as the product. So is one of 256 rows or fewer.
+// DNNL-LABEL: func.func @spaced_rows_not_worth_it
+// DNNL-NOT: memref.alloc
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c8_i64, %c512_i64, %c1024_i64, %cst, %{{.*}}, %c1024_i64, %{{.*}}, %c1024_i64, %cst,
+// DNNL-NOT: memref.alloc
+// DNNL: call @dnnl_sgemm(%c78_i8, %c78_i8, %c256_i64, %c512_i64, %c256_i64, %cst, %{{.*}}, %c256_i64, %{{.*}}, %c1024_i64, %cst,
+#nw_a = affine_map<(m, n, k) -> (m, k)>
+#nw_b = affine_map<(m, n, k) -> (k, n)>
+#nw_c = affine_map<(m, n, k) -> (m, n)>
+func.func @spaced_rows_not_worth_it(%x: memref<8x1024xf32>, %w: memref<1024x512xf32, strided<[1024, 1], offset: ?>>, %y: memref<8x512xf32>,
+                                    %x2: memref<256x256xf32>, %w2: memref<256x512xf32, strided<[1024, 1], offset: ?>>, %y2: memref<256x512xf32>) {
+  linalg.generic {indexing_maps = [#nw_a, #nw_b, #nw_c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<8x1024xf32>, memref<1024x512xf32, strided<[1024, 1], offset: ?>>) outs(%y : memref<8x512xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %0 = arith.mulf %p, %q : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#nw_a, #nw_b, #nw_c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x2, %w2 : memref<256x256xf32>, memref<256x512xf32, strided<[1024, 1], offset: ?>>) outs(%y2 : memref<256x512xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %0 = arith.mulf %p, %q : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
