@@ -24,7 +24,7 @@ bool isMultiplyAccumulate(linalg::LinalgOp op) {
   return mulOk && addOk && yield && yield.getValues().size() == 1 && yield.getValues()[0] == add;
 }
 
-std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op) {
+std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op, bool withoutPositions) {
   if (!isMultiplyAccumulate(op))
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -73,7 +73,8 @@ std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op) {
     --first;
   for (int64_t i = first; i < parallel; ++i)
     result.spatial.push_back(i);
-  if (result.spatial.empty() || (!windowed && result.spatial.size() < 2))
+  if (result.spatial.empty() ? !(withoutPositions && windowed)
+                             : (!windowed && result.spatial.size() < 2))
     return std::nullopt;
   if (first > 0 && inFilter[first - 1] && !inImage[first - 1])
     result.channel = --first;

@@ -38,8 +38,12 @@ struct ConvolutionLoops {
 /// of an output loop and a window loop, or by two or more trailing output
 /// loops that the second operand (the filter) does not use. The output must
 /// be indexed by the parallel loops in order and the filter by plain loops
-/// ordered batch, channel, window.
-std::optional<ConvolutionLoops> matchConvolution(mlir::linalg::LinalgOp op);
+/// ordered batch, channel, window. With `withoutPositions`, a strided
+/// image read by no output loop matches too, with no spatial loops: the
+/// weight gradient of a 1x1 convolution at stride 2, whose one output
+/// position the unit-dimension folding removed.
+std::optional<ConvolutionLoops> matchConvolution(mlir::linalg::LinalgOp op,
+                                                 bool withoutPositions = false);
 
 /// Fewest output positions per batch element for which a convolution is
 /// one matrix product per batch element. Below it, batch elements that share

@@ -154,7 +154,7 @@ private:
     linalg::LinalgOp conv;
     std::optional<ConvolutionLoops> loops;
     fusion.getBody().walk([&](linalg::LinalgOp op) {
-      if (!loops && (loops = matchConvolution(op)))
+      if (!loops && (loops = matchConvolution(op, /*withoutPositions=*/true)))
         conv = op;
     });
     if (!loops)
@@ -177,7 +177,7 @@ private:
       spatialElements *= ranges[loop];
     for (int64_t loop : loops->window)
       window *= convRanges[loop];
-    if (batch >= threadCount()) {
+    if (!loops->batch.empty() && batch >= threadCount()) {
       int64_t inner = loops->batch.back();
       int64_t outer = batch / ranges[inner];
       int64_t innerTiles = llvm::divideCeil(threadCount(), outer);
@@ -202,6 +202,8 @@ private:
           std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
       return sizes;
     }
+    if (loops->spatial.empty())
+      return std::nullopt;
     int64_t rowLoop = loops->spatial.front();
     int64_t rowElements = spatialElements / ranges[rowLoop];
     int64_t bands = llvm::divideCeil(kTilesPerThread * threadCount(), batch);

@@ -478,15 +478,19 @@ struct KilnContractionsToBlasPass
 
     // One call per batch element, in a loop nest over the batch dimensions.
     SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(sizes).take_front(batch));
-    auto [pa, lda] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, a, match.batchOf[0], ivs));
     // A constant B goes to kiln_matmul_constant_b, which packs it once.
     bool constantWeights = batch == 0 && match.hasN && constantB && library == "onednn" &&
                            !isOne(kSize) && !match.transA && isConstantBuffer(bMatrix);
+    Value aView = matrixAt(b, loc, a, match.batchOf[0], ivs);
     Value bView = matrixAt(b, loc, bMatrix, match.batchOf[1], ivs);
-    Value spaced;
+    // Operands oneDNN packs down their stored columns: A^T and B.
+    Value spacedA, spacedB;
+    if (sgemm.getName() == kDnnlSgemm && match.transA && match.hasM)
+      spacedA = spacedRows(b, loc, aView, nSize, kSize);
     if (sgemm.getName() == kDnnlSgemm && !match.transB && match.hasN && !constantWeights)
-      spaced = spacedRows(b, loc, bView, mSize, kSize);
-    auto [pb, ldb] = pointerAndLeadingDim(b, loc, spaced ? spaced : bView);
+      spacedB = spacedRows(b, loc, bView, mSize, kSize);
+    auto [pa, lda] = pointerAndLeadingDim(b, loc, spacedA ? spacedA : aView);
+    auto [pb, ldb] = pointerAndLeadingDim(b, loc, spacedB ? spacedB : bView);
     auto [pc, ldc] = pointerAndLeadingDim(b, loc, matrixAt(b, loc, c, match.batchOf[2], ivs));
     // A single row or column may have any stride; BLAS wants ld >= width
     // (the stored width: k for A, m for A^T, n for B, k for B^T). A vector
@@ -507,29 +511,32 @@ struct KilnContractionsToBlasPass
     else
       callSgemm(b, loc, sgemm, mSize, nSize, kSize, match.transA, pa, lda, match.transB, pb, ldb,
                 pc, ldc);
-    if (spaced)
-      memref::DeallocOp::create(b, loc, cast<memref::SubViewOp>(spaced.getDefiningOp()).getSource());
+    for (Value spaced : {spacedA, spacedB})
+      if (spaced)
+        memref::DeallocOp::create(b, loc,
+                                  cast<memref::SubViewOp>(spaced.getDefiningOp()).getSource());
     op->erase();
   }
 
-  /// oneDNN's sgemm packs a B that is not transposed down its columns:
-  /// with rows a multiple of 4 KiB apart (1024, 2048, ... floats: a dense
-  /// layer's weights) every row of a panel falls in the same cache sets,
-  /// and a product over more than kMaxConflictFreeK of them runs at three
-  /// quarters of its speed (27 against 37 GFLOP/s per core at 256x512x1024).
-  /// Such a B, with at least kMinRowsForSpacing rows of A to repay the copy,
-  /// is copied into rows kRowSpacing floats longer; the copy's view, or null
-  /// for any other B.
-  static Value spacedRows(OpBuilder &b, Location loc, Value bView, OpFoldResult m,
+  /// oneDNN's sgemm packs a B that is not transposed, and an A that is,
+  /// down their stored columns: with rows a multiple of 4 KiB apart (1024,
+  /// 2048, ... floats: a dense layer's weights, its activations) every row
+  /// of a panel falls in the same cache sets, and a product over more than
+  /// kMaxConflictFreeK of them runs at three quarters of its speed (27
+  /// against 37 GFLOP/s per core at 256x512x1024). Such an operand `view`
+  /// (k rows), each element of which `reuse` (M for B, N for A) is at least
+  /// kMinRowsForSpacing to repay the copy, is copied into rows an odd number
+  /// of cache lines long; the copy's view, or null for any other operand.
+  static Value spacedRows(OpBuilder &b, Location loc, Value view, OpFoldResult reuse,
                           OpFoldResult k) {
-    auto type = cast<MemRefType>(bView.getType());
+    auto type = cast<MemRefType>(view.getType());
     SmallVector<int64_t> strides;
     int64_t offset;
-    std::optional<int64_t> rows = getConstantIntValue(k), mRows = getConstantIntValue(m);
+    std::optional<int64_t> rows = getConstantIntValue(k), uses = getConstantIntValue(reuse);
     if (type.getRank() != 2 || !type.hasStaticShape() ||
         failed(type.getStridesAndOffset(strides, offset)) || ShapedType::isDynamic(strides[0]) ||
         (strides[0] * sizeof(float)) % 4096 != 0 || !rows || *rows <= kMaxConflictFreeK ||
-        !mRows || *mRows < kMinRowsForSpacing)
+        !uses || *uses < kMinRowsForSpacing)
       return Value();
     int64_t columns = type.getDimSize(1);
     int64_t width = llvm::alignTo(columns, kRowSpacing);
@@ -542,7 +549,7 @@ struct KilnContractionsToBlasPass
         b, loc, copy, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(type.getDimSize(0)), b.getIndexAttr(columns)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-    memref::CopyOp::create(b, loc, bView, rowsView);
+    memref::CopyOp::create(b, loc, view, rowsView);
     return rowsView;
   }
 
@@ -780,7 +787,8 @@ struct KilnContractionsToBlasPass
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
     SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
-    bool windowRows = ranges[loops.window.back()] >= ranges[loops.spatial.back()];
+    bool windowRows = loops.spatial.empty() ||
+                      ranges[loops.window.back()] >= ranges[loops.spatial.back()];
     SmallVector<int64_t> columnLoops(loops.batch), colLoops;
     llvm::append_range(columnLoops, loops.spatial);
     if (!windowRows)
@@ -1154,7 +1162,7 @@ struct KilnContractionsToBlasPass
   static std::optional<ConvolutionLoops> matchBufferConvolution(linalg::GenericOp op) {
     if (!isF32Buffers(op))
       return std::nullopt;
-    std::optional<ConvolutionLoops> loops = matchConvolution(op);
+    std::optional<ConvolutionLoops> loops = matchConvolution(op, /*withoutPositions=*/true);
     if (!loops)
       return std::nullopt;
     if (!isDenseTrailing(op.getDpsInputs()[1], loops->window.size()) ||

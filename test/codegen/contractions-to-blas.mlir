@@ -457,3 +457,56 @@ func.func @spaced_rows_not_worth_it(%x: memref<8x1024xf32>, %w: memref<1024x512x
   }
   return
 }
+
+// -----
+
+// A transposed A (a weight gradient's X^T over 1024 rows of a batch) with
+// rows 4 KiB apart is packed down its stored columns too: it is copied into
+// rows of 256 floats (1 KiB apart) for 512 columns of B to reuse.
+// DNNL-LABEL: func.func @spaced_rows_transposed_a
+// DNNL: %[[COPY:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1024x256xf32>
+// DNNL: memref.copy %arg0, %[[COPY]]
+// DNNL: call @dnnl_sgemm(%c84_i8, %c78_i8, %c256_i64, %c512_i64, %c1024_i64, %cst, %{{.*}}, %c256_i64, %{{.*}}, %c512_i64, %cst, %{{.*}}, %c512_i64)
+// DNNL: memref.dealloc %[[COPY]]
+#ta_a = affine_map<(m, n, k) -> (k, m)>
+#ta_b = affine_map<(m, n, k) -> (k, n)>
+#ta_c = affine_map<(m, n, k) -> (m, n)>
+func.func @spaced_rows_transposed_a(%x: memref<1024x256xf32, strided<[1024, 1], offset: ?>>, %g: memref<1024x512xf32>, %dw: memref<256x512xf32>) {
+  linalg.generic {indexing_maps = [#ta_a, #ta_b, #ta_c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %g : memref<1024x256xf32, strided<[1024, 1], offset: ?>>, memref<1024x512xf32>) outs(%dw : memref<256x512xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %0 = arith.mulf %p, %q : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// The weight gradient of a 1x1 convolution at stride 2, its one output
+// position folded away: out[c][f] += x[c][n][2h][2w] * g[f][n][h][w]. The
+// image is still read through a window, so it is a convolution without
+// positions: the 8 input channels are the columns of one product over
+// every (image, row, column), M=16 N=8 K=4*7*7, each channel's strided
+// window copied into a row first.
+// DNNL-LABEL: func.func @no_positions
+// DNNL-DAG: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x4x7x7xf32>
+// DNNL-DAG: %[[PRODUCT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x8xf32>
+// DNNL: memref.subview %arg0[%{{.*}}, 0, 0, 0] [1, 4, 7, 7] [1, 1, 2, 2] : memref<8x4x14x14xf32> to memref<4x7x7xf32, strided<[196, 28, 2], offset: ?>>
+// DNNL: memref.copy
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c8_i64, %c196_i64, %cst, %{{.*}}, %c196_i64, %{{.*}}, %c196_i64, %cst, %{{.*}}, %c8_i64)
+// DNNL: linalg.generic {{.*}}ins(%[[PRODUCT]] : memref<16x8xf32>) outs(%arg2 : memref<8x16xf32>)
+#np_image = affine_map<(c, f, n, h, w) -> (c, n, h * 2, w * 2)>
+#np_filter = affine_map<(c, f, n, h, w) -> (f, n, h, w)>
+#np_out = affine_map<(c, f, n, h, w) -> (c, f)>
+func.func @no_positions(%x: memref<8x4x14x14xf32>, %g: memref<16x4x7x7xf32>, %dw: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#np_image, #np_filter, #np_out], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %g : memref<8x4x14x14xf32>, memref<16x4x7x7xf32>) outs(%dw : memref<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -1,5 +1,6 @@
 // 100 train steps of an MLP, a LeNet-style CNN, a convolution with batch normalization (batch
-// statistics, running statistics updated as state) and a transformer layer, exported from
+// statistics, running statistics updated as state), a transformer layer and a ResNet basic
+// block with stride-2 convolutions (3x3, and 1x1 on the shortcut), exported from
 // PyTorch to ONNX, compiled with kilnc --train and run through the C API, against the losses
 // and weights PyTorch computed with the same recipe (reference/generate.py).
 #include "kiln/runtime.h"
@@ -177,6 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(make("mlp", {1e-5, 1e-5}, Where::Cpu), make("lenet", {1e-5, 2e-4}, Where::Cpu),
                     make("batchnorm", {3e-4, 1e-4}, Where::Cpu),
                     make("transformer", {3e-4, 1e-4}, Where::Cpu),
+                    make("resnet", {1e-5, 2e-4}, Where::Cpu),
                     // The runtime's resident state gives the same steps as swapped buffers.
                     make("mlp", {1e-5, 1e-5}, Where::CpuResident),
                     make("batchnorm", {3e-4, 1e-4}, Where::CpuResident),

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the PyTorch references that kiln-training-tests compares Kiln's train steps against.
 
-For each model (an MLP, a LeNet-5-style CNN, a convolution with batch normalization and a
-transformer encoder layer with a classifier head, all small), it builds the model in PyTorch with fixed random weights, exports it to ONNX
+For each model (an MLP, a LeNet-5-style CNN, a convolution with batch normalization, a
+transformer encoder layer with a classifier head and a ResNet basic block with strided
+convolutions, all small), it builds the model in PyTorch with fixed random weights, exports it to ONNX
 (weights as initializers), trains it for 100 steps on a few fixed batches with the optimizer,
 schedule and regularization that <model>/train.cfg gives kilnc, and saves:
 
@@ -16,8 +17,8 @@ schedule and regularization that <model>/train.cfg gives kilnc, and saves:
   <model>/losses.npy        the loss PyTorch computed at each step, [100], float64
   <model>/final/<name>.npy  the weights (and running statistics) after 100 steps
 
-Needs torch and onnx (PyPI); run once, from anywhere:
-    python3 test/training/reference/generate.py
+Needs torch and onnx (PyPI); run once, from anywhere (naming models generates only those):
+    python3 test/training/reference/generate.py [resnet ...]
 """
 import math
 import os
@@ -79,6 +80,26 @@ class ConvBatchNorm(nn.Module):
     def forward(self, x):
         x = F.max_pool2d(self.bn(torch.relu(self.conv(x))), 2)
         return self.fc(torch.flatten(x, 1))
+
+
+class ResidualBlock(nn.Module):
+    """A ResNet basic block that halves the image (a stride-2 3x3 convolution, and a stride-2 1x1
+    convolution on the shortcut) after a stem convolution, so that the strided convolutions'
+    input gradients flow on."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv1 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.down = nn.Conv2d(8, 16, 1, stride=2)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        y = self.conv2(torch.relu(self.conv1(x)))
+        y = torch.relu(y + self.down(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(y, 1), 1))
 
 
 class TransformerLayer(nn.Module):
@@ -163,10 +184,16 @@ MODELS = {
     "transformer": dict(
         make=TransformerLayer, input=(4, 6, 16), classes=4, batches=3,
         config={"optimizer": "adam", "learning-rate": "0.003"}),
+    # Seeded on its own, so that it can be generated alone (`generate.py resnet`).
+    "resnet": dict(
+        make=ResidualBlock, input=(8, 3, 12, 12), classes=5, batches=3, seed=20261127,
+        config={"optimizer": "momentum", "learning-rate": "0.05", "momentum": "0.9"}),
 }
 
 
 def train(name, spec):
+    if "seed" in spec:
+        torch.manual_seed(spec["seed"])
     model = spec["make"]()
     cfg = spec["config"]
     out = os.path.join(HERE, name)
@@ -233,5 +260,7 @@ def train(name, spec):
 
 
 if __name__ == "__main__":
+    import sys
     for model_name, model_spec in MODELS.items():
-        train(model_name, model_spec)
+        if len(sys.argv) < 2 or model_name in sys.argv[1:]:
+            train(model_name, model_spec)
