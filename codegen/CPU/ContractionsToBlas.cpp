@@ -56,11 +56,12 @@ constexpr int64_t kWinogradMinChannels = 32;
 /// the arithmetic (a 3x3 depthwise layer of MobileNetV2 ran 3 to 6 times
 /// slower that way than as loops vectorized along the output row).
 constexpr int64_t kMaxLoopWindow = 64;
-/// Products over at most this many rows of a non-transposed B run at full
-/// speed whatever B's row stride (measured: 256 rows 4 KiB apart did).
+/// Products over at most this many rows of a non-transposed B (or of a
+/// transposed A) run at full speed whatever its row stride (measured: 256
+/// rows 4 KiB apart did).
 constexpr int64_t kMaxConflictFreeK = 256;
-/// Fewest rows of A (reuses of each packed B element) for which copying B
-/// into conflict-free rows pays.
+/// Fewest reuses of each packed element (M for B, N for A) for which
+/// copying the operand into conflict-free rows pays.
 constexpr int64_t kMinRowsForSpacing = 64;
 /// Rows of such a copy are padded to a multiple of this many floats (one
 /// 64-byte line), and one more when that is a multiple of 2 KiB (still
