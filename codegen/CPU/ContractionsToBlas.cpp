@@ -3,9 +3,10 @@
 // Kiln's matmul lowering is one linalg.generic over (batch..., m, n, k).
 // After bufferization each kernel tile holds such a generic on subviews;
 // this pass calls the BLAS for it, reading leading dimensions from strides.
+// Convolution tiles are lowered by ConvolutionsToBlas.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/Contraction.h"
+#include "codegen/CPU/BlasCalls.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -27,35 +28,11 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-// CBLAS enumerators (cblas.h).
-constexpr int32_t kCblasRowMajor = 101;
-constexpr int32_t kCblasNoTrans = 111;
-constexpr int32_t kCblasTrans = 112;
-constexpr StringLiteral kSgemm = "cblas_sgemm";
-constexpr StringLiteral kDnnlSgemm = "dnnl_sgemm";
+using namespace blas;
+
 constexpr StringLiteral kSetThreads = "openblas_set_num_threads";
 /// runtime/kernels/PackedMatmul.c: C += A * B with B packed once per address.
 constexpr StringLiteral kConstantB = "kiln_matmul_constant_b";
-/// runtime/kernels/PackedConvolution.c: a 2-D convolution of one image, by
-/// Winograd's F(2x2, 3x3) for 3x3 filters at stride 1.
-constexpr StringLiteral kConvolution = "kiln_conv2d_constant_w";
-/// runtime/kernels/DepthwiseConvolution.c: a depthwise 2-D convolution tile.
-constexpr StringLiteral kDepthwise = "kiln_depthwise_conv2d";
-/// Channels per block of oneDNN's Winograd kernels (AVX-512 lanes): input and
-/// output channels come in whole blocks, or the call would fall back to a
-/// direct convolution no faster than im2col and sgemm.
-constexpr int64_t kWinogradChannelBlock = 16;
-/// Fewest input and output channels for which Winograd pays: its
-/// element-wise products are batched matrix products over channels, and
-/// measured per thread on a band of 4x48 outputs it beats a direct
-/// convolution by 15 % at 16 channels, 50 % at 32 and 80 % at 64.
-constexpr int64_t kWinogradMinChannels = 32;
-/// Largest window (multiply-adds per output) of a single-channel convolution
-/// (depthwise: one per group) computed by loops rather than im2col and an
-/// sgemm of one row, which would spend more on the call and the copy than on
-/// the arithmetic (a 3x3 depthwise layer of MobileNetV2 ran 3 to 6 times
-/// slower that way than as loops vectorized along the output row).
-constexpr int64_t kMaxLoopWindow = 64;
 /// Products over at most this many rows of a non-transposed B (or of a
 /// transposed A) run at full speed whatever its row stride (measured: 256
 /// rows 4 KiB apart did).
@@ -67,47 +44,6 @@ constexpr int64_t kMinRowsForSpacing = 64;
 /// 64-byte line), and one more when that is a multiple of 2 KiB (still
 /// 5 % slower than an odd number of lines).
 constexpr int64_t kRowSpacing = 16;
-/// Largest im2col buffer of a convolution whose batch elements are columns
-/// of one product (joinsBatchIntoColumns): the reduction is split into
-/// chunks of its outermost loop to stay within it, as per-tile im2col
-/// buffers stay within L2.
-constexpr int64_t kJoinedIm2colBytes = 1 << 19;
-/// Smallest convolution call (multiply-adds) worth a oneDNN primitive: below
-/// it, its fixed cost per call (three primitives, four memory objects, about
-/// 1 us) outweighs what it saves over im2col and sgemm.
-constexpr int64_t kMinPrimitiveConvolution = 1 << 20;
-
-/// `expr` as a sum of loop dimensions times constants, into `coefficients`.
-bool linearInDims(AffineExpr expr, llvm::SmallDenseMap<unsigned, int64_t> &coefficients) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
-    coefficients[dim.getPosition()] += 1;
-    return true;
-  }
-  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!binary)
-    return false;
-  if (expr.getKind() == AffineExprKind::Add)
-    return linearInDims(binary.getLHS(), coefficients) &&
-           linearInDims(binary.getRHS(), coefficients);
-  auto dim = dyn_cast<AffineDimExpr>(binary.getLHS());
-  auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS());
-  if (expr.getKind() != AffineExprKind::Mul || !dim || !factor)
-    return false;
-  coefficients[dim.getPosition()] += factor.getValue();
-  return true;
-}
-
-/// The stride and dilation of an image index `spatial * stride + window *
-/// dilation`.
-std::optional<std::pair<int64_t, int64_t>> strideAndDilation(AffineExpr expr, int64_t spatial,
-                                                              int64_t window) {
-  llvm::SmallDenseMap<unsigned, int64_t> coefficients;
-  if (!linearInDims(expr, coefficients) || coefficients.size() != 2 ||
-      coefficients.lookup(spatial) < 1 || coefficients.lookup(window) < 1)
-    return std::nullopt;
-  return std::make_pair(coefficients.lookup(spatial), coefficients.lookup(window));
-}
-
 /// How each operand's dimensions map to the loops (batch..., m, n, k). A
 /// product by a vector has no m loop (x^T W, a batch-1 layer: A is one row)
 /// or no n loop (W x: B is one column); it is still one sgemm call, which
@@ -122,12 +58,6 @@ struct GemmMatch {
   bool transA = false, transB = false;
 };
 
-/// Whether `expr` is the loop dimension `dim`.
-bool isDim(AffineExpr expr, int64_t dim) {
-  auto d = dyn_cast<AffineDimExpr>(expr);
-  return d && d.getPosition() == dim;
-}
-
 /// Whether the value is a view of rank `rank` whose innermost stride is 1.
 bool hasUnitInnerStride(Value value, int64_t rank) {
   auto type = cast<MemRefType>(value.getType());
@@ -136,40 +66,6 @@ bool hasUnitInnerStride(Value value, int64_t rank) {
   SmallVector<int64_t> strides;
   int64_t offset;
   return succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
-}
-
-/// Whether `op` reads two f32 buffers and accumulates into a third. Sizes
-/// may be dynamic: the last tile of a dimension that the tile size does not
-/// divide is smaller, and the calls take their sizes at run time.
-bool isF32Buffers(linalg::GenericOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return false;
-  return llvm::all_of(op->getOperands(), [](Value operand) {
-    return cast<MemRefType>(operand.getType()).getElementType().isF32();
-  });
-}
-
-/// A constant upper bound of a size (a dimension of a partial tile), or
-/// ShapedType::kDynamic when none can be derived.
-int64_t upperBound(const ValueBoundsConstraintSet::Variable &size) {
-  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
-      presburger::BoundType::UB, size, /*stopCondition=*/nullptr, /*closedUB=*/true);
-  return succeeded(bound) ? *bound : ShapedType::kDynamic;
-}
-
-/// The trip counts of `op`'s loops at `b`'s insertion point: constants where
-/// static, `memref.dim`s of its operands where not.
-SmallVector<OpFoldResult> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
-  return llvm::map_to_vector(op.createLoopRanges(b, loc), [](Range range) { return range.size; });
-}
-
-/// The product of `sizes`, folded when they are all constants.
-OpFoldResult product(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
-  AffineExpr expr = getAffineConstantExpr(1, b.getContext());
-  for (size_t i = 0; i < sizes.size(); ++i)
-    expr = expr * getAffineSymbolExpr(i, b.getContext());
-  return affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(0, sizes.size(), expr),
-                                               sizes);
 }
 
 /// matchGemm with the m loop present or not, and the n loop present or not.
@@ -245,81 +141,6 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op) {
   return std::nullopt;
 }
 
-/// Whether the trailing `count` dimensions of the buffer `operand` are dense
-/// (row-major, no gaps), so they can be read as one matrix dimension. Only
-/// the outermost of them may be dynamic (a partial band of rows): the
-/// strides of the others must be known to be dense.
-bool isDenseTrailing(Value operand, size_t count) {
-  auto type = cast<MemRefType>(operand.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)))
-    return false;
-  int64_t expected = 1, outermost = type.getRank() - static_cast<int64_t>(count);
-  for (int64_t i = type.getRank() - 1; i >= outermost; --i) {
-    if (type.getDimSize(i) != 1 && strides[i] != expected)
-      return false;
-    if (type.isDynamicDim(i)) {
-      if (i != outermost)
-        return false;
-      continue;
-    }
-    expected *= type.getDimSize(i);
-  }
-  return true;
-}
-
-/// Whether `value` views a constant global (weights), through any chain of
-/// subviews and casts.
-bool isConstantBuffer(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto global = dyn_cast<memref::GetGlobalOp>(def)) {
-      auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(def, global.getNameAttr());
-      return symbol && symbol.getConstant();
-    }
-    if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp, memref::ExpandShapeOp,
-             memref::CollapseShapeOp>(def))
-      return false;
-    value = def->getOperand(0);
-  }
-  return false;
-}
-
-func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-  auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
-  decl.setPrivate();
-  return decl;
-}
-
-/// The address of `buffer[indices]` (of its first element when `indices`
-/// is empty) as an LLVM pointer, and the buffer's strides.
-std::pair<Value, SmallVector<Value>> addressOf(OpBuilder &b, Location loc, Value buffer,
-                                               ValueRange indices = {}) {
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-  Value element = metadata.getOffset();
-  for (auto [index, stride] : llvm::zip(indices, metadata.getStrides()))
-    if (!isZeroInteger(index))
-      element = arith::AddIOp::create(b, loc, element, arith::MulIOp::create(b, loc, index, stride));
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, metadata.getBaseBuffer());
-  Value bytes = arith::MulIOp::create(b, loc, element,
-                                      arith::ConstantIndexOp::create(b, loc, sizeof(float)));
-  Value address = arith::AddIOp::create(b, loc, base, bytes);
-  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  Value pointer =
-      LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
-  return {pointer, SmallVector<Value>(metadata.getStrides())};
-}
-
-/// `size` as a value of integer type `type`.
-Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
-  if (std::optional<int64_t> constant = getConstantIntValue(size))
-    return arith::ConstantIntOp::create(b, loc, type, *constant);
-  return arith::IndexCastOp::create(b, loc, type, cast<Value>(size));
-}
-
 /// The address of element [0, 0] of the 2-D view `view` and its leading
 /// dimension, as C values.
 std::pair<Value, Value> pointerAndLeadingDim(OpBuilder &b, Location loc, Value view) {
@@ -386,7 +207,8 @@ struct KilnContractionsToBlasPass
                           ctx, {i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32}, {}));
 
     SymbolTable symbolTable(module);
-    symbols = &symbolTable;
+    CallSites callSites(module, symbolTable);
+    sites = &callSites;
     llvm::SetVector<func::FuncOp> callers;
     for (auto &[op, match] : gemms) {
       callers.insert(op->getParentOfType<func::FuncOp>());
@@ -394,7 +216,7 @@ struct KilnContractionsToBlasPass
     }
     for (auto &[op, loops] : convolutions) {
       callers.insert(op->getParentOfType<func::FuncOp>());
-      rewrite(op, loops, sgemm);
+      rewriteConvolution(op, loops, sgemm, callSites, constantB && library == "onednn");
     }
     // Kernels split matmuls into per-thread tiles; the library must not
     // start threads of its own.
@@ -406,63 +228,6 @@ struct KilnContractionsToBlasPass
       Value one = arith::ConstantIntOp::create(b, caller.getLoc(), 1, 32);
       func::CallOp::create(b, caller.getLoc(), setThreads, ValueRange{one});
     }
-  }
-
-  /// An operand's indices at one batch element: the batch loops' induction
-  /// variables `batchIvs` where `map` reads a loop of `batchLoops`, `zero`
-  /// elsewhere.
-  static SmallVector<Value> batchIndices(AffineMap map, ArrayRef<int64_t> batchLoops,
-                                         ArrayRef<Value> batchIvs, Value zero) {
-    SmallVector<Value> indices;
-    for (AffineExpr expr : map.getResults()) {
-      auto dim = dyn_cast<AffineDimExpr>(expr);
-      const int64_t *batch = dim ? llvm::find(batchLoops, dim.getPosition()) : batchLoops.end();
-      indices.push_back(batch == batchLoops.end() ? zero
-                                                  : batchIvs[batch - batchLoops.begin()]);
-    }
-    return indices;
-  }
-
-  /// Opens a loop nest over `ranges` at `b`'s insertion point, leaves `b`
-  /// inside it and returns the induction variables.
-  static SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> ranges) {
-    SmallVector<Value> ivs;
-    for (OpFoldResult range : ranges) {
-      auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                                     getValueOrCreateConstantIndexOp(b, loc, range),
-                                     arith::ConstantIndexOp::create(b, loc, 1));
-      ivs.push_back(loop.getInductionVar());
-      b.setInsertionPointToStart(loop.getBody());
-    }
-    return ivs;
-  }
-
-  /// C += op(A) * op(B) for row-major matrices, op transposing where asked.
-  static void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m,
-                        OpFoldResult n, OpFoldResult k, bool transA, Value a, Value lda,
-                        bool transB, Value bMatrix, Value ldb, Value c, Value ldc) {
-    auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
-    Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
-    if (sgemm.getName() == kDnnlSgemm) {
-      auto i64 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI64Type(), value); };
-      auto wide = [&](Value v) -> Value {
-        return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
-      };
-      auto flag = [&](bool trans) -> Value {
-        return arith::ConstantIntOp::create(b, loc, trans ? 'T' : 'N', 8);
-      };
-      func::CallOp::create(b, loc, sgemm,
-                           ValueRange{flag(transA), flag(transB), i64(m), i64(n), i64(k), one, a,
-                                      wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
-      return;
-    }
-    auto flag = [&](bool trans) {
-      return i32(b.getIndexAttr(trans ? kCblasTrans : kCblasNoTrans));
-    };
-    func::CallOp::create(b, loc, sgemm,
-                         ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB),
-                                    i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
-                                    ldc});
   }
 
   void rewrite(linalg::GenericOp op, const GemmMatch &match, func::FuncOp sgemm) {
@@ -554,24 +319,8 @@ struct KilnContractionsToBlasPass
     return rowsView;
   }
 
-  /// The module's symbols while the pass runs.
-  SymbolTable *symbols = nullptr;
-
-  /// The address of a new call site's state: a private, zeroed 8-byte
-  /// global of its own.
-  Value siteSlot(OpBuilder &b, Location loc) {
-    ModuleOp module = getOperation();
-    Type i64 = b.getI64Type();
-    auto slotType = MemRefType::get({1}, i64);
-    OpBuilder detached(b.getContext());
-    auto slot = memref::GlobalOp::create(
-        detached, loc, "kiln_kernel_site", b.getStringAttr("private"), slotType,
-        DenseElementsAttr::get(RankedTensorType::get({1}, i64), b.getI64IntegerAttr(0)),
-        /*constant=*/false, b.getI64IntegerAttr(8));
-    symbols->insert(slot, module.getBody()->begin()); // renamed if taken
-    return addressOf(b, loc, memref::GetGlobalOp::create(b, loc, slotType, slot.getSymName()))
-        .first;
-  }
+  /// Where the runtime's kernels are called, while the pass runs.
+  CallSites *sites = nullptr;
 
   /// A matrix product whose B is constant: kiln_matmul_constant_b with the
   /// call site's own zeroed 8-byte slot, a private global.
@@ -584,7 +333,7 @@ struct KilnContractionsToBlasPass
     func::FuncOp callee = declare(
         module, kConstantB,
         FunctionType::get(ctx, {ptr, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}, {}));
-    Value slotAddress = siteSlot(b, loc);
+    Value slotAddress = sites->slot(b, loc);
     auto wide = [&](Value v) -> Value { return arith::ExtSIOp::create(b, loc, i64, v); };
     auto constant = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     func::CallOp::create(b, loc, callee,
@@ -593,584 +342,6 @@ struct KilnContractionsToBlasPass
                                     c, wide(ldc)});
   }
 
-  /// A convolution tile becomes an im2col copy of its image into a
-  /// [batch..., window..., spatial...] buffer (a linalg.generic, lowered to
-  /// vectorizable loops later) and one sgemm per batch index:
-  /// output[channel, spatial] += filter[channel, window] * col[window, spatial].
-  void rewrite(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
-    if (callDepthwise(op, loops))
-      return;
-    if (constantB && library == "onednn" && callConvolution(op, loops))
-      return;
-    if (loopsVectorizeBetter(op, loops))
-      return;
-    if (joinBatch(op, loops, sgemm))
-      return;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
-    Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
-
-    // A convolution whose window is the input channels alone (1x1 at stride
-    // 1) reads a tile's image in place as B[channel][position] when the
-    // positions are contiguous: the im2col copy would be the image itself.
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    ArrayRef<AffineExpr> imageExprs = maps[0].getResults();
-    size_t matrixDims = 1 + loops.spatial.size();
-    bool inPlace = loops.window.size() == 1 && imageExprs.size() >= matrixDims &&
-                   isDim(imageExprs.take_back(matrixDims)[0], loops.window[0]) &&
-                   llvm::all_of(llvm::enumerate(loops.spatial), [&](auto spatial) {
-                     return isDim(imageExprs.take_back(loops.spatial.size())[spatial.index()],
-                                  spatial.value());
-                   }) &&
-                   isDenseTrailing(image, loops.spatial.size());
-
-    // The column buffer's loops: batch, window, spatial. A band of output
-    // rows that is the last, partial tile has a dynamic row count.
-    SmallVector<int64_t> colLoops(loops.batch);
-    llvm::append_range(colLoops, loops.window);
-    llvm::append_range(colLoops, loops.spatial);
-    SmallVector<OpFoldResult> colSizes;
-    SmallVector<AffineExpr> renumber(sizes.size(), getAffineConstantExpr(0, ctx));
-    for (auto [position, loop] : llvm::enumerate(colLoops)) {
-      colSizes.push_back(sizes[loop]);
-      renumber[loop] = getAffineDimExpr(position, ctx);
-    }
-    AffineMap imageMap = op.getIndexingMapsArray()[0].replaceDimsAndSymbols(
-        renumber, {}, colLoops.size(), 0);
-    Value col;
-    if (!inPlace) {
-      col = allocF32(b, loc, colSizes);
-      copyIm2col(b, loc, image, imageMap, colSizes, loops.batch.size() + loops.window.size(), col);
-    }
-
-    OpFoldResult m = loops.channel ? sizes[*loops.channel] : b.getIndexAttr(1);
-    OpFoldResult n = product(b, loc, llvm::map_to_vector(loops.spatial, [&](int64_t loop) {
-                               return sizes[loop];
-                             }));
-    OpFoldResult k = product(b, loc, llvm::map_to_vector(loops.window, [&](int64_t loop) {
-                               return sizes[loop];
-                             }));
-    {
-      OpBuilder::InsertionGuard guard(b);
-      SmallVector<Value> batchIvs = loopNest(
-          b, loc, llvm::map_to_vector(loops.batch, [&](int64_t loop) { return sizes[loop]; }));
-      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-      auto indicesOf = [&](AffineMap map) {
-        return batchIndices(map, loops.batch, batchIvs, zero);
-      };
-      auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
-      auto [pa, filterStrides] = addressOf(b, loc, filter, indicesOf(maps[1]));
-      auto [pc, outputStrides] = addressOf(b, loc, output, indicesOf(maps[2]));
-      Value pb, ldb = i32(n);
-      if (inPlace) {
-        auto [imageAddress, imageStrides] = addressOf(b, loc, image, indicesOf(maps[0]));
-        pb = imageAddress;
-        ldb = asInteger(b, loc, b.getI32Type(), imageStrides[imageExprs.size() - matrixDims]);
-      } else {
-        SmallVector<Value> colIndices(batchIvs);
-        colIndices.resize(colLoops.size(), zero);
-        pb = addressOf(b, loc, col, colIndices).first;
-      }
-      // Leading dimensions: the channel's strides; a single row's is its width.
-      auto leadingDim = [&](AffineMap map, ArrayRef<Value> strides, OpFoldResult width) {
-        if (!loops.channel || isConstantIntValue(m, 1))
-          return i32(width);
-        unsigned position = *map.getResultPosition(getAffineDimExpr(*loops.channel, ctx));
-        return asInteger(b, loc, b.getI32Type(), strides[position]);
-      };
-      Value lda = leadingDim(maps[1], filterStrides, k);
-      Value ldc = leadingDim(maps[2], outputStrides, n);
-      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, false, pb, ldb, pc, ldc);
-    }
-    if (col)
-      memref::DeallocOp::create(b, loc, col);
-    op->erase();
-  }
-
-  /// A new f32 buffer of `sizes`, 64-byte aligned.
-  static Value allocF32(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
-    SmallVector<int64_t> shape;
-    SmallVector<Value> dynamicSizes;
-    dispatchIndexOpFoldResults(sizes, dynamicSizes, shape);
-    return memref::AllocOp::create(b, loc, MemRefType::get(shape, b.getF32Type()), dynamicSizes,
-                                   b.getI64IntegerAttr(64));
-  }
-
-  /// Fills the im2col buffer `col` of `colSizes` from `image` read through
-  /// `imageMap` (whose dimensions are col's): by strided copies of the
-  /// trailing `colSizes` dimensions after the first `outerDims` where the map
-  /// allows (copyWindows), else by a linalg.generic.
-  static void copyIm2col(OpBuilder &b, Location loc, Value image, AffineMap imageMap,
-                         ArrayRef<OpFoldResult> colSizes, unsigned outerDims, Value col) {
-    if (copyWindows(b, loc, image, imageMap, colSizes, outerDims, col))
-      return;
-    linalg::GenericOp::create(
-        b, loc, ValueRange{image}, ValueRange{col},
-        SmallVector<AffineMap>{imageMap, b.getMultiDimIdentityMap(colSizes.size())},
-        SmallVector<utils::IteratorType>(colSizes.size(), utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(nb, nloc, args[0]);
-        });
-  }
-
-  /// `buffer[..., offset : offset + size, ...]` along dimension `dim`.
-  static Value sliceAlong(OpBuilder &b, Location loc, Value buffer, unsigned dim, Value offset,
-                          int64_t size) {
-    int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), strides(rank, b.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes = memref::getMixedSizes(b, loc, buffer);
-    offsets[dim] = offset;
-    sizes[dim] = b.getIndexAttr(size);
-    return memref::SubViewOp::create(b, loc, buffer, offsets, sizes, strides);
-  }
-
-  /// A convolution tile whose batch elements share the filter and have few
-  /// output positions each (joinsBatchIntoColumns: a weight gradient, one
-  /// batch element per input channel and a position per filter tap) as one
-  /// product whose columns are every (batch element, position) pair:
-  ///   product[channel][batch, spatial] +=
-  ///       filter[channel][window] * col[window][batch, spatial],
-  /// summed over chunks of the outermost window loop (a weight gradient's
-  /// images) that keep `col` within kJoinedIm2colBytes, then added into the
-  /// output. `col` holds each column's window as a row (read transposed)
-  /// when the window's rows are longer than the output's, so that im2col
-  /// copies long runs. Returns false, changing nothing, for any other
-  /// convolution.
-  static bool joinBatch(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
-    if (!joinsBatchIntoColumns(op, loops))
-      return false;
-    Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    // The tile's batch elements (a partial tile's bounded by the tile size):
-    // the output is indexed by the parallel loops in order.
-    int64_t batchElements = 1, positions = 1, innerWindow = 1;
-    for (int64_t loop : loops.batch) {
-      int64_t extent = ShapedType::isDynamic(ranges[loop])
-                           ? upperBound(ValueBoundsConstraintSet::Variable(output, loop))
-                           : ranges[loop];
-      if (ShapedType::isDynamic(extent))
-        return false;
-      batchElements *= extent;
-    }
-    for (int64_t loop : loops.spatial)
-      positions *= ranges[loop];
-    for (int64_t loop : loops.window)
-      if (ShapedType::isDynamic(ranges[loop]))
-        return false;
-    for (int64_t loop : ArrayRef(loops.window).drop_front())
-      innerWindow *= ranges[loop];
-    if (batchElements == 1)
-      return false;
-
-    // Chunks of the outermost window loop, when the image reads it as a
-    // dimension of its own (images, input channels): the largest that
-    // divides it and keeps the im2col buffer within bounds.
-    int64_t outer = loops.window.front(), chunk = ranges[outer];
-    std::optional<unsigned> imageDim;
-    for (auto [position, expr] : llvm::enumerate(maps[0].getResults()))
-      if (isDim(expr, outer))
-        imageDim = position;
-    if (imageDim && llvm::count_if(maps[0].getResults(), [&](AffineExpr expr) {
-                      return expr.isFunctionOfDim(outer);
-                    }) == 1) {
-      int64_t fitting = std::max<int64_t>(
-          1, kJoinedIm2colBytes /
-                 static_cast<int64_t>(sizeof(float) * batchElements * positions * innerWindow));
-      chunk = std::min(chunk, fitting);
-      while (ranges[outer] % chunk)
-        --chunk;
-    }
-
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    MLIRContext *ctx = b.getContext();
-    SmallVector<OpFoldResult> sizes = loopSizes(b, loc, op);
-    bool windowRows = loops.spatial.empty() ||
-                      ranges[loops.window.back()] >= ranges[loops.spatial.back()];
-    SmallVector<int64_t> columnLoops(loops.batch), colLoops;
-    llvm::append_range(columnLoops, loops.spatial);
-    if (!windowRows)
-      llvm::append_range(colLoops, loops.window);
-    llvm::append_range(colLoops, columnLoops);
-    if (windowRows)
-      llvm::append_range(colLoops, loops.window);
-    SmallVector<OpFoldResult> colSizes;
-    SmallVector<AffineExpr> renumber(sizes.size(), getAffineConstantExpr(0, ctx));
-    for (auto [position, loop] : llvm::enumerate(colLoops)) {
-      colSizes.push_back(loop == outer ? b.getIndexAttr(chunk) : sizes[loop]);
-      renumber[loop] = getAffineDimExpr(position, ctx);
-    }
-    AffineMap imageMap = maps[0].replaceDimsAndSymbols(renumber, {}, colLoops.size(), 0);
-    auto sizesOf = [&](ArrayRef<int64_t> loopList) {
-      return llvm::map_to_vector(loopList, [&](int64_t loop) { return sizes[loop]; });
-    };
-    Value col = allocF32(b, loc, colSizes);
-    SmallVector<int64_t> productLoops{*loops.channel};
-    llvm::append_range(productLoops, columnLoops);
-    Value result = allocF32(b, loc, sizesOf(productLoops));
-    Value zero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
-    linalg::FillOp::create(b, loc, zero, result);
-
-    OpFoldResult m = sizes[*loops.channel];
-    OpFoldResult n = product(b, loc, sizesOf(columnLoops));
-    OpFoldResult k = product(b, loc, ArrayRef(colSizes).take_back(loops.window.size()));
-    if (!windowRows)
-      k = product(b, loc, ArrayRef(colSizes).take_front(loops.window.size()));
-    auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
-    unsigned filterOuter = *maps[1].getResultPosition(getAffineDimExpr(outer, ctx));
-    unsigned filterChannel = *maps[1].getResultPosition(getAffineDimExpr(*loops.channel, ctx));
-    auto multiplyChunk = [&](Value offset) {
-      Value chunkImage = image, chunkFilter = filter;
-      if (offset) {
-        chunkImage = sliceAlong(b, loc, image, *imageDim, offset, chunk);
-        chunkFilter = sliceAlong(b, loc, filter, filterOuter, offset, chunk);
-      }
-      copyIm2col(b, loc, chunkImage, imageMap, colSizes,
-                 windowRows ? columnLoops.size() : loops.window.size(), col);
-      auto [pa, filterStrides] = addressOf(b, loc, chunkFilter);
-      Value lda = isConstantIntValue(m, 1)
-                      ? i32(k)
-                      : asInteger(b, loc, b.getI32Type(), filterStrides[filterChannel]);
-      callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, windowRows, addressOf(b, loc, col).first,
-                i32(windowRows ? k : n), addressOf(b, loc, result).first, i32(n));
-    };
-    if (chunk < ranges[outer]) {
-      OpBuilder::InsertionGuard guard(b);
-      auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                                     arith::ConstantIndexOp::create(b, loc, ranges[outer]),
-                                     arith::ConstantIndexOp::create(b, loc, chunk));
-      b.setInsertionPointToStart(loop.getBody());
-      multiplyChunk(loop.getInductionVar());
-    } else {
-      multiplyChunk(Value());
-    }
-
-    // output[batch..., channel, spatial...] += result[channel, batch..., spatial...].
-    unsigned outputRank = maps[2].getNumResults();
-    SmallVector<AffineExpr> resultExprs = llvm::map_to_vector(
-        productLoops, [&](int64_t loop) { return getAffineDimExpr(loop, ctx); });
-    linalg::GenericOp::create(
-        b, loc, ValueRange{result}, ValueRange{output},
-        SmallVector<AffineMap>{AffineMap::get(outputRank, 0, resultExprs, ctx),
-                               b.getMultiDimIdentityMap(outputRank)},
-        SmallVector<utils::IteratorType>(outputRank, utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(nb, nloc,
-                                  ValueRange{arith::AddFOp::create(nb, nloc, args[1], args[0])});
-        });
-    memref::DeallocOp::create(b, loc, col);
-    memref::DeallocOp::create(b, loc, result);
-    op->erase();
-    return true;
-  }
-
-  /// A single-channel convolution with a small window (depthwise) stays a
-  /// loop nest, reordered so that the output row is the innermost loop
-  /// (batch..., rows, window..., columns): each weight is loaded once per
-  /// row and the row's multiply-adds vectorize. Returns false, changing
-  /// nothing, for any other convolution.
-  static bool loopsVectorizeBetter(linalg::GenericOp op, const ConvolutionLoops &loops) {
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (loops.channel && ranges[*loops.channel] != 1)
-      return false;
-    int64_t window = 1;
-    for (int64_t loop : loops.window)
-      window *= ranges[loop];
-    if (ShapedType::isDynamic(window) || window > kMaxLoopWindow || loops.spatial.empty())
-      return false;
-    SmallVector<unsigned> order(loops.batch.begin(), loops.batch.end());
-    if (loops.channel)
-      order.push_back(*loops.channel);
-    llvm::append_range(order, ArrayRef(loops.spatial).drop_back());
-    llvm::append_range(order, loops.window);
-    order.push_back(loops.spatial.back());
-    if (order.size() != ranges.size())
-      return false;
-    IRRewriter rewriter(op.getContext());
-    rewriter.setInsertionPoint(op);
-    return succeeded(linalg::interchangeGenericOp(rewriter, op, order));
-  }
-
-  /// The im2col copy as one `memref.copy` per (batch..., window...) index of
-  /// the image's strided view under that window into the column buffer's
-  /// [spatial...] slice, when every image index is a sum of batch and window
-  /// terms plus at most one spatial loop times its stride, spatial loops in
-  /// order. kiln-expand-strided-copies turns each into row copies, memcpy's
-  /// at stride 1: short rows (LeNet's 10 and 28) copied by loops stayed
-  /// scalar, LLVM unsure that the buffers do not overlap. Returns false,
-  /// creating nothing, for any other image map.
-  static bool copyWindows(OpBuilder &b, Location loc, Value image, AffineMap imageMap,
-                          ArrayRef<OpFoldResult> colSizes, unsigned outerDims, Value col) {
-    MLIRContext *ctx = b.getContext();
-    unsigned rank = colSizes.size(), nextSpatial = outerDims;
-    SmallVector<AffineExpr> offsets;
-    SmallVector<OpFoldResult> sizes;
-    SmallVector<int64_t> strides;
-    for (AffineExpr expr : imageMap.getResults()) {
-      llvm::SmallDenseMap<unsigned, int64_t> coefficients;
-      if (!linearInDims(expr, coefficients))
-        return false;
-      AffineExpr offset = getAffineConstantExpr(0, ctx);
-      OpFoldResult size = b.getIndexAttr(1);
-      int64_t stride = 1;
-      for (unsigned dim = 0; dim < rank; ++dim) {
-        int64_t coefficient = coefficients.lookup(dim);
-        if (coefficient == 0)
-          continue;
-        if (dim < outerDims) {
-          offset = offset + getAffineDimExpr(dim, ctx) * coefficient;
-          continue;
-        }
-        if (dim != nextSpatial || !isConstantIntValue(size, 1))
-          return false;
-        size = colSizes[dim];
-        stride = coefficient;
-        ++nextSpatial;
-      }
-      offsets.push_back(offset);
-      sizes.push_back(size);
-      strides.push_back(stride);
-    }
-    if (nextSpatial != rank)
-      return false;
-
-    OpBuilder::InsertionGuard guard(b);
-    SmallVector<Value> ivs = loopNest(b, loc, colSizes.take_front(outerDims));
-    SmallVector<OpFoldResult> imageOffsets;
-    for (AffineExpr offset : offsets)
-      imageOffsets.push_back(
-          affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(outerDims, 0, offset),
-                                                getAsOpFoldResult(ValueRange(ivs))));
-    ArrayRef<OpFoldResult> spatialSizes = colSizes.drop_front(outerDims);
-    SmallVector<int64_t> spatialShape;
-    SmallVector<Value> dynamic;
-    dispatchIndexOpFoldResults(spatialSizes, dynamic, spatialShape);
-    auto imageType = cast<MemRefType>(image.getType());
-    SmallVector<OpFoldResult> imageStrides = getAsIndexOpFoldResult(ctx, strides);
-    auto windowType = memref::SubViewOp::inferRankReducedResultType(
-        spatialShape, imageType, imageOffsets, sizes, imageStrides);
-    Value window = memref::SubViewOp::create(b, loc, cast<MemRefType>(windowType), image,
-                                             imageOffsets, sizes, imageStrides);
-    SmallVector<OpFoldResult> colOffsets = getAsOpFoldResult(ValueRange(ivs));
-    colOffsets.append(spatialSizes.size(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> sliceSizes(outerDims, b.getIndexAttr(1));
-    llvm::append_range(sliceSizes, spatialSizes);
-    SmallVector<OpFoldResult> unit(rank, b.getIndexAttr(1));
-    auto colType = cast<MemRefType>(col.getType());
-    auto sliceType = memref::SubViewOp::inferRankReducedResultType(spatialShape, colType,
-                                                                   colOffsets, sliceSizes, unit);
-    Value slice = memref::SubViewOp::create(b, loc, cast<MemRefType>(sliceType), col, colOffsets,
-                                            sliceSizes, unit);
-    memref::CopyOp::create(b, loc, window, slice);
-    return true;
-  }
-
-  /// A 2-D convolution tile in NCHW whose window is whole: either dense
-  /// (an output-channel loop `f` and an input-channel loop `c`, whole in the
-  /// tile) or depthwise (one channel per group: `f` = `c` is the innermost
-  /// batch loop, a tile holding any number of groups). The output's rows may
-  /// be a band, the last one shorter.
-  struct ConvolutionTile {
-    bool depthwise;
-    int64_t f, c, kh, kw, oh, ow;
-    /// (stride, dilation) of the rows and the columns.
-    std::pair<int64_t, int64_t> vertical, horizontal;
-  };
-
-  static std::optional<ConvolutionTile> matchConvolutionTile(linalg::GenericOp op,
-                                                             const ConvolutionLoops &loops) {
-    if (loops.spatial.size() != 2)
-      return std::nullopt;
-    Value image = op.getDpsInputs()[0], filter = op.getDpsInputs()[1], output = op.getDpsInits()[0];
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    ArrayRef<AffineExpr> imageExprs = maps[0].getResults(), filterExprs = maps[1].getResults(),
-                         outputExprs = maps[2].getResults();
-    ConvolutionTile tile;
-    tile.oh = loops.spatial[0], tile.ow = loops.spatial[1];
-    // Depthwise: no channel loop or input-channel loop; the innermost batch
-    // loop is the group (channel) of image, filter and output.
-    tile.depthwise = !loops.channel && loops.window.size() == 2 && !loops.batch.empty();
-    if (!tile.depthwise && (!loops.channel || loops.window.size() != 3))
-      return std::nullopt;
-    tile.f = tile.depthwise ? loops.batch.back() : *loops.channel;
-    tile.c = tile.depthwise ? tile.f : loops.window[0];
-    tile.kh = loops.window.end()[-2], tile.kw = loops.window.back();
-    size_t filterRank = tile.depthwise ? 3 : 4;
-    if (imageExprs.size() < 3 || filterExprs.size() < filterRank || outputExprs.size() < 3 ||
-        !isDim(imageExprs.take_back(3)[0], tile.c) ||
-        !isDim(filterExprs.take_back(filterRank)[0], tile.f) ||
-        (!tile.depthwise && !isDim(filterExprs.take_back(3)[0], tile.c)) ||
-        !isDim(filterExprs.take_back(2)[0], tile.kh) || !isDim(filterExprs.back(), tile.kw) ||
-        !isDim(outputExprs.take_back(3)[0], tile.f) ||
-        !isDim(outputExprs.take_back(2)[0], tile.oh) || !isDim(outputExprs.back(), tile.ow))
-      return std::nullopt;
-    if (ShapedType::isDynamic(ranges[tile.kh]) || ShapedType::isDynamic(ranges[tile.kw]) ||
-        (!tile.depthwise &&
-         (ShapedType::isDynamic(ranges[tile.f]) || ShapedType::isDynamic(ranges[tile.c]))))
-      return std::nullopt;
-    auto vertical = strideAndDilation(imageExprs.take_back(2)[0], tile.oh, tile.kh);
-    auto horizontal = strideAndDilation(imageExprs.back(), tile.ow, tile.kw);
-    if (!vertical || !horizontal)
-      return std::nullopt;
-    tile.vertical = *vertical, tile.horizontal = *horizontal;
-    SmallVector<int64_t> imageStrides, filterStrides, outputStrides;
-    int64_t offset;
-    int64_t filterChannelStride =
-        (tile.depthwise ? 1 : ranges[tile.c]) * ranges[tile.kh] * ranges[tile.kw];
-    if (failed(cast<MemRefType>(image.getType()).getStridesAndOffset(imageStrides, offset)) ||
-        failed(cast<MemRefType>(filter.getType()).getStridesAndOffset(filterStrides, offset)) ||
-        failed(cast<MemRefType>(output.getType()).getStridesAndOffset(outputStrides, offset)) ||
-        imageStrides.back() != 1 || outputStrides.back() != 1 ||
-        filterStrides.end()[-static_cast<int64_t>(filterRank)] != filterChannelStride)
-      return std::nullopt;
-    return tile;
-  }
-
-  /// Where a convolution call's operands are, inside the loop nest over
-  /// the batch loops it does not take (a depthwise call takes its groups).
-  struct ConvolutionCall {
-    SmallVector<OpFoldResult> sizes;
-    Value image, filter, output;
-    SmallVector<Value> imageStrides, outputStrides;
-  };
-
-  /// Opens that loop nest at `b` (left inside it) and takes the addresses.
-  static ConvolutionCall openConvolutionCall(OpBuilder &b, Location loc, linalg::GenericOp op,
-                                             const ConvolutionLoops &loops,
-                                             const ConvolutionTile &tile) {
-    ConvolutionCall call;
-    call.sizes = loopSizes(b, loc, op);
-    ArrayRef<int64_t> looped = ArrayRef(loops.batch).drop_back(tile.depthwise ? 1 : 0);
-    SmallVector<Value> batchIvs = loopNest(
-        b, loc, llvm::map_to_vector(looped, [&](int64_t loop) { return call.sizes[loop]; }));
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-    auto indicesOf = [&](AffineMap map) { return batchIndices(map, looped, batchIvs, zero); };
-    std::tie(call.image, call.imageStrides) =
-        addressOf(b, loc, op.getDpsInputs()[0], indicesOf(maps[0]));
-    call.filter = addressOf(b, loc, op.getDpsInputs()[1], indicesOf(maps[1])).first;
-    std::tie(call.output, call.outputStrides) =
-        addressOf(b, loc, op.getDpsInits()[0], indicesOf(maps[2]));
-    return call;
-  }
-
-  /// Declares the runtime kernel `name`, returning nothing and taking
-  /// `count` arguments: pointers at `pointers`, i64 elsewhere.
-  func::FuncOp declareKernel(StringRef name, unsigned count, ArrayRef<unsigned> pointers) {
-    MLIRContext *ctx = &getContext();
-    SmallVector<Type> argTypes(count, IntegerType::get(ctx, 64));
-    for (unsigned i : pointers)
-      argTypes[i] = LLVM::LLVMPointerType::get(ctx);
-    return declare(getOperation(), name, FunctionType::get(ctx, argTypes, {}));
-  }
-
-  /// A depthwise convolution tile by kiln_depthwise_conv2d
-  /// (runtime/kernels/DepthwiseConvolution.c), all its groups in one call:
-  /// vectorized along the output rows at any width and stride, where the
-  /// generated loops stayed scalar for rows shorter than a vector and
-  /// oneDNN's kernels reorder the image to channels-innermost and back on
-  /// every call. Returns false, changing nothing, for any other convolution.
-  bool callDepthwise(linalg::GenericOp op, const ConvolutionLoops &loops) {
-    std::optional<ConvolutionTile> tile = matchConvolutionTile(op, loops);
-    if (!tile || !tile->depthwise)
-      return false;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    // (groups, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF, outH)
-    func::FuncOp callee = declareKernel(kDepthwise, 16, {9, 12, 13});
-    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
-    auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
-    auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    func::CallOp::create(
-        b, loc, callee,
-        ValueRange{wide(call.sizes[tile->f]), constant(ranges[tile->kh]),
-                   constant(ranges[tile->kw]), wide(call.sizes[tile->oh]),
-                   wide(call.sizes[tile->ow]), constant(tile->vertical.first),
-                   constant(tile->horizontal.first), constant(tile->vertical.second),
-                   constant(tile->horizontal.second), call.image,
-                   wide(call.imageStrides.end()[-3]), wide(call.imageStrides.end()[-2]),
-                   call.filter, call.output, wide(call.outputStrides.end()[-3]),
-                   wide(call.outputStrides.end()[-2])});
-    op->erase();
-    return true;
-  }
-
-  /// A 3x3 convolution at stride 1 by constant filters, wide and large
-  /// enough for Winograd, through oneDNN per batch element
-  /// (kiln_conv2d_constant_w). Returns false, changing nothing, for any
-  /// other convolution.
-  bool callConvolution(linalg::GenericOp op, const ConvolutionLoops &loops) {
-    std::optional<ConvolutionTile> tile = matchConvolutionTile(op, loops);
-    if (!tile || tile->depthwise || !isConstantBuffer(op.getDpsInputs()[1]))
-      return false;
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t f = tile->f, c = tile->c, kh = tile->kh, kw = tile->kw;
-    std::pair<int64_t, int64_t> unit(1, 1);
-    if (ranges[kh] != 3 || ranges[kw] != 3 || tile->vertical != unit ||
-        tile->horizontal != unit || ranges[c] % kWinogradChannelBlock ||
-        ranges[f] % kWinogradChannelBlock || ranges[c] < kWinogradMinChannels ||
-        ranges[f] < kWinogradMinChannels)
-      return false;
-    // The work of the largest tile decides, a partial tile's row count
-    // being bounded by the tile size.
-    Value image = op.getDpsInputs()[0], output = op.getDpsInits()[0];
-    auto outputType = cast<MemRefType>(output.getType());
-    int64_t outputRank = outputType.getRank();
-    auto extent = [&](int64_t dim) {
-      return outputType.isDynamicDim(dim)
-                 ? upperBound(ValueBoundsConstraintSet::Variable(output, dim))
-                 : outputType.getDimSize(dim);
-    };
-    int64_t rows = extent(outputRank - 2), columns = extent(outputRank - 1);
-    if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-        ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
-            kMinPrimitiveConvolution)
-      return false;
-
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    // (slot, groups, c, ih, iw, f, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF,
-    // outH)
-    func::FuncOp callee = declareKernel(kConvolution, 21, {0, 14, 17, 18});
-    Value slot = siteSlot(b, loc);
-    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
-    auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
-    auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
-    int64_t imageRank = cast<MemRefType>(image.getType()).getRank();
-    func::CallOp::create(
-        b, loc, callee,
-        ValueRange{slot, constant(1), constant(ranges[c]),
-                   wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
-                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)), constant(ranges[f]),
-                   constant(ranges[kh]), constant(ranges[kw]), wide(call.sizes[tile->oh]),
-                   wide(call.sizes[tile->ow]), constant(1), constant(1), constant(1), constant(1),
-                   call.image, wide(call.imageStrides.end()[-3]),
-                   wide(call.imageStrides.end()[-2]), call.filter, call.output,
-                   wide(call.outputStrides.end()[-3]), wide(call.outputStrides.end()[-2])});
-    op->erase();
-    return true;
-  }
-
-  /// matchConvolution, on buffers whose window (filter) and spatial (output)
-  /// dimensions are dense and trailing, as BLAS matrices need.
-  static std::optional<ConvolutionLoops> matchBufferConvolution(linalg::GenericOp op) {
-    if (!isF32Buffers(op))
-      return std::nullopt;
-    std::optional<ConvolutionLoops> loops = matchConvolution(op, /*withoutPositions=*/true);
-    if (!loops)
-      return std::nullopt;
-    if (!isDenseTrailing(op.getDpsInputs()[1], loops->window.size()) ||
-        !isDenseTrailing(op.getDpsInits()[0], loops->spatial.size()))
-      return std::nullopt;
-    return loops;
-  }
 };
 
 } // namespace

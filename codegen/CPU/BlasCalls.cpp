@@ -1,0 +1,178 @@
+//===- BlasCalls.cpp - Shared pieces of the CPU's BLAS and kernel calls ---===//
+#include "codegen/CPU/BlasCalls.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+
+namespace kiln::blas {
+
+// CBLAS enumerators (cblas.h).
+constexpr int32_t kCblasRowMajor = 101;
+constexpr int32_t kCblasNoTrans = 111;
+constexpr int32_t kCblasTrans = 112;
+
+bool isDim(AffineExpr expr, int64_t dim) {
+  auto d = dyn_cast<AffineDimExpr>(expr);
+  return d && d.getPosition() == dim;
+}
+
+bool isF32Buffers(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value operand) {
+    return cast<MemRefType>(operand.getType()).getElementType().isF32();
+  });
+}
+
+int64_t upperBound(const ValueBoundsConstraintSet::Variable &size) {
+  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, size, /*stopCondition=*/nullptr, /*closedUB=*/true);
+  return succeeded(bound) ? *bound : ShapedType::kDynamic;
+}
+
+SmallVector<OpFoldResult> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
+  return llvm::map_to_vector(op.createLoopRanges(b, loc), [](Range range) { return range.size; });
+}
+
+OpFoldResult product(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
+  AffineExpr expr = getAffineConstantExpr(1, b.getContext());
+  for (size_t i = 0; i < sizes.size(); ++i)
+    expr = expr * getAffineSymbolExpr(i, b.getContext());
+  return affine::makeComposedFoldedAffineApply(b, loc, AffineMap::get(0, sizes.size(), expr),
+                                               sizes);
+}
+
+bool isDenseTrailing(Value operand, size_t count) {
+  auto type = cast<MemRefType>(operand.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  int64_t expected = 1, outermost = type.getRank() - static_cast<int64_t>(count);
+  for (int64_t i = type.getRank() - 1; i >= outermost; --i) {
+    if (type.getDimSize(i) != 1 && strides[i] != expected)
+      return false;
+    if (type.isDynamicDim(i)) {
+      if (i != outermost)
+        return false;
+      continue;
+    }
+    expected *= type.getDimSize(i);
+  }
+  return true;
+}
+
+bool isConstantBuffer(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto global = dyn_cast<memref::GetGlobalOp>(def)) {
+      auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(def, global.getNameAttr());
+      return symbol && symbol.getConstant();
+    }
+    if (!isa<memref::SubViewOp, memref::CastOp, memref::ReinterpretCastOp, memref::ExpandShapeOp,
+             memref::CollapseShapeOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
+  return false;
+}
+
+func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+  auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
+  decl.setPrivate();
+  return decl;
+}
+
+std::pair<Value, SmallVector<Value>> addressOf(OpBuilder &b, Location loc, Value buffer,
+                                               ValueRange indices) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value element = metadata.getOffset();
+  for (auto [index, stride] : llvm::zip(indices, metadata.getStrides()))
+    if (!isZeroInteger(index))
+      element = arith::AddIOp::create(b, loc, element, arith::MulIOp::create(b, loc, index, stride));
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, metadata.getBaseBuffer());
+  Value bytes = arith::MulIOp::create(b, loc, element,
+                                      arith::ConstantIndexOp::create(b, loc, sizeof(float)));
+  Value address = arith::AddIOp::create(b, loc, base, bytes);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  Value pointer =
+      LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), asInt);
+  return {pointer, SmallVector<Value>(metadata.getStrides())};
+}
+
+Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
+  if (std::optional<int64_t> constant = getConstantIntValue(size))
+    return arith::ConstantIntOp::create(b, loc, type, *constant);
+  return arith::IndexCastOp::create(b, loc, type, cast<Value>(size));
+}
+
+SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> ranges) {
+  SmallVector<Value> ivs;
+  for (OpFoldResult range : ranges) {
+    auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                                   getValueOrCreateConstantIndexOp(b, loc, range),
+                                   arith::ConstantIndexOp::create(b, loc, 1));
+    ivs.push_back(loop.getInductionVar());
+    b.setInsertionPointToStart(loop.getBody());
+  }
+  return ivs;
+}
+
+void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m, OpFoldResult n,
+               OpFoldResult k, bool transA, Value a, Value lda, bool transB, Value bMatrix,
+               Value ldb, Value c, Value ldc) {
+  auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
+  Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
+  if (sgemm.getName() == kDnnlSgemm) {
+    auto i64 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI64Type(), value); };
+    auto wide = [&](Value v) -> Value {
+      return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+    };
+    auto flag = [&](bool trans) -> Value {
+      return arith::ConstantIntOp::create(b, loc, trans ? 'T' : 'N', 8);
+    };
+    func::CallOp::create(b, loc, sgemm,
+                         ValueRange{flag(transA), flag(transB), i64(m), i64(n), i64(k), one, a,
+                                    wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
+    return;
+  }
+  auto flag = [&](bool trans) {
+    return i32(b.getIndexAttr(trans ? kCblasTrans : kCblasNoTrans));
+  };
+  func::CallOp::create(b, loc, sgemm,
+                       ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB),
+                                  i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
+                                  ldc});
+}
+
+Value CallSites::slot(OpBuilder &b, Location loc) {
+  Type i64 = b.getI64Type();
+  auto slotType = MemRefType::get({1}, i64);
+  OpBuilder detached(b.getContext());
+  auto slot = memref::GlobalOp::create(
+      detached, loc, "kiln_kernel_site", b.getStringAttr("private"), slotType,
+      DenseElementsAttr::get(RankedTensorType::get({1}, i64), b.getI64IntegerAttr(0)),
+      /*constant=*/false, b.getI64IntegerAttr(8));
+  symbols.insert(slot, module.getBody()->begin()); // renamed if taken
+  return addressOf(b, loc, memref::GetGlobalOp::create(b, loc, slotType, slot.getSymName()))
+      .first;
+}
+
+func::FuncOp CallSites::declareKernel(StringRef name, unsigned count,
+                                      ArrayRef<unsigned> pointers) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Type> argTypes(count, IntegerType::get(ctx, 64));
+  for (unsigned i : pointers)
+    argTypes[i] = LLVM::LLVMPointerType::get(ctx);
+  return declare(module, name, FunctionType::get(ctx, argTypes, {}));
+}
+
+} // namespace kiln::blas
