@@ -452,6 +452,41 @@ def KilnContractionsToBlasPass
                            "mlir::scf::SCFDialect"];
 }
 
+def KilnOrderConstantsPass : Pass<"kiln-order-constants", "mlir::ModuleOp"> {
+  let summary = "Orders and names constant globals by their first use, so builds are reproducible";
+  let description = [{
+    One-shot bufferization creates a `memref.global` for each constant
+    tensor, in an order that follows its internal order of functions, which
+    is not stable from one run to the next: the same model compiled twice
+    gave artifacts with their constants laid out differently, and globals of
+    the same type could swap their uniquing suffixes.
+
+    This pass moves the module's constant globals to its start in the order
+    of their first `memref.get_global` (functions in module order, operations
+    in order; unused ones last, in their present order), and renames each to
+    its name without a uniquing suffix, suffixed `_1`, `_2`, ... in that
+    order when several share it.
+
+    Before:
+    ```mlir
+    memref.global "private" constant @__constant_4xf32_0 : memref<4xf32> = dense<2.0>
+    memref.global "private" constant @__constant_4xf32 : memref<4xf32> = dense<1.0>
+    func.func @main() {
+      %a = memref.get_global @__constant_4xf32 : memref<4xf32>
+      %b = memref.get_global @__constant_4xf32_0 : memref<4xf32>
+    ```
+    After:
+    ```mlir
+    memref.global "private" constant @__constant_4xf32 : memref<4xf32> = dense<1.0>
+    memref.global "private" constant @__constant_4xf32_1 : memref<4xf32> = dense<2.0>
+    func.func @main() {
+      %a = memref.get_global @__constant_4xf32 : memref<4xf32>
+      %b = memref.get_global @__constant_4xf32_1 : memref<4xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnStaticArenaPass : Pass<"kiln-static-arena", "mlir::ModuleOp"> {
   let summary = "Makes each function's buffer arena a static global, allocated once";
   let description = [{

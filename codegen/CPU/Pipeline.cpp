@@ -21,6 +21,9 @@ static constexpr const char *kBeforeContractions =
     // place.
     "one-shot-bufferize{bufferize-function-boundaries=1 "
     "function-boundary-type-conversion=identity-layout-map},"
+    // ... whose constants' globals come in an order that varies between
+    // runs: fixed, for reproducible artifacts.
+    "kiln-order-constants,"
     "canonicalize,"
     // Reshaped results too (a batch-1 image's output is its kernel's buffer
     // with a leading 1).
