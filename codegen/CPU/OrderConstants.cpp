@@ -9,7 +9,6 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -54,29 +53,24 @@ struct KilnOrderConstantsPass : impl::KilnOrderConstantsPassBase<KilnOrderConsta
     for (auto &[name, global] : constants)
       order.insert(global);
 
-    // Rename through temporary names, so that no new name meets an old one.
+    // New names in that order, then one walk over the readers (after
+    // bufferization only memref.get_global names a constant global).
     SmallVector<memref::GlobalOp> globals(order.begin(), order.end());
-    SmallVector<std::string> bases;
-    MLIRContext *ctx = &getContext();
-    auto rename = [&](memref::GlobalOp global, const std::string &name) {
-      if (failed(SymbolTable::replaceAllSymbolUses(global, StringAttr::get(ctx, name), module))) {
-        global.emitError("kiln-order-constants: cannot rename the uses of this global");
-        return false;
-      }
-      global.setSymName(name);
-      return true;
-    };
-    for (auto [index, global] : llvm::enumerate(globals)) {
-      bases.push_back(withoutSuffix(global.getSymName()).str());
-      if (!rename(global, "__kiln_order_constants_" + std::to_string(index)))
-        return signalPassFailure();
-    }
     llvm::StringMap<unsigned> seen;
-    for (auto [global, base] : llvm::zip_equal(globals, bases)) {
+    llvm::StringMap<StringAttr> renamed;
+    for (memref::GlobalOp global : globals) {
+      std::string base = withoutSuffix(global.getSymName()).str();
       unsigned count = seen[base]++;
-      if (!rename(global, count == 0 ? base : base + "_" + std::to_string(count)))
-        return signalPassFailure();
+      renamed[global.getSymName()] = StringAttr::get(
+          &getContext(), count == 0 ? base : base + "_" + std::to_string(count));
     }
+    module.walk([&](memref::GetGlobalOp get) {
+      auto it = renamed.find(get.getName());
+      if (it != renamed.end())
+        get.setNameAttr(FlatSymbolRefAttr::get(it->second));
+    });
+    for (memref::GlobalOp global : globals)
+      global.setSymNameAttr(renamed.lookup(global.getSymName()));
     for (memref::GlobalOp global : llvm::reverse(globals))
       global->moveBefore(&module.getBody()->front());
   }
