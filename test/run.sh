@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Kiln and runs every test: lit (dialect, importer, codegen, tools),
 # GoogleTest (runtime), and the ONNX backend node tests through the whole
-# compile-and-run path; then the runtime's tests and fuzz targets under
+# compile-and-run path; then the runtime's and importer's tests and fuzz targets under
 # AddressSanitizer and UBSan. Works on a fresh Debian bookworm machine.
 # The last line is "N passed, N failed".
 set -euo pipefail
@@ -27,18 +27,18 @@ else
   status=1
 fi
 
-# The runtime, the tools and the fuzz targets of the readers of untrusted files once more under
-# AddressSanitizer and UndefinedBehaviorSanitizer (a build of its own, a few minutes; each fuzz
-# target runs KILN_FUZZ_SECONDS, default 20). test/sanitize.sh without --runtime covers the
-# compiler too, in about an hour on two cores.
+# What reads untrusted files once more under AddressSanitizer and UndefinedBehaviorSanitizer: the
+# runtime, the tools and the ONNX importer (a build of its own without the back ends), their tests,
+# and the four fuzz targets for KILN_FUZZ_SECONDS each (default 20). test/sanitize.sh without
+# --quick covers the whole compiler, in most of an hour on two cores.
 sanitize_log=build/sanitize.log
-KILN_KILNC=$root/build/bin/kilnc test/sanitize.sh --runtime "${KILN_FUZZ_SECONDS:-20}" 2>&1 |
+KILN_KILNC=$root/build/bin/kilnc test/sanitize.sh --quick "${KILN_FUZZ_SECONDS:-20}" 2>&1 |
   tee "$sanitize_log" || status=1
 if [[ $(tail -1 "$sanitize_log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
   passed=$((passed + BASH_REMATCH[1]))
   failed=$((failed + BASH_REMATCH[2]))
 else
-  echo "run.sh: test/sanitize.sh --runtime printed no summary"
+  echo "run.sh: test/sanitize.sh --quick printed no summary"
   failed=$((failed + 1))
   status=1
 fi

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds Kiln with AddressSanitizer and UndefinedBehaviorSanitizer (clang-22, in build-asan), runs
 # every test under them, then each libFuzzer target for a while:
-#   test/sanitize.sh [--runtime] [FUZZ_SECONDS]
+#   test/sanitize.sh [--quick] [FUZZ_SECONDS]
 #     FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
-#     --runtime     the runtime, the tools and their tests only, without the compiler (in
-#                   build-asan-runtime; a few minutes where the whole build takes an hour):
-#                   the artifact loader, the .npy/TensorProto/manifest readers and their fuzz
-#                   targets; test/run.sh runs this one
+#     --quick       what reads untrusted files, without the compiler's back ends (in
+#                   build-asan-quick; minutes where the whole build takes most of an hour): the
+#                   runtime and the tools with their tests, the artifact loader and the
+#                   .npy/TensorProto/manifest readers, and the ONNX importer with the dialects
+#                   and graph passes it uses; then all four fuzz targets. test/run.sh runs this
 # A sanitizer report aborts the process it happens in, which fails its test. The last line is
 # "N passed, N failed", each fuzz target counting as one test.
 set -euo pipefail
@@ -14,8 +15,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=build-asan
 compiler=ON
-if [[ ${1:-} == --runtime ]]; then
-  build=build-asan-runtime
+if [[ ${1:-} == --quick ]]; then
+  build=build-asan-quick
   compiler=OFF
   shift
 fi
@@ -23,7 +24,8 @@ fuzz_seconds=${1:-${KILN_FUZZ_SECONDS:-30}}
 
 ./setup.sh
 cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-  -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_COMPILER="$compiler" >/dev/null
+  -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_COMPILER="$compiler" \
+  -DKILN_BUILD_IMPORTER=ON >/dev/null
 ninja -C "$build"
 source test/sanitizer-options.sh
 
@@ -42,9 +44,7 @@ fi
 
 if ((fuzz_seconds > 0)); then
   fuzz_log=$build/fuzz.log
-  targets=()
-  [[ $compiler == OFF ]] && targets=(fuzz-npy fuzz-tensorproto fuzz-manifest)
-  KILN_FUZZ_BUILD=$build test/fuzz/run.sh "$fuzz_seconds" "${targets[@]}" 2>&1 | tee "$fuzz_log" || status=1
+  KILN_FUZZ_BUILD=$build test/fuzz/run.sh "$fuzz_seconds" 2>&1 | tee "$fuzz_log" || status=1
   passed=$((passed + $(grep -cE '^fuzz-[a-z-]+: .*no crash$' "$fuzz_log" || true)))
   failed=$((failed + $(grep -cE '^fuzz-[a-z-]+: (CRASH|not built)' "$fuzz_log" || true)))
 fi
