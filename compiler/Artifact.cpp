@@ -215,7 +215,8 @@ createTargetMachine(const TargetOptions &options) {
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features += (features.empty() ? "" : ",") + std::string(feature.second ? "+" : "-") +
                   feature.first().str();
-  } else if (!target->createMCSubtargetInfo(triple, "", "")->isCPUStringValid(cpu)) {
+  } else if (!std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(triple, "", ""))
+                  ->isCPUStringValid(cpu)) {
     return llvm::createStringError("unknown --cpu '" + cpu +
                                    "' (try native, x86-64, x86-64-v3, skylake-avx512)");
   }
