@@ -184,10 +184,13 @@ MODELS = {
     "transformer": dict(
         make=TransformerLayer, input=(4, 6, 16), classes=4, batches=3,
         config={"optimizer": "adam", "learning-rate": "0.003"}),
-    # Seeded on its own, so that it can be generated alone (`generate.py resnet`).
+    # Seeded on its own, so that it can be generated alone (`generate.py resnet`). At the MLP's
+    # learning rate of 0.05, a ReLU input within rounding of zero changed sign at step 70 on one
+    # host, and the 7e-6 that made in the loss grew to 5e-3 by step 100; at 0.02 it stays at
+    # rounding level.
     "resnet": dict(
         make=ResidualBlock, input=(8, 3, 12, 12), classes=5, batches=3, seed=20261127,
-        config={"optimizer": "momentum", "learning-rate": "0.05", "momentum": "0.9"}),
+        config={"optimizer": "momentum", "learning-rate": "0.02", "momentum": "0.9"}),
 }
 
 
