@@ -4,10 +4,11 @@
 #   test/sanitize.sh [--quick] [FUZZ_SECONDS]
 #     FUZZ_SECONDS  seconds per fuzz target (default 30; 0 skips fuzzing)
 #     --quick       what reads untrusted files, without the compiler's back ends (in
-#                   build-asan-quick; minutes where the whole build takes most of an hour): the
-#                   runtime and the tools with their tests, the artifact loader and the
-#                   .npy/TensorProto/manifest readers, and the ONNX importer with the dialects
-#                   and graph passes it uses; then all four fuzz targets. test/run.sh runs this
+#                   build-asan-quick; 8 minutes where the whole run takes 30): the runtime and
+#                   the tools with their tests, the artifact loader and the .npy/TensorProto/
+#                   manifest readers, and the ONNX importer with the dialects and graph passes
+#                   it uses; then all four fuzz targets
+# Without --quick (test/run.sh's way) it builds everything in build-asan and runs every test.
 # A sanitizer report aborts the process it happens in, which fails its test. The last line is
 # "N passed, N failed", each fuzz target counting as one test.
 set -euo pipefail
@@ -23,6 +24,9 @@ fi
 fuzz_seconds=${1:-${KILN_FUZZ_SECONDS:-30}}
 
 ./setup.sh
+# Objects cached by another checkout serve this one: paths relative to it, and the working
+# directory (recorded by the line tables) left out of the key.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root} CCACHE_NOHASHDIR=1
 cmake -S . -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
   -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON -DKILN_BUILD_COMPILER="$compiler" \
   -DKILN_BUILD_IMPORTER=ON >/dev/null
