@@ -7,7 +7,7 @@
 #                   build-asan-quick; 8 minutes where the whole run takes 30): the runtime and
 #                   the tools with their tests, the artifact loader and the .npy/TensorProto/
 #                   manifest readers, and the ONNX importer with the dialects and graph passes
-#                   it uses; then all four fuzz targets
+#                   it uses; then all five fuzz targets
 # Without --quick (test/run.sh's way) it builds everything in build-asan and runs every test.
 # A sanitizer report aborts the process it happens in, which fails its test. The last line is
 # "N passed, N failed", each fuzz target counting as one test.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Kiln's libFuzzer targets: test/fuzz/run.sh SECONDS [TARGET...]
 #
-# Each target (all four by default) runs for SECONDS, starting from seeds gathered here and the
+# Each target (all five by default) runs for SECONDS, starting from seeds gathered here and the
 # inputs saved in test/fuzz/regressions/TARGET. It builds nothing: the binaries come from
 # $KILN_FUZZ_BUILD/bin (default build-asan, which test/sanitize.sh builds). Seeds, corpora, logs
 # and crash reproducers go under $KILN_FUZZ_WORK (default $KILN_FUZZ_BUILD/fuzz); reproducers
@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:?usage: test/fuzz/run.sh SECONDS [TARGET...]}
 shift
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz-onnx-import fuzz-npy fuzz-tensorproto fuzz-manifest)
+((${#targets[@]})) || targets=(fuzz-onnx-import fuzz-npy fuzz-tensorproto fuzz-manifest fuzz-artifact)
 build=$(cd "${KILN_FUZZ_BUILD:-$root/build-asan}" && pwd)
 work=${KILN_FUZZ_WORK:-$build/fuzz}
 node_tests=/usr/share/libonnx-testdata/data/node
@@ -25,6 +25,7 @@ max_len() {
   case $1 in
     fuzz-onnx-import) echo 65536 ;;
     fuzz-tensorproto) echo 16384 ;;
+    fuzz-artifact) echo 65536 ;;
     *) echo 4096 ;;
   esac
 }
@@ -92,6 +93,17 @@ PY
   fi
 }
 
+# Whole artifacts that kilnc compiles: a one-node model and examples/cnn (a few KB and 30 KB).
+seed_artifact() {
+  local kilnc=${KILN_KILNC:-$build/bin/kilnc} model
+  for model in "$root/test/tools/Inputs/affine.onnxtxt" "$root/examples/cnn/model.onnx"; do
+    local name
+    name=$(basename "$(dirname "$model")")-$(basename "${model%.*}")
+    "$kilnc" "$model" -o "$1/$name.kiln" >>"$work/seeds/kilnc.log" 2>&1 ||
+      echo "run.sh: kilnc could not compile $model (see $work/seeds/kilnc.log)" >&2
+  done
+}
+
 summary=()
 status=0
 for target in "${targets[@]}"; do
@@ -111,6 +123,7 @@ for target in "${targets[@]}"; do
     fuzz-tensorproto) seed_tensorproto "$seeds" "$len" ;;
     fuzz-npy) seed_npy "$seeds" "$len" ;;
     fuzz-manifest) seed_manifest "$seeds" "$len" ;;
+    fuzz-artifact) seed_artifact "$seeds" ;;
   esac
   dirs=("$corpus" "$seeds")
   [[ -d $root/test/fuzz/regressions/$target ]] && dirs+=("$root/test/fuzz/regressions/$target")
