@@ -31,7 +31,7 @@ def train(tag, *extra):
 
 
 def launch(args, restarts=0):
-    return subprocess.Popen(["kiln-launch", "--nproc-per-node", "2", "--grace", str(TIMEOUT + 3),
+    return subprocess.Popen(["kiln-launch", "--nproc-per-node", "2", "--grace", str(TIMEOUT + 3 + SLACK),
                              "--max-restarts", str(restarts), "--", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -59,7 +59,7 @@ for run in range(runs):
     os.kill(ranks[victim], 9)
     killed = time.monotonic()
     try:
-        out, _ = process.communicate(timeout=TIMEOUT + 20)
+        out, _ = process.communicate(timeout=TIMEOUT + 20 + SLACK)
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
