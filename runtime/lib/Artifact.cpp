@@ -333,6 +333,26 @@ std::mutex &artifactLoadMutex() {
   return mutex;
 }
 
+// dlopen's message for a dependency it cannot find starts with that library's name. The
+// libraries generated CPU code links (the OpenMP runtime, oneDNN, OpenBLAS) come from the
+// machine, and a machine without LLVM often lacks the OpenMP runtime: says so, and what to do.
+std::string missingLibraryHint(const std::string &why) {
+  std::size_t end = why.find(": cannot open shared object file");
+  if (end == std::string::npos)
+    return "";
+  std::string library = why.substr(0, end);
+  std::string hint = " (the artifact links " + library +
+                     ", which the dynamic loader cannot find on this machine: install it or add "
+                     "its folder to LD_LIBRARY_PATH";
+  if (library == "libomp.so.5")
+    hint += "; it is LLVM's OpenMP runtime, which runs the CPU kernels' threads (Debian: libomp5)";
+  else if (library == "libdnnl.so.2")
+    hint += "; it is oneDNN, for the CPU matrix products (Debian: libdnnl2)";
+  else if (library == "libopenblas.so.0")
+    hint += "; it is OpenBLAS, for the CPU matrix products (Debian: libopenblas0)";
+  return hint + ")";
+}
+
 // Validates the file, dlopens it and parses its manifest; the caller owns the handle.
 void *loadLibrary(const std::string &name, Manifest &manifest, unsigned flags) {
   validateElf(name, !(flags & KILN_OPEN_TRUSTED));
@@ -347,7 +367,8 @@ void *loadLibrary(const std::string &name, Manifest &manifest, unsigned flags) {
     // dlerror repeats the path; the message already starts with it.
     if (why.rfind(loadPath + ": ", 0) == 0)
       why.erase(0, loadPath.size() + 2);
-    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + printable(why));
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                      name + ": cannot load artifact: " + printable(why) + missingLibraryHint(printable(why)));
   }
   pinDependencies(library);
   loading.unlock();

@@ -273,6 +273,16 @@ TEST(ArtifactErrors, UnresolvedSymbol) {
                                 ": cannot load artifact: undefined symbol: kiln_fake_missing_helper");
 }
 
+TEST(ArtifactErrors, MissingLibrary) {
+  OpenResult result = open(KILN_FAKE_NEEDS_ABSENT);
+  EXPECT_EQ(result.status, KILN_ERROR_INVALID_ARTIFACT);
+  EXPECT_EQ(result.message,
+            std::string(KILN_FAKE_NEEDS_ABSENT) +
+                ": cannot load artifact: libkiln_fake_absent.so: cannot open shared object file: No such file or "
+                "directory (the artifact links libkiln_fake_absent.so, which the dynamic loader cannot find on "
+                "this machine: install it or add its folder to LD_LIBRARY_PATH)");
+}
+
 TEST(ArtifactErrors, SharedObjectWithoutManifest) {
   // The test binary's own libm is an ELF shared object, but not an artifact: it has no seal
   // and, opened as trusted, no manifest.
