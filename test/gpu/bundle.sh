@@ -79,7 +79,7 @@ rng = np.random.default_rng(0)
 np.save(f"{sys.argv[1]}/x.npy", rng.random((100, 1, 28, 28), dtype=np.float32))
 np.save(f"{sys.argv[1]}/labels.npy", rng.integers(0, 10, 100).astype(np.int64))
 PY
-cp "$root/test/gpu/device-check.sh" "$out/"
+cp "$root/test/gpu/device-check.sh" "$root/test/gpu/step.sh" "$out/"
 if [[ $bench == --bench ]]; then
   "$python" "$root/bench/train_gpu.py" prepare "$out/bench" --kiln-bin "$build/bin" \
     --graphs mlp_b256,lenet,transformer_layer

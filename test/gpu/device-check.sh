@@ -29,18 +29,7 @@ if [[ -z ${KILN_LIBNCCL:-} ]]; then
   [[ -n $nccl && -f $nccl ]] && export KILN_LIBNCCL=$nccl
 fi
 bin=$bundle/bin
-failures=0
-
-step() {
-  local name=$1
-  shift
-  local start=$SECONDS
-  "$@" >"$logs/$name.log" 2>&1
-  local rc=$?
-  ((rc == 0)) || failures=$((failures + 1))
-  echo "== $name: exit $rc in $((SECONDS - start)) s"
-  tail -n "${TAIL:-12}" "$logs/$name.log"
-}
+source "$bundle/step.sh"
 
 nvidia-smi -L
 gpus=$(nvidia-smi -L | grep -c '^GPU')
