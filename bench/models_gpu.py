@@ -130,6 +130,7 @@ def refill(stripped, holes, dest, seed=0):
 # ---- prepare (where kilnc is) ---------------------------------------------------------------
 
 def prepare(args):
+    import numpy as np
     sys.path.insert(0, str(HERE))
     import models as M
     out = Path(args.out).resolve()
@@ -154,6 +155,8 @@ def prepare(args):
                 entry["error"] = "export: " + exp.get("error", "?")
                 log(f"{key}: {entry['error']}")
                 continue
+            with np.load(mdir / "inputs.npz") as feeds:
+                entry["inputs"] = [(n, list(feeds[n].shape), str(feeds[n].dtype)) for n in feeds.files]
             t0 = time.perf_counter()
             proc = subprocess.run([str(kilnc), str(mdir / "model.onnx"), f"--target={args.target}",
                                    "-o", str(mdir / "model.kiln")], capture_output=True, text=True,
@@ -348,29 +351,36 @@ def worker_env(dir_):
 
 
 def run_kiln(key, entry, dir_, timeout):
+    """Kiln's row: the artifact (refilled where it travelled without its weights) and the
+    inputs, timed by kiln-run; whole artifacts' outputs checked against ONNX Runtime's."""
     import numpy as np
     sys.path.insert(0, str(HERE))
     import models as M
     mdir = dir_ / key
-    artifact = mdir / "model.kiln"
-    checked = "holes" not in entry
-    if not checked:
-        refill(mdir / "model.kiln.stripped", entry["holes"], artifact)
     inputs = mdir / "inputs"
     inputs.mkdir(exist_ok=True)
-    names = []
-    if checked:
-        names = [p.stem for p in sorted(mdir.glob("*.npy")) if p.stem not in ("ort_output",)]
+    if "holes" not in entry:
+        artifact = mdir / "model.kiln"
+        names = [p.stem for p in sorted(mdir.glob("*.npy")) if p.stem != "ort_output"]
         for n in names:
             shutil.copy2(mdir / f"{n}.npy", inputs / f"{n}.npy")
-    else:
-        # The inputs models.py would draw, without building the model (only their spec is needed).
-        spec = input_spec(entry["model"], entry["batch"])
-        for n, v in M.inputs_for(spec, 0).items():
-            np.save(inputs / f"{n}.npy", v)
-            names.append(n)
-    base = [str(dir_ / "kiln-run"), str(artifact), "--device=gpu:0"]
-    base += [f"--input={n}={inputs / (n + '.npy')}" for n in names]
+        return time_kiln(mdir, artifact, names, timeout, reference=mdir / "ort_output.npy")
+    # The inputs models.py drew at export, drawn again from the spec that prepare recorded.
+    spec = tuple((n, tuple(shape), dtype) for n, shape, dtype in entry["inputs"])
+    for n, v in M.inputs_for(spec, 0).items():
+        np.save(inputs / f"{n}.npy", v)
+    artifact = mdir / "model.kiln"
+    refill(mdir / "model.kiln.stripped", entry["holes"], artifact)
+    try:
+        return dict(time_kiln(mdir, artifact, [n for n, _, _ in spec], timeout), check="timing only")
+    finally:
+        artifact.unlink()  # as large as the weights
+
+
+def time_kiln(mdir, artifact, names, timeout, reference=None):
+    import numpy as np
+    base = [str(mdir.parent / "kiln-run"), str(artifact), "--device=gpu:0"]
+    base += [f"--input={n}={mdir / 'inputs' / (n + '.npy')}" for n in names]
     probe = subprocess.run(base + ["--repeat", "3", "--timing-json", str(mdir / "kiln_probe.json")],
                            capture_output=True, text=True, timeout=timeout)
     if probe.returncode != 0:
@@ -387,9 +397,9 @@ def run_kiln(key, entry, dir_, timeout):
     timing = json.loads((mdir / "kiln_timing.json").read_text())
     res = {"ok": True, "step_ms": statistics.median(timing["step_ms"]), "rounds_ms": timing["step_ms"],
            "steps": steps, "run_ms": statistics.median(timing["run_ms"]), "cuda_graph": timing["cuda_graph"]}
-    if checked:
+    if reference is not None:
         outs = sorted(out_dir.glob("*.npy"))
-        want = np.load(mdir / "ort_output.npy").astype(np.float64)
+        want = np.load(reference).astype(np.float64)
         got = np.load(outs[0]).astype(np.float64) if outs else None
         if got is None or got.shape != want.shape:
             res["check"] = "no output" if got is None else f"shape {got.shape} vs {want.shape}"
@@ -397,21 +407,7 @@ def run_kiln(key, entry, dir_, timeout):
             err = float(np.max(np.abs(got - want)) / (np.max(np.abs(want)) + 1e-30))
             res["rel_err"] = err
             res["check"] = f"{'match' if err <= TOLERANCE else 'MISMATCH'} (max error {err:.2g} of max |ort|)"
-    else:
-        res["check"] = "timing only"
-    if not checked:
-        artifact.unlink()
     return res
-
-
-def input_spec(model, batch):
-    """models.py's input spec for `model` at `batch`, as its builders declare it."""
-    vision = {"resnet50": 224, "mobilenet_v2": 224, "efficientnet_b0": 224, "vit_small": 224,
-              "squeezenet": 224, "densenet121": 224, "inception_v3": 299, "vgg11": 224, "convnext_tiny": 224}
-    if model in vision:
-        return (("input", (batch, 3, vision[model], vision[model]), "float32"),)
-    names = {"bert": ("input_ids", "attention_mask", "token_type_ids"), "gpt2": ("input_ids", "attention_mask")}
-    return tuple((n, (batch, 128), "int64") for n in names[model])
 
 
 # ---- run (where the GPU is) -----------------------------------------------------------------
