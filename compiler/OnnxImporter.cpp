@@ -33,7 +33,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <functional>
-#include <numeric>
 
 using namespace mlir;
 
@@ -1049,14 +1048,27 @@ Results importSplit(Importer &im, Node &n) {
     sizes = *values;
   }
   int64_t outputs = n.proto.output_size(), dim = type.getDimSize(axis);
+  if (outputs == 0)
+    return im.failNode(n, ImportFailure::Invalid, "no outputs");
   if (sizes.empty()) {
     if (dim % outputs != 0)
       return im.failNode(n, ImportFailure::Invalid, "dimension does not split evenly");
     sizes.assign(outputs, dim / outputs);
   }
-  if (static_cast<int64_t>(sizes.size()) != outputs ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim)
-    return im.failNode(n, ImportFailure::Invalid, "split sizes do not add up to the dimension");
+  // Each size at least 0 and their sum the dimension, checked as it grows: the sum of a model's
+  // sizes may overflow.
+  int64_t total = 0;
+  bool valid = static_cast<int64_t>(sizes.size()) == outputs;
+  for (int64_t size : sizes) {
+    valid = valid && size >= 0 && size <= dim - total;
+    total += valid ? size : 0;
+  }
+  if (!valid || total != dim)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "split sizes must be >= 0, one per output (" + std::to_string(outputs) +
+                           "), and add up to the dimension (" + std::to_string(dim) + "), got [" +
+                           llvm::join(llvm::map_range(sizes, [](int64_t s) { return std::to_string(s); }), ", ") +
+                           "]");
   SmallVector<Value> results;
   int64_t offset = 0;
   for (int64_t size : sizes) {

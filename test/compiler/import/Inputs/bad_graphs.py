@@ -69,6 +69,11 @@ save("add_broadcast", [h.make_node("Add", ["x", "b"], ["y"])], [x23], any2,
      [nh.from_array(np.ones(4, np.float32), "b")])
 save("tile_negative", [h.make_node("Tile", ["x", "r"], ["y"])], [x23], any2, [ints("r", [-1, 2])])
 save("tile_overflow", [h.make_node("Tile", ["x", "r"], ["y"])], [x23], any2, [ints("r", [2**62, 2])])
+split = lambda name, sizes, outputs=2: save(
+    name, [h.make_node("Split", ["x", "s"], [f"y{i}" for i in range(outputs)], axis=1)], [x23],
+    [info(f"y{i}", ["a", "b"]) for i in range(outputs)], [ints("s", sizes)])
+split("split_negative", [-1, 4])
+split("split_overflow", [2**62 + 3, 2**62, 2**62, 2**62], outputs=4)
 save("huge_input", [h.make_node("Relu", ["x"], ["y"])], [info("x", [2**40, 2**40])], any2)
 save("huge_expand", [h.make_node("Expand", ["x", "s"], ["y"])], [x23], any2, [ints("s", [2**50, 2, 3])])
 
