@@ -47,6 +47,11 @@ public:
       if (who.empty() && peerGone(message))
         if (int peer = rendezvous_->deadRank(); peer >= 0)
           who = rendezvous_->describe(peer) + " died";
+      // A peer that listed its address and then never accepted the connection (it died, or has
+      // not come back from a stall) did not join.
+      if (who.empty() && message.find("Connect timeout") != std::string::npos)
+        if (int peer = rendezvous_->deadRank(); peer >= 0)
+          who = rendezvous_->describe(peer) + " did not join";
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
                   " within " + std::to_string(config_.timeout.count()) + " ms" +
                   (who.empty() ? std::string() : " (" + who + ")") + ": " + message);
