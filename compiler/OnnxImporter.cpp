@@ -533,9 +533,18 @@ FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64
     return failure();
   }
   for (size_t i = 0; i < spatial; ++i) {
-    int64_t out = (input[i] + strides[i] - 1) / strides[i];
-    int64_t total = std::max<int64_t>(
-        0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - input[i]);
+    // Checked here, before the arithmetic below divides by a stride and multiplies by both.
+    int64_t span, reach;
+    if (strides[i] < 1 || dilations[i] < 1 || kernel[i] < 1 ||
+        llvm::MulOverflow(kernel[i] - 1, dilations[i], span) ||
+        llvm::AddOverflow(input[i], strides[i], reach)) {
+      (void)im.failNode(n, ImportFailure::Invalid,
+                        "strides and dilations must be >= 1 and keep the window in range with auto_pad " +
+                            autoPad);
+      return failure();
+    }
+    int64_t out = (reach - 1) / strides[i];
+    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span + 1 - input[i]);
     int64_t small = total / 2, large = total - small;
     pads[i] = autoPad == "SAME_UPPER" ? small : large;
     pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;

@@ -55,6 +55,7 @@ conv = lambda name, **attrs: save(name, [h.make_node("Conv", ["x", "w"], ["y"], 
 conv("conv_stride0", strides=[0, 1])
 conv("conv_dilation0", dilations=[1, 0])
 conv("conv_negative_pad", pads=[-1, 0, 0, 0])
+conv("conv_same_stride0", strides=[0, 1], auto_pad="SAME_UPPER")
 conv("conv_group", group=2)
 save("conv_channels", [h.make_node("Conv", ["x", "w"], ["y"])], [img], any4,
      [nh.from_array(np.ones((4, 2, 3, 3), np.float32), "w")])
