@@ -42,7 +42,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from gpu import ROUNDS, ROUND_SECONDS, timed_rounds  # noqa: E402  (timed as bench/gpu.py times)
+from gpu import ROUNDS, run_kiln as gpu_run_kiln, timed_rounds  # noqa: E402  (timed as bench/gpu.py times)
 FRAMEWORKS = ["kiln", "torch", "torch.compile", "jax"]
 DEFAULT_MODELS = "resnet50,mobilenet_v2,efficientnet_b0,vit_small,bert,gpt2"
 HOLE_MIN = 64 << 10  # constants at least this large travel as holes
@@ -350,7 +350,7 @@ def worker_env(dir_):
                 TORCHINDUCTOR_COMPILE_THREADS="2", PYTHONUNBUFFERED="1")
 
 
-def run_kiln(key, entry, dir_, timeout):
+def run_kiln(key, entry, dir_):
     """Kiln's row: the artifact (refilled where it travelled without its weights) and the
     inputs, timed by kiln-run; whole artifacts' outputs checked against ONNX Runtime's."""
     import numpy as np
@@ -364,7 +364,7 @@ def run_kiln(key, entry, dir_, timeout):
         names = [p.stem for p in sorted(mdir.glob("*.npy")) if p.stem != "ort_output"]
         for n in names:
             shutil.copy2(mdir / f"{n}.npy", inputs / f"{n}.npy")
-        return time_kiln(mdir, artifact, names, timeout, reference=mdir / "ort_output.npy")
+        return time_kiln(mdir, names, reference=mdir / "ort_output.npy")
     # The inputs models.py drew at export, drawn again from the spec that prepare recorded.
     spec = tuple((n, tuple(shape), dtype) for n, shape, dtype in entry["inputs"])
     for n, v in M.inputs_for(spec, 0).items():
@@ -372,33 +372,18 @@ def run_kiln(key, entry, dir_, timeout):
     artifact = mdir / "model.kiln"
     refill(mdir / "model.kiln.stripped", entry["holes"], artifact)
     try:
-        return dict(time_kiln(mdir, artifact, [n for n, _, _ in spec], timeout), check="timing only")
+        return dict(time_kiln(mdir, [n for n, _, _ in spec]), check="timing only")
     finally:
         artifact.unlink()  # as large as the weights
 
 
-def time_kiln(mdir, artifact, names, timeout, reference=None):
+def time_kiln(mdir, names, reference=None):
+    """kiln-run's timing of MDIR/model.kiln as bench/gpu.py times its graphs, and with a
+    `reference`, the first output checked against it."""
     import numpy as np
-    base = [str(mdir.parent / "kiln-run"), str(artifact), "--device=gpu:0"]
-    base += [f"--input={n}={mdir / 'inputs' / (n + '.npy')}" for n in names]
-    probe = subprocess.run(base + ["--repeat", "3", "--timing-json", str(mdir / "kiln_probe.json")],
-                           capture_output=True, text=True, timeout=timeout)
-    if probe.returncode != 0:
-        return {"ok": False, "error": (probe.stderr.strip().splitlines() or ["kiln-run failed"])[-1][:200]}
-    one = max(statistics.median(json.loads((mdir / "kiln_probe.json").read_text())["step_ms"]) / 1e3, 1e-6)
-    steps = max(10, min(2000, int(ROUND_SECONDS / one)))
-    out_dir = mdir / "kiln_out"
-    shutil.rmtree(out_dir, ignore_errors=True)
-    proc = subprocess.run(base + ["--repeat", str(steps), "--warmup", "3", "--output-dir", str(out_dir),
-                                  "--timing-json", str(mdir / "kiln_timing.json")],
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        return {"ok": False, "error": (proc.stderr.strip().splitlines() or ["kiln-run failed"])[-1][:200]}
-    timing = json.loads((mdir / "kiln_timing.json").read_text())
-    res = {"ok": True, "step_ms": statistics.median(timing["step_ms"]), "rounds_ms": timing["step_ms"],
-           "steps": steps, "run_ms": statistics.median(timing["run_ms"]), "cuda_graph": timing["cuda_graph"]}
-    if reference is not None:
-        outs = sorted(out_dir.glob("*.npy"))
+    res = gpu_run_kiln(mdir, names)
+    if res["ok"] and reference is not None:
+        outs = sorted((mdir / "kiln_out").glob("*.npy"))
         want = np.load(reference).astype(np.float64)
         got = np.load(outs[0]).astype(np.float64) if outs else None
         if got is None or got.shape != want.shape:
@@ -450,7 +435,7 @@ def run(args):
                                             "load": round(os.getloadavg()[0], 1)}
             for fw in frameworks:
                 if fw == "kiln":
-                    row[fw] = run_kiln(key, entry, dir_, args.timeout) if not args.cpu_check else \
+                    row[fw] = run_kiln(key, entry, dir_) if not args.cpu_check else \
                         {"ok": False, "error": "no GPU"}
                 else:
                     row[fw] = workers.time(key, fw, args.timeout)
