@@ -131,7 +131,6 @@ def refill(stripped, holes, dest, seed=0):
 
 def prepare(args):
     import numpy as np
-    sys.path.insert(0, str(HERE))
     import models as M
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -210,7 +209,6 @@ def worker(args):
 
 def prepare_framework(args):
     import torch
-    sys.path.insert(0, str(HERE))
     import models as M
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -354,7 +352,6 @@ def run_kiln(key, entry, dir_):
     """Kiln's row: the artifact (refilled where it travelled without its weights) and the
     inputs, timed by kiln-run; whole artifacts' outputs checked against ONNX Runtime's."""
     import numpy as np
-    sys.path.insert(0, str(HERE))
     import models as M
     mdir = dir_ / key
     inputs = mdir / "inputs"
@@ -439,8 +436,8 @@ def run(args):
                         {"ok": False, "error": "no GPU"}
                 else:
                     row[fw] = workers.time(key, fw, args.timeout)
-                    if row[fw].get("device"):
-                        report["device"] = row[fw]["device"] if fw != "jax" else report["device"]
+                    if fw != "jax" and row[fw].get("device"):
+                        report["device"] = row[fw]["device"]  # JAX names it differently
                     if row[fw].get("version"):
                         report["versions"].setdefault("jax" if fw == "jax" else "torch", row[fw]["version"])
             log(summary_line(key, row, frameworks))

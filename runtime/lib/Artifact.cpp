@@ -367,8 +367,8 @@ void *loadLibrary(const std::string &name, Manifest &manifest, unsigned flags) {
     // dlerror repeats the path; the message already starts with it.
     if (why.rfind(loadPath + ": ", 0) == 0)
       why.erase(0, loadPath.size() + 2);
-    throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
-                      name + ": cannot load artifact: " + printable(why) + missingLibraryHint(printable(why)));
+    why = printable(why);
+    throw StatusError(KILN_ERROR_INVALID_ARTIFACT, name + ": cannot load artifact: " + why + missingLibraryHint(why));
   }
   pinDependencies(library);
   loading.unlock();

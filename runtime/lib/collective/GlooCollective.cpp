@@ -44,14 +44,12 @@ public:
       // Gloo waits for one rank's address (key "<rank>") at a time: probe every other rank's.
       std::string who =
           message.find("Wait timeout for key(s)") != std::string::npos ? rendezvous_->missing("") : "";
-      if (who.empty() && peerGone(message))
-        if (int peer = rendezvous_->deadRank(); peer >= 0)
-          who = rendezvous_->describe(peer) + " died";
       // A peer that listed its address and then never accepted the connection (it died, or has
       // not come back from a stall) did not join.
-      if (who.empty() && message.find("Connect timeout") != std::string::npos)
+      bool gone = peerGone(message), unanswered = message.find("Connect timeout") != std::string::npos;
+      if (who.empty() && (gone || unanswered))
         if (int peer = rendezvous_->deadRank(); peer >= 0)
-          who = rendezvous_->describe(peer) + " did not join";
+          who = rendezvous_->describe(peer) + (gone ? " died" : " did not join");
       throw Error(where() + ": cannot connect to the other ranks through " + config_.rendezvous +
                   " within " + std::to_string(config_.timeout.count()) + " ms" +
                   (who.empty() ? std::string() : " (" + who + ")") + ": " + message);
