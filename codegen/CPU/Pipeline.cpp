@@ -52,6 +52,9 @@ static constexpr const char *kAfterContractions =
     "func.func(kiln-inline-alloca-scopes),"
     "fold-memref-alias-ops,"
     "lower-affine,"
+    // Lowering a loop to branches splits its block: one block per loop
+    // nest first, so no split moves the rest of the model function.
+    "func.func(kiln-block-per-loop),"
     "convert-scf-to-cf,"
     "expand-strided-metadata,"
     "lower-affine,"
