@@ -10,6 +10,8 @@ number of threads and the same input:
     openvino      CPU plugin, f32 inference precision, latency hint
     torch         PyTorch eager on the original module
     torch.compile inductor on the original module
+    jax           JAX/XLA on the ONNX graph converted by bench/onnx_jax.py, jit-compiled
+    iree          IREE: iree-import-onnx, iree-compile for llvm-cpu (host CPU), local-task
 
 and checks Kiln's outputs against ONNX Runtime's. Each framework runs in its own process, one
 after another. Batch-norm statistics are calibrated on random batches before export, so the
@@ -20,7 +22,7 @@ all but constant).
     bench/models.py --models resnet50,bert --batches 1
     bench/models.py --list
 
-Needs torch, torchvision, timm, transformers, onnx, onnxruntime and openvino
+Needs torch, torchvision, timm, transformers, onnx, onnxruntime, openvino, jax and IREE
 (`pip install -r bench/requirements-models.txt`); a missing peer is reported and skipped.
 Writes bench/out/models/results.md and results.json; the exported models stay in
 bench/out/models/<model>_b<batch>/.
@@ -41,7 +43,7 @@ from selection import choose
 
 HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
-FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile"]
+FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile", "jax", "iree"]
 
 
 def _vision(lib, name, size=224):
@@ -238,6 +240,68 @@ def worker_torch(args, mdir, compiled):
     return res
 
 
+def worker_jax(args, mdir):
+    # XLA's CPU thread pool has no size setting: the process is confined to `threads` CPUs.
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cpus[:args.threads])
+    import numpy as np
+    import jax
+    sys.path.insert(0, str(HERE))
+    import onnx_jax
+    jax.config.update("jax_default_matmul_precision", "highest")  # full f32, as the others
+    feeds = dict(np.load(mdir / "inputs.npz"))
+    t0 = time.perf_counter()
+    fn, weights = onnx_jax.convert(str(mdir / "model.onnx"))
+    xs = [jax.device_put(v) for v in feeds.values()]
+    w = jax.device_put(weights)
+    compiled = jax.jit(fn).lower(w, *xs).compile()
+    out = np.asarray(jax.block_until_ready(compiled(w, *xs))[0])  # the first output, as the others
+    setup = time.perf_counter() - t0
+    err = rel_err(out, np.load(mdir / "ort_output.npy"))
+    res = time_loop(lambda: jax.block_until_ready(compiled(w, *xs)), args.budget)
+    res.update(setup_s=setup, rel_err=err, version=jax.__version__)
+    return res
+
+
+def worker_iree(args, mdir):
+    import numpy as np
+    import iree.compiler  # noqa: F401  (the tools below come with it)
+    import iree.runtime as rt
+    t0 = time.perf_counter()
+    def tool(name):  # beside this Python (a virtual environment's bin/), else on PATH
+        return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name) or name
+    mlir, vmfb = mdir / "iree.mlir", mdir / "iree.vmfb"
+    for cmd in ([tool("iree-import-onnx"), str(mdir / "model.onnx"), "-o", str(mlir)],
+                [tool("iree-compile"), str(mlir), "--iree-hal-target-device=local",
+                 "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=host",
+                 "-o", str(vmfb)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        if r.returncode != 0:
+            tail = (r.stderr or r.stdout).strip().splitlines() or ["?"]
+            error = next((line for line in tail if "error" in line), tail[-1])
+            raise RuntimeError(f"{Path(cmd[0]).name}: {error[:200]}")
+    setup = time.perf_counter() - t0
+    rt.flags.parse_flags(f"--task_topology_max_group_count={args.threads}")
+    config = rt.Config("local-task")
+    ctx = rt.SystemContext(config=config)
+    module = rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes())
+    ctx.add_vm_module(module)
+    entry = next(n for n in module.function_names if not n.startswith("__") and "$" not in n)
+    main = ctx.modules[module.name][entry]
+    feeds = list(dict(np.load(mdir / "inputs.npz")).values())
+    device_feeds = [rt.asdevicearray(config.device, v) for v in feeds]
+    out = main(*device_feeds)
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    err = rel_err(np.asarray(out.to_host()), np.load(mdir / "ort_output.npy"))
+
+    def run():
+        y = main(*device_feeds)
+        (y[0] if isinstance(y, (tuple, list)) else y).to_host()
+    res = time_loop(run, args.budget)
+    res.update(setup_s=setup, rel_err=err)
+    return res
+
+
 def rel_err(got, want):
     import numpy as np
     if got.shape != want.shape:
@@ -254,6 +318,10 @@ def worker_main(args):
             res = worker_onnxruntime(args, mdir)
         elif args.worker == "openvino":
             res = worker_openvino(args, mdir)
+        elif args.worker == "jax":
+            res = worker_jax(args, mdir)
+        elif args.worker == "iree":
+            res = worker_iree(args, mdir)
         else:
             res = worker_torch(args, mdir, compiled=args.worker == "torch.compile")
         res["ok"] = True
