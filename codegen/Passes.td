@@ -472,8 +472,20 @@ def KilnContractionsToBlasPass
     column first, narrow rows read as one run over the padded width), with
     the widest vectors the running CPU has. Its arguments: groups, kh, kw,
     oh, ow, the strides and dilations, the input and its channel and row
-    strides, the filters (dense, [groups][kh][kw]), the output and its
-    channel and row strides. The output holds the bias; the kernel adds.
+    strides, rows and columns, the row and column at which it starts in the
+    padded image the window reads, the filters (dense, [groups][kh][kw]),
+    the bias (or null), whether the output starts from the bias (else the
+    kernel adds to it), clamp bounds (-inf and inf for none), the output
+    and its channel and row strides.
+
+    The call takes over the tile's neighbours that it can do one channel at
+    a time while the channel is in cache, each only when the result stays
+    the same: the image's copy into a zero-filled buffer (padding), the op
+    that starts the output from the bias or zero, and, when the output is a
+    scratch buffer of the tile's own, an epilogue that clamps it into the
+    destination (`arith.maximumf` then `arith.minimumf` by constants: ReLU,
+    ReLU6). One 3x3 layer of 144 channels at 28x28, one thread: 0.104 ms
+    (0.67x ONNX Runtime) before, 0.076 ms after.
   }];
   let options = [
     Option<"library", "library", "std::string", /*default=*/"\"onednn\"",

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CPU/BlasCalls.h"
+#include "codegen/CPU/ConvolutionNeighbours.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,6 +17,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include <limits>
 
 using namespace mlir;
 
@@ -548,10 +551,13 @@ public:
     SmallVector<Value> imageStrides, outputStrides;
   };
 
-  /// Opens that loop nest at `b` (left inside it) and takes the addresses.
+  /// Opens that loop nest at `b` (left inside it) and takes the addresses,
+  /// of `image` and `output` in place of the op's own where given (buffers
+  /// its maps index alike).
   static ConvolutionCall openConvolutionCall(OpBuilder &b, Location loc, linalg::GenericOp op,
                                              const ConvolutionLoops &loops,
-                                             const ConvolutionTile &tile) {
+                                             const ConvolutionTile &tile, Value image = {},
+                                             Value output = {}) {
     ConvolutionCall call;
     call.sizes = loopSizes(b, loc, op);
     ArrayRef<int64_t> looped = ArrayRef(loops.batch).drop_back(tile.depthwise ? 1 : 0);
@@ -561,10 +567,10 @@ public:
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     auto indicesOf = [&](AffineMap map) { return batchIndices(map, looped, batchIvs, zero); };
     std::tie(call.image, call.imageStrides) =
-        addressOf(b, loc, op.getDpsInputs()[0], indicesOf(maps[0]));
+        addressOf(b, loc, image ? image : op.getDpsInputs()[0], indicesOf(maps[0]));
     call.filter = addressOf(b, loc, op.getDpsInputs()[1], indicesOf(maps[1])).first;
     std::tie(call.output, call.outputStrides) =
-        addressOf(b, loc, op.getDpsInits()[0], indicesOf(maps[2]));
+        addressOf(b, loc, output ? output : op.getDpsInits()[0], indicesOf(maps[2]));
     return call;
   }
 
@@ -573,20 +579,49 @@ public:
   /// vectorized along the output rows at any width and stride, where the
   /// generated loops stayed scalar for rows shorter than a vector and
   /// oneDNN's kernels reorder the image to channels-innermost and back on
-  /// every call. Returns false, changing nothing, for any other convolution.
+  /// every call. The call also takes over the ops around the tile that it
+  /// can do one channel at a time while the channel is in cache
+  /// (ConvolutionNeighbours.h): the padded copy of the image, the output's
+  /// start from the bias, and a clamp (ReLU, ReLU6) into the destination.
+  /// Returns false, changing nothing, for any other convolution.
   bool callDepthwise(linalg::GenericOp op, const ConvolutionLoops &loops) {
     std::optional<ConvolutionTile> tile = matchConvolutionTile(op, loops);
     if (!tile || !tile->depthwise)
       return false;
-    OpBuilder b(op);
+    MLIRContext *ctx = op.getContext();
+    std::optional<PaddedCopy> padded = matchPaddedCopy(op);
+    unsigned groupDim = *op.getIndexingMapsArray()[2].getResultPosition(
+        getAffineDimExpr(tile->f, ctx));
+    std::optional<OutputStart> start = matchOutputStart(op, groupDim);
+    std::optional<ClampEpilogue> clamp =
+        start ? matchClampEpilogue(op, start->op) : std::nullopt;
+
+    // After the epilogue, whose destination may be a view taken after the
+    // convolution.
+    OpBuilder b(clamp ? clamp->op.getOperation() : op.getOperation());
     Location loc = op.getLoc();
-    Type i64 = b.getI64Type();
-    // (groups, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, w, out, outF, outH)
-    func::FuncOp callee = sites.declareKernel(kDepthwise, 16, {9, 12, 13});
-    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile);
+    Type i64 = b.getI64Type(), f32 = b.getF32Type(), ptr = LLVM::LLVMPointerType::get(ctx);
+    // (groups, kh, kw, oh, ow, sh, sw, dh, dw, in, inC, inH, ih, iw, padTop,
+    // padLeft, w, bias, init, lo, hi, out, outF, outH)
+    SmallVector<Type> types(24, i64);
+    for (unsigned i : {9, 16, 17, 21})
+      types[i] = ptr;
+    types[19] = types[20] = f32;
+    func::FuncOp callee = declare(op->getParentOfType<ModuleOp>(), kDepthwise,
+                                  FunctionType::get(ctx, types, {}));
+    Value image = padded ? padded->source : op.getDpsInputs()[0];
+    ConvolutionCall call = openConvolutionCall(b, loc, op, loops, *tile, image,
+                                               clamp ? clamp->destination : Value());
     auto wide = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     auto constant = [&](int64_t v) { return wide(b.getIndexAttr(v)); };
+    auto real = [&](float v) {
+      return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(v)).getResult();
+    };
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t imageRank = cast<MemRefType>(image.getType()).getRank();
+    Value bias = start && start->bias ? addressOf(b, loc, start->bias).first
+                                      : LLVM::ZeroOp::create(b, loc, ptr).getResult();
+    float infinity = std::numeric_limits<float>::infinity();
     func::CallOp::create(
         b, loc, callee,
         ValueRange{wide(call.sizes[tile->f]), constant(ranges[tile->kh]),
@@ -595,9 +630,26 @@ public:
                    constant(tile->horizontal.first), constant(tile->vertical.second),
                    constant(tile->horizontal.second), call.image,
                    wide(call.imageStrides.end()[-3]), wide(call.imageStrides.end()[-2]),
-                   call.filter, call.output, wide(call.outputStrides.end()[-3]),
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
+                   wide(memref::getMixedSize(b, loc, image, imageRank - 1)),
+                   constant(padded ? padded->top : 0), constant(padded ? padded->left : 0),
+                   call.filter, bias, constant(start ? 1 : 0),
+                   real(clamp ? clamp->lo : -infinity), real(clamp ? clamp->hi : infinity),
+                   call.output, wide(call.outputStrides.end()[-3]),
                    wide(call.outputStrides.end()[-2])});
+    Value output = op.getDpsInits()[0];
     op->erase();
+    if (start)
+      start->op->erase();
+    if (clamp) {
+      clamp->op->erase();
+      eraseIfUnused(output);
+    }
+    if (padded) {
+      for (Operation *absorbed : llvm::reverse(padded->ops))
+        absorbed->erase();
+      eraseIfUnused(padded->buffer);
+    }
     return true;
   }
 

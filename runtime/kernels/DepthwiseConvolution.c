@@ -1,11 +1,16 @@
 /*===- DepthwiseConvolution.c - Depthwise 2-D convolution tiles, NCHW -------===
  *
  * A depthwise convolution (one input and one output channel per group) of a
- * tile of Kiln's: `groups` channels of an image already padded, in plain
- * NCHW, by filters [groups][kh][kw]; the result is added to the output
- * (which holds the bias). Kiln's generated loops ran these 2 to 6 times
- * slower than ONNX Runtime, and oneDNN's depthwise kernels want channels
- * innermost, so every call reordered the image there and back.
+ * tile of Kiln's: `groups` channels of an image in plain NCHW, by filters
+ * [groups][kh][kw]. Kiln's generated loops ran these 2 to 6 times slower
+ * than ONNX Runtime, and oneDNN's depthwise kernels want channels innermost,
+ * so every call reordered the image there and back.
+ *
+ * The kernel also does what would otherwise be passes of their own over the
+ * tile: the zero padding (an image given unpadded is copied one channel at a
+ * time into a padded plane that stays in cache), the bias the output starts
+ * from, and a clamp of the result (ReLU, ReLU6), each on one channel's plane
+ * while it is in cache.
  *
  * Each window position (tap) is a sequence read at unit stride along the
  * output row, so a block of output vectors takes per tap one broadcast
@@ -25,7 +30,9 @@
  * DepthwiseDispatch.c picks the widest the CPU runs.
  *
  *===----------------------------------------------------------------------===*/
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef KILN_VECTOR_BYTES
@@ -57,24 +64,52 @@ INLINE Vector load(const float *p) {
 
 INLINE void store(float *p, Vector v) { memcpy(p, &v, sizeof v); }
 
-/* What a band of output rows sums: out[r][x] += sum over t of
- * w[t] * tap[t][r * rowStep + x], r < rows, x < n. */
+/* Where a channel's sums start and what bounds them: with `init`, from
+ * `bias` rather than the outputs' values; with `clamps`, stored as
+ * min(max(sum, lo), hi). */
+typedef struct Start {
+  int init, clamps;
+  float bias, lo, hi;
+} Start;
+
+/* What a band of output rows sums: out[r][x] (or the start's bias) plus
+ * the sum over t of w[t] * tap[t][r * rowStep + x], r < rows, x < n. */
 typedef struct Band {
   float *out;
   int64_t outH, rows, n;
   const float *const *tap;
   const float *w;
   int64_t taps, rowStep;
+  Start start;
 } Band;
 
-/* R rows from `y` times V vectors from `x`, starting from the outputs (or,
- * V being 1, from `start`, one vector per row). */
+/* max then min, as arith.maximumf and arith.minimumf: NaN stays NaN, and
+ * max(-0, +0) is +0. */
+INLINE float clampScalar(float v, float lo, float hi) {
+  v = v <= lo ? lo : v;
+  return v >= hi ? hi : v;
+}
+
+typedef int32_t Mask __attribute__((vector_size(KILN_VECTOR_BYTES)));
+
+INLINE Vector clampVector(Vector v, Vector lo, Vector hi) {
+  Mask low = v <= lo, high = v >= hi;
+  v = (Vector)(((Mask)lo & low) | ((Mask)v & ~low));
+  return (Vector)(((Mask)hi & high) | ((Mask)v & ~high));
+}
+
+INLINE Vector splat(float value) { return (Vector){} + value; }
+
+/* R rows from `y` times V vectors from `x`, starting from the outputs or
+ * the start's bias (or, V being 1, from `start`, one vector per row). */
 INLINE void tile(const Band *b, int64_t y, int64_t x, int R, int V, const Vector *start) {
   Vector acc[ACCUMULATORS];
   float *out = b->out + y * b->outH + x;
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < V; ++j)
-      acc[r * V + j] = start ? start[r] : load(out + r * b->outH + j * VL);
+      acc[r * V + j] = start            ? start[r]
+                       : b->start.init ? splat(b->start.bias)
+                                        : load(out + r * b->outH + j * VL);
   int64_t offset = y * b->rowStep + x;
   for (int64_t t = 0; t < b->taps; ++t) {
     float wt = b->w[t]; /* broadcast once, by the scalar-vector product */
@@ -83,25 +118,29 @@ INLINE void tile(const Band *b, int64_t y, int64_t x, int R, int V, const Vector
       for (int j = 0; j < V; ++j)
         acc[r * V + j] += wt * load(p + r * b->rowStep + j * VL);
   }
+  Vector lo = splat(b->start.lo), hi = splat(b->start.hi);
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < V; ++j)
-      store(out + r * b->outH + j * VL, acc[r * V + j]);
+      store(out + r * b->outH + j * VL,
+            b->start.clamps ? clampVector(acc[r * V + j], lo, hi) : acc[r * V + j]);
 }
 
 /* Rows y..y+R: tiles of V vectors, the vectors left over as one tile, and
  * a last partial vector overlapping the one before it, computed from the
- * outputs' values before the rows began (so the lanes both write get the
- * same sum); rows shorter than a vector are summed one output at a time. */
+ * outputs' values before the rows began or from the bias (so the lanes both
+ * write get the same sum); rows shorter than a vector are summed one output
+ * at a time. */
 INLINE void rows(const Band *b, int64_t y, int R, int V) {
   int64_t n = b->n;
+  const Start *start = &b->start;
   if (n < VL) {
     for (int r = 0; r < R; ++r)
       for (int64_t x = 0; x < n; ++x) {
         float *o = b->out + (y + r) * b->outH + x;
-        float acc = *o;
+        float acc = start->init ? start->bias : *o;
         for (int64_t t = 0; t < b->taps; ++t)
           acc += b->w[t] * b->tap[t][(y + r) * b->rowStep + x];
-        *o = acc;
+        *o = start->clamps ? clampScalar(acc, start->lo, start->hi) : acc;
       }
     return;
   }
@@ -125,7 +164,7 @@ INLINE void rows(const Band *b, int64_t y, int R, int V) {
     break;
   }
   if (partial)
-    tile(b, y, n - VL, R, 1, before);
+    tile(b, y, n - VL, R, 1, start->init ? NULL : before);
 }
 
 /* The band in tiles of ACCUMULATORS vectors: along the row when it has that
@@ -152,8 +191,12 @@ static void accumulateWindow(Band b, int64_t kh, int64_t kw, const float *w, Tap
                              const void *context) {
   const float *tap[MAX_TAPS];
   b.tap = tap;
+  Start start = b.start;
   for (int64_t t0 = 0; t0 < kh * kw; t0 += MAX_TAPS) {
     b.taps = kh * kw - t0 < MAX_TAPS ? kh * kw - t0 : MAX_TAPS;
+    /* The first pass starts the sums, the last one clamps them. */
+    b.start.init = start.init && t0 == 0;
+    b.start.clamps = start.clamps && t0 + b.taps == kh * kw;
     for (int64_t t = 0; t < b.taps; ++t)
       tap[t] = tapOf(context, (t0 + t) / kw, (t0 + t) % kw);
     b.w = w + t0;
@@ -186,9 +229,9 @@ static const float *shiftedPlane(const void *context, int64_t ky, int64_t kx) {
 
 /* One channel, unit stride along the row. */
 static void channelUnitStride(const Shape *s, const float *in, const float *w, float *out,
-                              int64_t outH) {
+                              int64_t outH, const Start *start) {
   Window window = {in, s->inH, s->dh, s->dw, 1, 0};
-  Band band = {out, outH, s->oh, s->ow, NULL, NULL, 0, s->sh * s->inH};
+  Band band = {out, outH, s->oh, s->ow, NULL, NULL, 0, s->sh * s->inH, *start};
   accumulateWindow(band, s->kh, s->kw, w, shiftedRow, &window);
 }
 
@@ -196,20 +239,28 @@ static void channelUnitStride(const Shape *s, const float *in, const float *w, f
  * read as one row over the padded width into `scratch`, the columns past
  * the output's dropped. */
 static void channelNarrow(const Shape *s, const float *in, const float *w, float *out,
-                          int64_t outH, float *scratch) {
+                          int64_t outH, float *scratch, const Start *start) {
   int64_t runRows = SCRATCH / s->inH;
+  /* The run's sums start from the bias, or from zero to be added. */
+  Start sums = {1, 0, start->init ? start->bias : 0.0f, 0.0f, 0.0f};
   for (int64_t y0 = 0; y0 < s->oh; y0 += runRows) {
     int64_t rowsHere = s->oh - y0 < runRows ? s->oh - y0 : runRows;
     int64_t n = (rowsHere - 1) * s->inH + s->ow;
-    memset(scratch, 0, n * sizeof(float));
     Window window = {in + y0 * s->inH, s->inH, s->dh, s->dw, 1, 0};
-    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0};
+    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, sums};
     accumulateWindow(band, s->kh, s->kw, w, shiftedRow, &window);
     for (int64_t y = 0; y < rowsHere; ++y) {
       float *o = out + (y0 + y) * outH;
       const float *r = scratch + y * s->inH;
-      for (int64_t x = 0; x < s->ow; ++x)
-        o[x] += r[x];
+      if (!start->init)
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] += r[x];
+      else if (start->clamps)
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] = clampScalar(r[x], start->lo, start->hi);
+      else
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] = r[x];
     }
   }
 }
@@ -226,7 +277,7 @@ static int64_t stridedBandRows(const Shape *s, int64_t planeWidth) {
  * p, p + sw, ...), so that every tap reads a plane at unit stride. */
 static void channelStrided(const Shape *s, const float *in, const float *w, float *out,
                            int64_t outH, float *scratch, int64_t planeWidth,
-                           int64_t bandRows) {
+                           int64_t bandRows, const Start *start) {
   int64_t rowFloats = planeWidth * s->sw;
   int64_t inWidth = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
   for (int64_t y0 = 0; y0 < s->oh; y0 += bandRows) {
@@ -252,46 +303,111 @@ static void channelStrided(const Shape *s, const float *in, const float *w, floa
           planes[p * planeWidth + i] = row[i * s->sw + p];
     }
     Window window = {scratch, rowFloats, s->dh, s->dw, s->sw, planeWidth};
-    Band band = {out + y0 * outH, outH, rowsHere, s->ow, NULL, NULL, 0, s->sh * rowFloats};
+    Band band = {out + y0 * outH, outH, rowsHere, s->ow, NULL, NULL, 0, s->sh * rowFloats, *start};
     accumulateWindow(band, s->kh, s->kw, w, shiftedPlane, &window);
   }
 }
 
 /* Any shape, one output at a time. */
 static void channelScalar(const Shape *s, const float *in, const float *w, float *out,
-                          int64_t outH) {
+                          int64_t outH, const Start *start) {
   for (int64_t y = 0; y < s->oh; ++y)
     for (int64_t x = 0; x < s->ow; ++x) {
-      float acc = out[y * outH + x];
+      float acc = start->init ? start->bias : out[y * outH + x];
       for (int64_t ky = 0; ky < s->kh; ++ky)
         for (int64_t kx = 0; kx < s->kw; ++kx)
           acc += w[ky * s->kw + kx] * in[(y * s->sh + ky * s->dh) * s->inH + x * s->sw + kx * s->dw];
-      out[y * outH + x] = acc;
+      out[y * outH + x] = start->clamps ? clampScalar(acc, start->lo, start->hi) : acc;
     }
 }
 
+/* Where the image lies in the padded one the window reads: rows and columns
+ * of it, its row stride, and its first row and column there. */
+typedef struct Unpadded {
+  int64_t ih, iw, inH, top, left;
+} Unpadded;
+
+/* The padded plane (rows x columns, dense; zero outside the image, which
+ * `plane` already is) of one channel `in`. */
+static void copyIntoPlane(float *plane, int64_t rows, int64_t columns, const float *in,
+                          const Unpadded *u) {
+  int64_t first = u->left, end = u->left + u->iw < columns ? u->left + u->iw : columns;
+  int64_t n = end - first;
+  if (n <= 0)
+    return;
+  /* Rows are short (7 to 112 floats): copied inline, not by memcpy calls. */
+  for (int64_t r = u->top; r < rows && r - u->top < u->ih; ++r) {
+    float *to = plane + r * columns + first;
+    const float *from = in + (r - u->top) * u->inH;
+    int64_t x = 0;
+    for (; x + VL <= n; x += VL)
+      store(to + x, load(from + x));
+    for (; x < n; ++x)
+      to[x] = from[x];
+  }
+}
+
+/* One channel, one output at a time, reading the image where it lies inside
+ * the padded one (when there is no memory for a plane). */
+static void channelScalarUnpadded(const Shape *s, const float *in, const Unpadded *u,
+                                  const float *w, float *out, int64_t outH,
+                                  const Start *start) {
+  for (int64_t y = 0; y < s->oh; ++y)
+    for (int64_t x = 0; x < s->ow; ++x) {
+      float acc = start->init ? start->bias : out[y * outH + x];
+      for (int64_t ky = 0; ky < s->kh; ++ky)
+        for (int64_t kx = 0; kx < s->kw; ++kx) {
+          int64_t r = y * s->sh + ky * s->dh - u->top, c = x * s->sw + kx * s->dw - u->left;
+          if (r >= 0 && r < u->ih && c >= 0 && c < u->iw)
+            acc += w[ky * s->kw + kx] * in[r * u->inH + c];
+        }
+      out[y * outH + x] = start->clamps ? clampScalar(acc, start->lo, start->hi) : acc;
+    }
+}
+
+/* See DepthwiseDispatch.c for the arguments. */
 void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
                          int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *in,
-                         int64_t inC, int64_t inH, const float *w, float *out, int64_t outF,
-                         int64_t outH) {
+                         int64_t inC, int64_t inH, int64_t ih, int64_t iw, int64_t padTop,
+                         int64_t padLeft, const float *w, const float *bias, int64_t init,
+                         float lo, float hi, float *out, int64_t outF, int64_t outH) {
   if (groups <= 0 || oh <= 0 || ow <= 0 || kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0 ||
-      dh <= 0 || dw <= 0)
+      dh <= 0 || dw <= 0 || padTop < 0 || padLeft < 0)
     return;
+  /* The padded image the window reads; a plane of it per channel unless the
+   * image is that already. */
+  int64_t rows = (oh - 1) * sh + (kh - 1) * dh + 1, columns = (ow - 1) * sw + (kw - 1) * dw + 1;
+  Unpadded unpadded = {ih, iw, inH, padTop, padLeft};
+  int padded = padTop == 0 && padLeft == 0 && ih >= rows && iw >= columns;
+  float *plane = NULL;
+  if (!padded && (plane = calloc((size_t)(rows * columns), sizeof(float))))
+    inH = columns;
   Shape s = {kh, kw, oh, ow, sh, sw, dh, dw, inH};
   float scratch[SCRATCH];
   int64_t planeWidth = ow + (kw - 1) * dw / sw + 1;
   int64_t bandRows = sw > 1 ? stridedBandRows(&s, planeWidth) : 0;
   int narrow = sw == 1 && sh == 1 && ow < 2 * VL && oh > 1 && inH <= SCRATCH;
+  int clamps = init && (lo > -INFINITY || hi < INFINITY);
   for (int64_t g = 0; g < groups; ++g) {
     const float *gi = in + g * inC, *gw = w + g * kh * kw;
     float *go = out + g * outF;
+    Start start = {init != 0, clamps, init && bias ? bias[g] : 0.0f, lo, hi};
+    if (!padded && !plane) {
+      channelScalarUnpadded(&s, gi, &unpadded, gw, go, outH, &start);
+      continue;
+    }
+    if (plane) {
+      copyIntoPlane(plane, rows, columns, gi, &unpadded);
+      gi = plane;
+    }
     if (narrow)
-      channelNarrow(&s, gi, gw, go, outH, scratch);
+      channelNarrow(&s, gi, gw, go, outH, scratch, &start);
     else if (sw == 1)
-      channelUnitStride(&s, gi, gw, go, outH);
+      channelUnitStride(&s, gi, gw, go, outH, &start);
     else if (bandRows > 0)
-      channelStrided(&s, gi, gw, go, outH, scratch, planeWidth, bandRows);
+      channelStrided(&s, gi, gw, go, outH, scratch, planeWidth, bandRows, &start);
     else
-      channelScalar(&s, gi, gw, go, outH);
+      channelScalar(&s, gi, gw, go, outH, &start);
   }
+  free(plane);
 }

@@ -224,7 +224,7 @@ func.func @winograd_partial_band(%band: memref<32x?x50xf32>, %image: memref<32x4
 // CHECK-LABEL: func.func @depthwise
 // CHECK-NOT: call @dnnl_sgemm
 // CHECK-NOT: call @kiln_conv2d_constant_w
-// CHECK: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c14_i64, %c14_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c256_i64, %c16_i64, %{{.*}}, %{{.*}}, %c196_i64, %c14_i64)
+// CHECK: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c14_i64, %c14_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c256_i64, %c16_i64, %c16_i64, %c16_i64, %c0_i64, %c0_i64, %{{.*}}, %{{.*}}, %c0_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c196_i64, %c14_i64)
 // CHECK-NOT: call @dnnl_sgemm
 #ind = affine_map<(g, y, x, i, j) -> (g, y + i, x + j)>
 #wd = affine_map<(g, y, x, i, j) -> (g, i, j)>

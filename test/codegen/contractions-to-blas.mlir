@@ -239,13 +239,18 @@ func.func @conv_partial_band(%x: memref<64x?x19xf32>, %w: memref<64x64x3x3xf32>,
 // A depthwise convolution tile (one channel per group, here 16 groups, a 3x3
 // window at stride 2 and dilation 2; filters computed at run time) is one
 // call of the runtime's kernel with all its groups: (groups, kh, kw, oh, ow,
-// sh, sw, dh, dw, image, its channel and row strides, filters, output, its
-// channel and row strides).
+// sh, sw, dh, dw, image, its channel and row strides, rows and columns, where
+// it starts in the padded image (here it is that already), filters, bias
+// (none), whether the output starts from it (no: it is added to), clamp
+// bounds (none), output, its channel and row strides).
 // DNNL-LABEL: func.func @depthwise
 // DNNL-NOT: call @dnnl_sgemm
-// DNNL: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c27_i64, %c27_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64, %{{.*}}, %c3364_i64, %c58_i64, %{{.*}}, %{{.*}}, %c729_i64, %c27_i64)
+// DNNL-DAG: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// DNNL-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// DNNL-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// DNNL: call @kiln_depthwise_conv2d(%c16_i64, %c3_i64, %c3_i64, %c27_i64, %c27_i64, %c2_i64, %c2_i64, %c2_i64, %c2_i64, %{{.*}}, %c3364_i64, %c58_i64, %c58_i64, %c58_i64, %c0_i64, %c0_i64, %{{.*}}, %[[NULL]], %c0_i64, %[[NINF]], %[[INF]], %{{.*}}, %c729_i64, %c27_i64)
 // DNNL-NOT: linalg.generic
-// DNNL: func.func private @kiln_depthwise_conv2d(i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, i64)
+// DNNL: func.func private @kiln_depthwise_conv2d(i64, i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, i64, f32, f32, !llvm.ptr, i64, i64)
 #ind6 = affine_map<(g, y, x, i, j) -> (g, y * 2 + i * 2, x * 2 + j * 2)>
 #wd6 = affine_map<(g, y, x, i, j) -> (g, i, j)>
 #outd6 = affine_map<(g, y, x, i, j) -> (g, y, x)>
@@ -269,7 +274,7 @@ func.func @depthwise(%band: memref<16x58x58xf32>, %w: memref<16x3x3xf32>, %out: 
 // DNNL: %[[G:.*]] = memref.dim %arg0, %c1
 // DNNL: scf.for %{{.*}} = %c0 to %c2 step %c1
 // DNNL: %[[G64:.*]] = arith.index_cast %[[G]] : index to i64
-// DNNL: call @kiln_depthwise_conv2d(%[[G64]], %c5_i64, %c5_i64, %c7_i64, %c7_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c121_i64, %c11_i64, %{{.*}}, %{{.*}}, %c49_i64, %c7_i64)
+// DNNL: call @kiln_depthwise_conv2d(%[[G64]], %c5_i64, %c5_i64, %c7_i64, %c7_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c121_i64, %c11_i64, %c11_i64, %c11_i64, %c0_i64, %c0_i64, %{{.*}}, %{{.*}}, %c0_i64, %{{.*}}, %{{.*}}, %{{.*}}, %c49_i64, %c7_i64)
 #ind7 = affine_map<(n, g, y, x, i, j) -> (n, g, y + i, x + j)>
 #wd7 = affine_map<(n, g, y, x, i, j) -> (g, i, j)>
 #outd7 = affine_map<(n, g, y, x, i, j) -> (n, g, y, x)>

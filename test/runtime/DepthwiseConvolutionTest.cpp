@@ -1,9 +1,11 @@
 // Tests for the depthwise convolution kernels linked into CPU artifacts
 // (runtime/kernels/DepthwiseConvolution.c): every vector width this CPU runs,
 // and the entry point that picks one, against a float64 loop over random
-// shapes, strides, dilations, paddings of the rows and tile strides.
+// shapes, strides, dilations, zero padding, bias, clamps, paddings of the
+// rows and tile strides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -13,8 +15,9 @@
 extern "C" {
 typedef void DepthwiseFn(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
                          int64_t sh, int64_t sw, int64_t dh, int64_t dw, const float *in,
-                         int64_t inC, int64_t inH, const float *w, float *out, int64_t outF,
-                         int64_t outH);
+                         int64_t inC, int64_t inH, int64_t ih, int64_t iw, int64_t padTop,
+                         int64_t padLeft, const float *w, const float *bias, int64_t init,
+                         float lo, float hi, float *out, int64_t outF, int64_t outH);
 DepthwiseFn kiln_depthwise_conv2d, kilnDepthwiseConv2dGeneric;
 #if defined(__x86_64__)
 DepthwiseFn kilnDepthwiseConv2dAvx2, kilnDepthwiseConv2dAvx512;
@@ -44,38 +47,52 @@ std::vector<Variant> variants() {
 struct Case {
   int64_t groups, kh, kw, oh, ow, sh, sw, dh, dw;
   int64_t inH, inC, outH, outF; // strides, at least the dense ones
+  // The image's extent and where it starts in the padded one the window
+  // reads (0, 0 and at least the window's reach: already padded).
+  int64_t ih, iw, padTop = 0, padLeft = 0;
+  // Start from the bias (or 0 without one) and clamp, instead of adding.
+  bool init = false, withBias = true;
+  float lo = -INFINITY, hi = INFINITY;
 };
 
-// Runs `fn` on a case with random data and compares with a float64 sum; the
-// output starts from random values (the bias), which the kernel adds to.
+// Runs `fn` on a case with random data and compares with a float64 sum over
+// the zero-padded image; the output starts from random values, which the
+// kernel adds to, or from the bias.
 void check(const Variant &variant, const Case &c, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> in(c.groups * c.inC), w(c.groups * c.kh * c.kw), out(c.groups * c.outF);
-  for (float &v : in)
-    v = value(rng);
-  for (float &v : w)
-    v = value(rng);
-  for (float &v : out)
-    v = value(rng);
+  std::vector<float> in(c.groups * c.inC), w(c.groups * c.kh * c.kw), out(c.groups * c.outF),
+      bias(c.groups);
+  for (std::vector<float> *values : {&in, &w, &out, &bias})
+    for (float &v : *values)
+      v = value(rng);
   std::vector<float> before = out;
   variant.fn(c.groups, c.kh, c.kw, c.oh, c.ow, c.sh, c.sw, c.dh, c.dw, in.data(), c.inC, c.inH,
-             w.data(), out.data(), c.outF, c.outH);
+             c.ih, c.iw, c.padTop, c.padLeft, w.data(), c.withBias ? bias.data() : nullptr, c.init,
+             c.lo, c.hi, out.data(), c.outF, c.outH);
   for (int64_t g = 0; g < c.groups; ++g)
     for (int64_t y = 0; y < c.oh; ++y)
       for (int64_t x = 0; x < c.outH; ++x) {
         int64_t at = g * c.outF + y * c.outH + x;
         double expected = before[at];
-        if (x < c.ow)
+        if (x < c.ow) {
+          if (c.init)
+            expected = c.withBias ? bias[g] : 0.0;
           for (int64_t ky = 0; ky < c.kh; ++ky)
-            for (int64_t kx = 0; kx < c.kw; ++kx)
-              expected += double(w[(g * c.kh + ky) * c.kw + kx]) *
-                          in[g * c.inC + (y * c.sh + ky * c.dh) * c.inH + x * c.sw + kx * c.dw];
+            for (int64_t kx = 0; kx < c.kw; ++kx) {
+              int64_t r = y * c.sh + ky * c.dh - c.padTop, col = x * c.sw + kx * c.dw - c.padLeft;
+              if (r >= 0 && r < c.ih && col >= 0 && col < c.iw)
+                expected += double(w[(g * c.kh + ky) * c.kw + kx]) * in[g * c.inC + r * c.inH + col];
+            }
+          if (c.init)
+            expected = std::min<double>(std::max<double>(expected, c.lo), c.hi);
+        }
         // Columns past the output's (the row stride's padding) stay as they were.
         ASSERT_NEAR(out[at], expected, 1e-4 * (1 + c.kh * c.kw))
             << variant.name << ": groups " << c.groups << ", window " << c.kh << "x" << c.kw
             << ", output " << c.oh << "x" << c.ow << ", strides " << c.sh << "x" << c.sw
-            << ", dilations " << c.dh << "x" << c.dw << ", at group " << g << " row " << y
-            << " column " << x;
+            << ", dilations " << c.dh << "x" << c.dw << ", image " << c.ih << "x" << c.iw
+            << " at " << c.padTop << "," << c.padLeft << ", init " << c.init
+            << ", at group " << g << " row " << y << " column " << x;
       }
 }
 
@@ -83,7 +100,23 @@ Case makeCase(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int64_t ow, in
               int64_t sw, int64_t dh, int64_t dw, int64_t rowPad = 0, int64_t outPad = 0) {
   int64_t ih = (oh - 1) * sh + (kh - 1) * dh + 1, iw = (ow - 1) * sw + (kw - 1) * dw + 1;
   int64_t inH = iw + rowPad, outH = ow + outPad;
-  return {groups, kh, kw, oh, ow, sh, sw, dh, dw, inH, ih * inH + 3, outH, oh * outH + 1};
+  return {groups, kh, kw, oh, ow, sh, sw, dh, dw, inH, ih * inH + 3, outH, oh * outH + 1, ih, iw};
+}
+
+// `c` on an unpadded image: `top` and `left` rows and columns of zeros
+// before it, `bottom` and `right` of the window's reach cut off after it.
+Case unpadded(Case c, int64_t top, int64_t left, int64_t bottom, int64_t right) {
+  int64_t rowPad = c.inH - c.iw;
+  c.padTop = top, c.padLeft = left;
+  c.ih = std::max<int64_t>(1, c.ih - top - bottom), c.iw = std::max<int64_t>(1, c.iw - left - right);
+  c.inH = c.iw + rowPad;
+  c.inC = c.ih * c.inH + 3;
+  return c;
+}
+
+Case initialized(Case c, bool withBias, float lo, float hi) {
+  c.init = true, c.withBias = withBias, c.lo = lo, c.hi = hi;
+  return c;
 }
 
 // The shapes of MobileNetV2 and EfficientNet-B0, and each path's edges.
@@ -116,13 +149,64 @@ TEST(DepthwiseConvolutionTest, RandomShapes) {
     }
 }
 
+// The padding, bias and clamp taken over from the ops around a tile: the
+// layers of MobileNetV2 (pad 1, ReLU6) and EfficientNet-B0 (pad 2, no
+// clamp), and images that the window overhangs on every side.
+TEST(DepthwiseConvolutionTest, PaddingBiasAndClamp) {
+  std::mt19937 rng(11);
+  for (const Variant &variant : variants())
+    for (Case c : {initialized(unpadded(makeCase(4, 3, 3, 112, 112, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 6),
+                   initialized(unpadded(makeCase(4, 3, 3, 56, 56, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
+                   initialized(unpadded(makeCase(4, 3, 3, 7, 7, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 0.5f),
+                   initialized(unpadded(makeCase(4, 5, 5, 14, 14, 1, 1, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                   initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
+                   initialized(unpadded(makeCase(2, 3, 3, 33, 33, 1, 1, 2, 2), 2, 2, 2, 2), true, -0.25f, 0.25f),
+                   unpadded(makeCase(2, 3, 3, 20, 37, 1, 1, 1, 1, 3, 2), 1, 1, 1, 1),
+                   unpadded(makeCase(3, 7, 7, 3, 3, 1, 1, 1, 1), 3, 3, 3, 3)})
+      check(variant, c, rng);
+}
+
+TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
+  std::mt19937 rng(2027);
+  std::uniform_int_distribution<int64_t> window(1, 7), stride(1, 3), dilation(1, 2),
+      rows(1, 20), columns(1, 70), narrow(1, 9), pad(0, 3), groups(1, 3), coin(0, 3);
+  for (const Variant &variant : variants())
+    for (int i = 0; i < 300; ++i) {
+      Case c = makeCase(groups(rng), window(rng), window(rng), rows(rng),
+                        coin(rng) ? columns(rng) : narrow(rng), stride(rng), stride(rng),
+                        dilation(rng), dilation(rng), pad(rng), pad(rng));
+      c = unpadded(c, std::min(pad(rng), c.kh - 1), std::min(pad(rng), c.kw - 1), pad(rng), pad(rng));
+      if (coin(rng))
+        c = initialized(c, coin(rng) != 0, coin(rng) ? 0.0f : -INFINITY, coin(rng) ? 1.0f : INFINITY);
+      check(variant, c, rng);
+      if (HasFatalFailure())
+        return;
+    }
+}
+
+// Max then min, as arith.maximumf and arith.minimumf: NaN stays NaN.
+TEST(DepthwiseConvolutionTest, ClampKeepsNaN) {
+  for (const Variant &variant : variants()) {
+    float in[9] = {NAN, 1, 1, 1, 1, 1, 1, 1, 1}, w[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float bias = 0.5f, out[1] = {0};
+    variant.fn(1, 3, 3, 1, 1, 1, 1, 1, 1, in, 9, 3, 3, 3, 0, 0, w, &bias, 1, 0, 6, out, 1, 1);
+    EXPECT_TRUE(std::isnan(out[0])) << variant.name;
+    in[0] = 1;
+    variant.fn(1, 3, 3, 1, 1, 1, 1, 1, 1, in, 9, 3, 3, 3, 0, 0, w, &bias, 1, 0, 6, out, 1, 1);
+    EXPECT_EQ(out[0], 6.0f) << variant.name;
+  }
+}
+
 // Nothing to compute: nothing is read or written.
 TEST(DepthwiseConvolutionTest, EmptyShapesWriteNothing) {
   float out = 1.5f;
   for (const Variant &variant : variants()) {
-    variant.fn(0, 3, 3, 1, 1, 1, 1, 1, 1, nullptr, 9, 3, nullptr, &out, 1, 1);
-    variant.fn(1, 3, 3, 0, 1, 1, 1, 1, 1, nullptr, 9, 3, nullptr, &out, 1, 1);
-    variant.fn(1, 3, 3, 1, 0, 1, 1, 1, 1, nullptr, 9, 3, nullptr, &out, 1, 1);
+    variant.fn(0, 3, 3, 1, 1, 1, 1, 1, 1, nullptr, 9, 3, 3, 3, 0, 0, nullptr, nullptr, 1, 0, 6,
+               &out, 1, 1);
+    variant.fn(1, 3, 3, 0, 1, 1, 1, 1, 1, nullptr, 9, 3, 3, 3, 0, 0, nullptr, nullptr, 1, 0, 6,
+               &out, 1, 1);
+    variant.fn(1, 3, 3, 1, 0, 1, 1, 1, 1, nullptr, 9, 3, 3, 3, 0, 0, nullptr, nullptr, 1, 0, 6,
+               &out, 1, 1);
     EXPECT_EQ(out, 1.5f) << variant.name;
   }
 }
