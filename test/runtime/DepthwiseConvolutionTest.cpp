@@ -132,22 +132,33 @@ TEST(DepthwiseConvolutionTest, NetworkShapes) {
       check(variant, c, rng);
 }
 
-// Random shapes, with rows and channels of the input and output further
-// apart than dense (tiles of larger images).
-TEST(DepthwiseConvolutionTest, RandomShapes) {
-  std::mt19937 rng(2026);
+// `count` random shapes per variant, with rows and channels of the input
+// and output further apart than dense (tiles of larger images); with
+// `neighbours`, also unpadded images and outputs started from the bias and
+// clamped, at random.
+void checkRandomShapes(unsigned seed, int count, bool neighbours) {
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int64_t> window(1, 7), stride(1, 3), dilation(1, 2),
       rows(1, 20), columns(1, 70), narrow(1, 9), pad(0, 3), groups(1, 3), coin(0, 3);
   for (const Variant &variant : variants())
-    for (int i = 0; i < 400; ++i) {
+    for (int i = 0; i < count; ++i) {
       Case c = makeCase(groups(rng), window(rng), window(rng), rows(rng),
                         coin(rng) ? columns(rng) : narrow(rng), stride(rng), stride(rng),
                         dilation(rng), dilation(rng), pad(rng), pad(rng));
+      if (neighbours) {
+        c = unpadded(c, std::min(pad(rng), c.kh - 1), std::min(pad(rng), c.kw - 1), pad(rng),
+                     pad(rng));
+        if (coin(rng))
+          c = initialized(c, coin(rng) != 0, coin(rng) ? 0.0f : -INFINITY,
+                          coin(rng) ? 1.0f : INFINITY);
+      }
       check(variant, c, rng);
-      if (HasFatalFailure())
+      if (::testing::Test::HasFatalFailure())
         return;
     }
 }
+
+TEST(DepthwiseConvolutionTest, RandomShapes) { checkRandomShapes(2026, 400, false); }
 
 // The padding, bias and clamp taken over from the ops around a tile: the
 // layers of MobileNetV2 (pad 1, ReLU6) and EfficientNet-B0 (pad 2, no
@@ -167,21 +178,7 @@ TEST(DepthwiseConvolutionTest, PaddingBiasAndClamp) {
 }
 
 TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
-  std::mt19937 rng(2027);
-  std::uniform_int_distribution<int64_t> window(1, 7), stride(1, 3), dilation(1, 2),
-      rows(1, 20), columns(1, 70), narrow(1, 9), pad(0, 3), groups(1, 3), coin(0, 3);
-  for (const Variant &variant : variants())
-    for (int i = 0; i < 300; ++i) {
-      Case c = makeCase(groups(rng), window(rng), window(rng), rows(rng),
-                        coin(rng) ? columns(rng) : narrow(rng), stride(rng), stride(rng),
-                        dilation(rng), dilation(rng), pad(rng), pad(rng));
-      c = unpadded(c, std::min(pad(rng), c.kh - 1), std::min(pad(rng), c.kw - 1), pad(rng), pad(rng));
-      if (coin(rng))
-        c = initialized(c, coin(rng) != 0, coin(rng) ? 0.0f : -INFINITY, coin(rng) ? 1.0f : INFINITY);
-      check(variant, c, rng);
-      if (HasFatalFailure())
-        return;
-    }
+  checkRandomShapes(2027, 300, true);
 }
 
 // Max then min, as arith.maximumf and arith.minimumf: NaN stays NaN.
