@@ -108,3 +108,47 @@ func.func @erf_f64(%x: f64) -> f64 {
   %0 = math.erf %x : f64
   return %0 : f64
 }
+
+// -----
+
+// powf by a constant 2, 3 or 4 becomes multiplications, which vectorize;
+// other exponents, and exponents computed at run time, stay libm's powf.
+// CHECK-LABEL: func.func @small_whole_powers
+// CHECK-SAME:    (%[[X:.*]]: f32, %[[E:.*]]: f32)
+// CHECK-NOT:     math.powf %[[X]], %{{.*}} : f32
+// CHECK:         %[[SQ2:.*]] = arith.mulf %[[X]], %[[X]]
+// CHECK:         %[[SQ3:.*]] = arith.mulf %[[X]], %[[X]]
+// CHECK:         %[[CUBE:.*]] = arith.mulf %[[SQ3]], %[[X]]
+// CHECK:         %[[SQ4:.*]] = arith.mulf %[[X]], %[[X]]
+// CHECK:         %[[FOURTH:.*]] = arith.mulf %[[SQ4]], %[[SQ4]]
+// CHECK:         %[[HALF:.*]] = math.powf %[[X]], %{{.*}} : f32
+// CHECK:         %[[FIVE:.*]] = math.powf %[[X]], %{{.*}} : f32
+// CHECK:         %[[RUNTIME:.*]] = math.powf %[[X]], %[[E]] : f32
+// CHECK:         return %[[SQ2]], %[[CUBE]], %[[FOURTH]], %[[HALF]], %[[FIVE]], %[[RUNTIME]]
+func.func @small_whole_powers(%x: f32, %e: f32) -> (f32, f32, f32, f32, f32, f32) {
+  %c2 = arith.constant 2.0 : f32
+  %c3 = arith.constant 3.0 : f32
+  %c4 = arith.constant 4.0 : f32
+  %half = arith.constant 0.5 : f32
+  %c5 = arith.constant 5.0 : f32
+  %p2 = math.powf %x, %c2 : f32
+  %p3 = math.powf %x, %c3 : f32
+  %p4 = math.powf %x, %c4 : f32
+  %ph = math.powf %x, %half : f32
+  %p5 = math.powf %x, %c5 : f32
+  %pe = math.powf %x, %e : f32
+  return %p2, %p3, %p4, %ph, %p5, %pe : f32, f32, f32, f32, f32, f32
+}
+
+// -----
+
+// The same on vectors, by a splat constant.
+// CHECK-LABEL: func.func @vector_cube
+// CHECK-NOT:     math.powf
+// CHECK:         %[[SQ:.*]] = arith.mulf %arg0, %arg0 {{.*}}: vector<8xf32>
+// CHECK:         arith.mulf %[[SQ]], %arg0 {{.*}}: vector<8xf32>
+func.func @vector_cube(%x: vector<8xf32>) -> vector<8xf32> {
+  %c3 = arith.constant dense<3.0> : vector<8xf32>
+  %p = math.powf %x, %c3 : vector<8xf32>
+  return %p : vector<8xf32>
+}
