@@ -20,10 +20,7 @@
  *     planes of every s-th column, and each tap reads one plane, shifted;
  *   - narrow outputs at stride 1 (images of 7 to 31 columns): the rows are
  *     read as one sequence over the padded width and the columns past the
- *     output's are dropped, so a 7x7 image fills whole vectors;
- *   - outputs narrower than a vector at stride s: the planes are laid out
- *     per window row instead, each output row's columns next to the row
- *     before's, so a band of rows is again one sequence.
+ *     output's are dropped, so a 7x7 image fills whole vectors.
  * The last, partial vector of a row overlaps the one before it and is
  * computed from the output's values as they were before the row began, so
  * every output is the same sum, in the same order, whichever vector wrote it.
@@ -241,94 +238,30 @@ static void channelUnitStride(const Shape *s, const float *in, const float *w, f
 /* One channel, unit strides, rows narrower than two vectors: runs of rows
  * read as one row over the padded width into `scratch`, the columns past
  * the output's dropped. */
-/* Where a run of narrow rows sums, in scratch: from the bias, or from zero
- * to be added to the outputs. */
-INLINE Start runStart(const Start *start) {
-  Start sums = {1, 0, start->init ? start->bias : 0.0f, 0.0f, 0.0f};
-  return sums;
-}
-
-/* The first `ow` sums of each of `rows` rows `step` apart in `sums` into
- * the outputs: added, or (starting from the bias) stored, clamped. */
-static void storeRun(float *out, int64_t outH, int64_t rows, int64_t ow, const float *sums,
-                     int64_t step, const Start *start) {
-  for (int64_t y = 0; y < rows; ++y) {
-    float *o = out + y * outH;
-    const float *r = sums + y * step;
-    if (!start->init)
-      for (int64_t x = 0; x < ow; ++x)
-        o[x] += r[x];
-    else if (start->clamps)
-      for (int64_t x = 0; x < ow; ++x)
-        o[x] = clampScalar(r[x], start->lo, start->hi);
-    else
-      for (int64_t x = 0; x < ow; ++x)
-        o[x] = r[x];
-  }
-}
-
 static void channelNarrow(const Shape *s, const float *in, const float *w, float *out,
                           int64_t outH, float *scratch, const Start *start) {
   int64_t runRows = SCRATCH / s->inH;
+  /* The run's sums start from the bias, or from zero to be added. */
+  Start sums = {1, 0, start->init ? start->bias : 0.0f, 0.0f, 0.0f};
   for (int64_t y0 = 0; y0 < s->oh; y0 += runRows) {
     int64_t rowsHere = s->oh - y0 < runRows ? s->oh - y0 : runRows;
     int64_t n = (rowsHere - 1) * s->inH + s->ow;
     Window window = {in + y0 * s->inH, s->inH, s->dh, s->dw, 1, 0};
-    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, runStart(start)};
+    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, sums};
     accumulateWindow(band, s->kh, s->kw, w, shiftedRow, &window);
-    storeRun(out + y0 * outH, outH, rowsHere, s->ow, scratch, s->inH, start);
-  }
-}
-
-/* Planes of a band of narrow strided rows: plane (ky, p) holds, for each
- * output row y of the band, columns p, p + sw, ... of the input row that
- * window row ky reads for it, `width` floats per output row. */
-typedef struct RowPlanes {
-  const float *planes;
-  int64_t rows, width, sw, dw;
-} RowPlanes;
-
-/* Tap (ky, kx): the plane of window row ky holding column kx * dw, shifted. */
-static const float *planeOfWindowRow(const void *context, int64_t ky, int64_t kx) {
-  const RowPlanes *v = context;
-  int64_t column = kx * v->dw;
-  return v->planes + (ky * v->sw + column % v->sw) * v->rows * v->width + column / v->sw;
-}
-
-/* Output rows of a band at stride sw > 1 narrower than a vector (which
- * channelStrided would sum one output at a time), or 0: each needs
- * kh * sw plane rows and a row of sums of `width` floats. */
-static int64_t stridedNarrowRows(const Shape *s, int64_t width) {
-  return s->ow >= VL || s->oh < 2 ? 0 : SCRATCH / ((s->kh * s->sw + 1) * width);
-}
-
-/* One channel at stride sw > 1 with output rows narrower than a vector, in
- * bands of output rows: the planes are laid out per window row, so that the
- * band's output rows are one run `width` apart, summed a vector at a time
- * as in channelNarrow. */
-static void channelStridedNarrow(const Shape *s, const float *in, const float *w, float *out,
-                                 int64_t outH, float *scratch, int64_t width,
-                                 int64_t bandRows, const Start *start) {
-  int64_t inWidth = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
-  for (int64_t y0 = 0; y0 < s->oh; y0 += bandRows) {
-    int64_t rowsHere = s->oh - y0 < bandRows ? s->oh - y0 : bandRows;
-    float *sums = scratch + s->kh * s->sw * rowsHere * width;
-    for (int64_t ky = 0; ky < s->kh; ++ky)
-      for (int64_t y = 0; y < rowsHere; ++y) {
-        const float *row = in + ((y0 + y) * s->sh + ky * s->dh) * s->inH;
-        for (int64_t p = 0; p < s->sw; ++p) {
-          float *plane = scratch + ((ky * s->sw + p) * rowsHere + y) * width;
-          for (int64_t i = 0; i < width; ++i) {
-            /* Columns past the image feed only outputs that are dropped. */
-            int64_t column = i * s->sw + p;
-            plane[i] = column < inWidth ? row[column] : 0.0f;
-          }
-        }
-      }
-    RowPlanes planes = {scratch, rowsHere, width, s->sw, s->dw};
-    Band band = {sums, 0, 1, (rowsHere - 1) * width + s->ow, NULL, NULL, 0, 0, runStart(start)};
-    accumulateWindow(band, s->kh, s->kw, w, planeOfWindowRow, &planes);
-    storeRun(out + y0 * outH, outH, rowsHere, s->ow, sums, width, start);
+    for (int64_t y = 0; y < rowsHere; ++y) {
+      float *o = out + (y0 + y) * outH;
+      const float *r = scratch + y * s->inH;
+      if (!start->init)
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] += r[x];
+      else if (start->clamps)
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] = clampScalar(r[x], start->lo, start->hi);
+      else
+        for (int64_t x = 0; x < s->ow; ++x)
+          o[x] = r[x];
+    }
   }
 }
 
@@ -453,7 +386,6 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   float scratch[SCRATCH];
   int64_t planeWidth = ow + (kw - 1) * dw / sw + 1;
   int64_t bandRows = sw > 1 ? stridedBandRows(&s, planeWidth) : 0;
-  int64_t narrowBandRows = sw > 1 ? stridedNarrowRows(&s, planeWidth) : 0;
   int narrow = sw == 1 && sh == 1 && ow < 2 * VL && oh > 1 && inH <= SCRATCH;
   int clamps = init && (lo > -INFINITY || hi < INFINITY);
   for (int64_t g = 0; g < groups; ++g) {
@@ -472,8 +404,6 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
       channelNarrow(&s, gi, gw, go, outH, scratch, &start);
     else if (sw == 1)
       channelUnitStride(&s, gi, gw, go, outH, &start);
-    else if (narrowBandRows > 0)
-      channelStridedNarrow(&s, gi, gw, go, outH, scratch, planeWidth, narrowBandRows, &start);
     else if (bandRows > 0)
       channelStrided(&s, gi, gw, go, outH, scratch, planeWidth, bandRows, &start);
     else
