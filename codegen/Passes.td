@@ -136,6 +136,47 @@ def KilnResultsInPlacePass : Pass<"kiln-results-in-place", "mlir::func::FuncOp">
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def KilnCollapseContiguousLoopsPass
+    : Pass<"kiln-collapse-contiguous-loops", "mlir::func::FuncOp"> {
+  let summary = "Runs loops over dimensions that are contiguous in memory as one loop";
+  let description = [{
+    A kernel tile's elementwise ops, copies and transposes loop over every
+    dimension of their buffers, and the innermost dimension is often short:
+    7 pixels of a 7x7 image, the 3x3 taps of a filter. LLVM fully unrolls
+    such a loop and then vectorizes the loop around it, whose accesses are
+    far apart: gathers and scatters, which are slower than scalar code on
+    current x86 cores. Where adjacent parallel loops walk one contiguous run
+    of every buffer that reads them (the outer dimension's stride the inner
+    one's extent times its stride), this pass collapses them into one loop
+    with `linalg::collapseOpIterationDims`, so that the innermost loop is
+    long and contiguous. The collapsed operands are `memref.reinterpret_cast`s
+    of their buffers rather than `memref.collapse_shape`s, whose loads would
+    later be folded into loads at delinearized indices (a division per
+    access). `linalg.transpose` is generalized first. Left alone: reduction
+    loops (joined, their sums would add in another order, and results are
+    kept bitwise the same), windows (indices that are sums of loops), and
+    bodies that read `linalg.index`.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [#id3, #id3], iterator_types = [parallel x 3]}
+        ins(%a : memref<8x7x7xf32, strided<[49, 7, 1], offset: ?>>)
+        outs(%b : memref<8x7x7xf32>) { ... }
+    ```
+    After:
+    ```mlir
+    %ca = memref.reinterpret_cast %base to offset: [%offset], sizes: [392], strides: [1]
+        : memref<f32> to memref<392xf32, strided<[1], offset: ?>>
+    %cb = memref.reinterpret_cast %bbase to offset: [0], sizes: [392], strides: [1]
+        : memref<f32> to memref<392xf32>
+    linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+        ins(%ca : ...) outs(%cb : memref<392xf32>) { ... }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def KilnExpandStridedCopiesPass
     : Pass<"kiln-expand-strided-copies", "mlir::func::FuncOp"> {
   let summary = "Rewrites copies between strided buffers into linalg.copy";

@@ -45,6 +45,9 @@ static constexpr const char *kBeforeContractions =
 // After them.
 static constexpr const char *kAfterContractions =
     "func.func(kiln-expand-strided-copies,"
+    // Loops over contiguous dimensions as one: a long innermost loop for
+    // LLVM to vectorize, never a short one unrolled under a strided one.
+    "kiln-collapse-contiguous-loops,"
     "convert-linalg-to-loops,kiln-vectorizable-math{ldexp=%LDEXP%},"
     // Row tiles are often single pages, where hardware prefetching stops.
     "kiln-prefetch-next-tile),"
