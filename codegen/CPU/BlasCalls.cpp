@@ -128,9 +128,13 @@ SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> r
 
 void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m, OpFoldResult n,
                OpFoldResult k, bool transA, Value a, Value lda, bool transB, Value bMatrix,
-               Value ldb, Value c, Value ldc) {
+               Value ldb, Value c, Value ldc, Value alpha, Value beta) {
   auto i32 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI32Type(), value); };
-  Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
+  Value one;
+  if (!alpha || !beta)
+    one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(1.0f));
+  alpha = alpha ? alpha : one;
+  beta = beta ? beta : one;
   if (sgemm.getName() == kDnnlSgemm) {
     auto i64 = [&](OpFoldResult value) { return asInteger(b, loc, b.getI64Type(), value); };
     auto wide = [&](Value v) -> Value {
@@ -140,8 +144,8 @@ void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m, O
       return arith::ConstantIntOp::create(b, loc, trans ? 'T' : 'N', 8);
     };
     func::CallOp::create(b, loc, sgemm,
-                         ValueRange{flag(transA), flag(transB), i64(m), i64(n), i64(k), one, a,
-                                    wide(lda), bMatrix, wide(ldb), one, c, wide(ldc)});
+                         ValueRange{flag(transA), flag(transB), i64(m), i64(n), i64(k), alpha, a,
+                                    wide(lda), bMatrix, wide(ldb), beta, c, wide(ldc)});
     return;
   }
   auto flag = [&](bool trans) {
@@ -149,7 +153,7 @@ void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m, O
   };
   func::CallOp::create(b, loc, sgemm,
                        ValueRange{i32(b.getIndexAttr(kCblasRowMajor)), flag(transA), flag(transB),
-                                  i32(m), i32(n), i32(k), one, a, lda, bMatrix, ldb, one, c,
+                                  i32(m), i32(n), i32(k), alpha, a, lda, bMatrix, ldb, beta, c,
                                   ldc});
 }
 

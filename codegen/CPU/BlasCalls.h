@@ -74,12 +74,13 @@ mlir::Value asInteger(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 llvm::SmallVector<mlir::Value> loopNest(mlir::OpBuilder &b, mlir::Location loc,
                                         llvm::ArrayRef<mlir::OpFoldResult> ranges);
 
-/// C += op(A) * op(B) for row-major matrices, op transposing where asked,
-/// through `sgemm` (dnnl_sgemm or cblas_sgemm).
+/// C = alpha op(A) * op(B) + beta C for row-major matrices, op transposing
+/// where asked, through `sgemm` (dnnl_sgemm or cblas_sgemm). A null alpha or
+/// beta is 1: C += op(A) * op(B). With beta 0, C is not read.
 void callSgemm(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp sgemm,
                mlir::OpFoldResult m, mlir::OpFoldResult n, mlir::OpFoldResult k, bool transA,
                mlir::Value a, mlir::Value lda, bool transB, mlir::Value bMatrix, mlir::Value ldb,
-               mlir::Value c, mlir::Value ldc);
+               mlir::Value c, mlir::Value ldc, mlir::Value alpha = {}, mlir::Value beta = {});
 
 /// Where calls of the runtime's kernels go: the module, its symbols (while
 /// the pass runs) and each call site's own state.
