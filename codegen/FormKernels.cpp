@@ -48,6 +48,9 @@ constexpr int64_t kMaxChannelTileIm2colBytes = 8 << 20;
 /// Multiply-adds (iterations of a kernel's whole loop nest) above which a
 /// kernel with a small result is still split over threads.
 constexpr int64_t kMinParallelWork = 1 << 22;
+/// Elements read by per-channel sums (batch normalization's statistics)
+/// above which they are split over threads by channel.
+constexpr int64_t kMinParallelReduction = 1 << 16;
 
 /// Whether computing one element of `op` costs more than reading it back
 /// from a buffer: a transcendental function or a division.
@@ -142,6 +145,32 @@ private:
         }
     });
     return rows;
+  }
+
+  /// Whether every reduction in an input fusion yields the root's shape,
+  /// reading at least kMinParallelReduction elements, and the root is one
+  /// of them or elementwise after them (a batch normalization's statistics:
+  /// per-channel sums over batch and space, perhaps then a division).
+  /// Tiles of the root's parallel loops then cut only the reductions' kept
+  /// loops.
+  static bool reducesToRoot(FusionOp fusion, linalg::LinalgOp root) {
+    if (root->getNumResults() != 1)
+      return false;
+    auto rootType = dyn_cast<RankedTensorType>(root->getResult(0).getType());
+    bool any = false, all = true;
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0)
+        return;
+      any = true;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      auto type = op->getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                      : RankedTensorType();
+      all &= type && rootType && type.getShape() == rootType.getShape() &&
+             !ShapedType::isDynamicShape(ranges) &&
+             llvm::product_of(ranges) >= kMinParallelReduction;
+    });
+    return any && all;
   }
 
   /// Convolutions run per tile as im2col + sgemm (kiln-contractions-to-blas),
@@ -291,8 +320,12 @@ private:
       work *= range;
     }
     // A small result can still be much work: the weight gradient of a
-    // convolution is a few thousand elements, each a sum over the batch.
-    if (resultElements < minParallelElements && work < kMinParallelWork)
+    // convolution is a few thousand elements, each a sum over the batch; a
+    // batch normalization's statistics, sums per channel over batch and
+    // space, a few hundred.
+    bool perChannelSums = fusion.getKind() == FusionKind::Input && reducesToRoot(fusion, root);
+    if (resultElements < minParallelElements && work < kMinParallelWork &&
+        !(perChannelSums && resultElements >= threadCount()))
       return sizes;
 
     if (std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root))
@@ -330,6 +363,13 @@ private:
     // Loop and input fusions: tile the leading parallel loops by one,
     // leaving trailing loops whole for vectorized inner loops, and never
     // cutting a dimension that a reduction in the fusion reduces.
+    if (perChannelSums) {
+      // A tile per channel: the sums run whole inside it.
+      for (auto [i, iterator] : llvm::enumerate(iterators))
+        if (iterator == utils::IteratorType::parallel)
+          sizes[i] = 1;
+      return sizes;
+    }
     int64_t rows = fusion.getKind() == FusionKind::Input ? rowLoops(fusion, root)
                                                           : root.getNumLoops();
     int64_t inner = 1;

@@ -227,7 +227,11 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        needs: one loop nest over rows for softmax and layer normalization,
        one loop over result tiles for a matmul and its epilogue. Dimensions
        reduced anywhere in an input fusion are never tiled. Kernels with fewer
-       than `min-parallel-elements` result elements are left untiled (serial).
+       than `min-parallel-elements` result elements are left untiled (serial),
+       except where that small result is much work: a convolution's weight
+       gradient, and sums of at least 65536 elements into the root's shape
+       (batch normalization's per-channel statistics, summed over batch and
+       space), which take one channel per tile.
        Matmul results are split into about `threads` tiles along the batch,
        rows or columns, whichever is larger, all of one size (a multiple of
        16 where one divides the dimension, else up to four times `threads`

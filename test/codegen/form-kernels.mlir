@@ -267,3 +267,56 @@ func.func @spread_through_reshape(%g: tensor<64x64x7x7x2x2xf32>, %y: tensor<64x6
   }
   return %0 : tensor<64x64x14x14xf32>
 }
+
+// -----
+
+// Batch normalization's statistics: per-channel sums over batch and space
+// (then a division) are a small result, but each channel reads 8x28x28
+// elements, so the kernel takes one channel per tile, the sum whole in it.
+// CHECK-LABEL: func.func @per_channel_mean
+// CHECK: scf.forall (%[[C:.*]]) in (64)
+// CHECK:   tensor.extract_slice %{{.*}}[0, %[[C]], 0, 0] [8, 1, 28, 28] [1, 1, 1, 1]
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:   arith.divf
+func.func @per_channel_mean(%x: tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32> {
+  ^bb0(%a: tensor<8x64x28x28xf32>):
+    %n = kiln.constant dense<6.272000e+03> : tensor<f32>
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    %m = kiln.div %s, %n : (tensor<1x64x1x1xf32>, tensor<f32>) -> tensor<1x64x1x1xf32>
+    kiln.yield %m : tensor<1x64x1x1xf32>
+  }
+  return %0 : tensor<1x64x1x1xf32>
+}
+
+// -----
+
+// The backward pass's sum of a product per channel: the reduction is the
+// root, tiled along its one kept loop.
+// CHECK-LABEL: func.func @per_channel_dot
+// CHECK: scf.forall (%[[C:.*]]) in (64)
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:     arith.mulf
+func.func @per_channel_dot(%x: tensor<8x64x28x28xf32>, %y: tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32> {
+  %0 = kiln.fusion input(%x, %y) : (tensor<8x64x28x28xf32>, tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32> {
+  ^bb0(%a: tensor<8x64x28x28xf32>, %b: tensor<8x64x28x28xf32>):
+    %p = kiln.mul %a, %b : (tensor<8x64x28x28xf32>, tensor<8x64x28x28xf32>) -> tensor<8x64x28x28xf32>
+    %s = kiln.reduce_sum %p {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    kiln.yield %s : tensor<1x64x1x1xf32>
+  }
+  return %0 : tensor<1x64x1x1xf32>
+}
+
+// -----
+
+// Sums over too few elements (8x2x2 per channel) stay on one thread.
+// CHECK-LABEL: func.func @per_channel_small
+// CHECK-NOT: scf.forall
+func.func @per_channel_small(%x: tensor<8x64x2x2xf32>) -> tensor<1x64x1x1xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<8x64x2x2xf32>) -> tensor<1x64x1x1xf32> {
+  ^bb0(%a: tensor<8x64x2x2xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>} : (tensor<8x64x2x2xf32>) -> tensor<1x64x1x1xf32>
+    kiln.yield %s : tensor<1x64x1x1xf32>
+  }
+  return %0 : tensor<1x64x1x1xf32>
+}
