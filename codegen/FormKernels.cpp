@@ -148,11 +148,11 @@ private:
   }
 
   /// Whether every reduction in an input fusion yields the root's shape,
-  /// reading at least kMinParallelReduction elements, and the root is one
-  /// of them or elementwise after them (a batch normalization's statistics:
-  /// per-channel sums over batch and space, perhaps then a division).
-  /// Tiles of the root's parallel loops then cut only the reductions' kept
-  /// loops.
+  /// reads at least kMinParallelReduction elements and reduces its
+  /// innermost loop, and the root is one of them or elementwise after them
+  /// (a batch normalization's statistics: per-channel sums over batch and
+  /// space, perhaps then a division). Tiles of the root's parallel loops then
+  /// cut only the reductions' kept loops.
   static bool reducesToRoot(FusionOp fusion, linalg::LinalgOp root) {
     if (root->getNumResults() != 1)
       return false;
@@ -166,9 +166,12 @@ private:
       auto type = op->getNumResults() == 1
                       ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
                       : RankedTensorType();
+      // The innermost loop reduced, so that a tile's sum runs along memory
+      // (a sum over rows into columns is left to vectorize across them).
       all &= type && rootType && type.getShape() == rootType.getShape() &&
              !ShapedType::isDynamicShape(ranges) &&
-             llvm::product_of(ranges) >= kMinParallelReduction;
+             llvm::product_of(ranges) >= kMinParallelReduction &&
+             op.getIteratorTypesArray().back() == utils::IteratorType::reduction;
     });
     return any && all;
   }

@@ -320,3 +320,18 @@ func.func @per_channel_small(%x: tensor<8x64x2x2xf32>) -> tensor<1x64x1x1xf32> {
   }
   return %0 : tensor<1x64x1x1xf32>
 }
+
+// -----
+
+// A sum over rows into columns (a bias gradient) keeps its columns whole:
+// a tile per column would read it down a stride, one element at a time.
+// CHECK-LABEL: func.func @column_sums
+// CHECK-NOT: scf.forall
+func.func @column_sums(%x: tensor<256x1024xf32>) -> tensor<1x1024xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> tensor<1x1024xf32> {
+  ^bb0(%a: tensor<256x1024xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<256x1024xf32>) -> tensor<1x1024xf32>
+    kiln.yield %s : tensor<1x1024xf32>
+  }
+  return %0 : tensor<1x1024xf32>
+}
