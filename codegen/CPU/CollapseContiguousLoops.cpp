@@ -23,9 +23,9 @@ namespace {
 
 /// Whether loops `dim` and `dim + 1` can run as one loop in `op`: both
 /// parallel (joined reductions would add in another order), and in every
-/// operand that reads either,
-/// adjacent dimensions in that order, the outer one's stride the inner one's
-/// extent times its stride (static), so that together they are one run.
+/// operand that reads either, adjacent dimensions in that order, the outer
+/// one's stride the inner one's extent times its stride (static), so that
+/// together they are one run.
 bool joinsNext(linalg::LinalgOp op, unsigned dim) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   if (iterators[dim] != utils::IteratorType::parallel ||
