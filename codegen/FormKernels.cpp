@@ -158,9 +158,11 @@ private:
       return false;
     auto rootType = dyn_cast<RankedTensorType>(root->getResult(0).getType());
     bool any = false, all = true;
-    fusion.getBody().walk([&](linalg::LinalgOp op) {
+    // Ops of the body itself: another result's tiles (a second sum of the
+    // same channels) are already in a loop of their own.
+    for (auto op : fusion.getBody().front().getOps<linalg::LinalgOp>()) {
       if (op.getNumReductionLoops() == 0)
-        return;
+        continue;
       any = true;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       auto type = op->getNumResults() == 1
@@ -172,7 +174,7 @@ private:
              !ShapedType::isDynamicShape(ranges) &&
              llvm::product_of(ranges) >= kMinParallelReduction &&
              op.getIteratorTypesArray().back() == utils::IteratorType::reduction;
-    });
+    }
     return any && all;
   }
 

@@ -335,3 +335,24 @@ func.func @column_sums(%x: tensor<256x1024xf32>) -> tensor<1x1024xf32> {
   }
   return %0 : tensor<1x1024xf32>
 }
+
+// -----
+
+// Two per-channel sums of one fusion (batch normalization's backward pair):
+// each result gets its own loop of one channel per tile.
+// CHECK-LABEL: func.func @two_per_channel_sums
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:     arith.mulf
+func.func @two_per_channel_sums(%x: tensor<8x64x28x28xf32>, %y: tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
+  %0:2 = kiln.fusion input(%x, %y) : (tensor<8x64x28x28xf32>, tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
+  ^bb0(%a: tensor<8x64x28x28xf32>, %b: tensor<8x64x28x28xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    %p = kiln.mul %a, %b : (tensor<8x64x28x28xf32>, tensor<8x64x28x28xf32>) -> tensor<8x64x28x28xf32>
+    %t = kiln.reduce_sum %p {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    kiln.yield %s, %t : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
+  }
+  return %0#0, %0#1 : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
+}
