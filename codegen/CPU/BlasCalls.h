@@ -24,6 +24,9 @@ namespace kiln::blas {
 constexpr llvm::StringLiteral kSgemm = "cblas_sgemm";
 constexpr llvm::StringLiteral kDnnlSgemm = "dnnl_sgemm";
 
+/// The buffer `value` views, through subviews, casts and reshapes.
+mlir::Value rootOf(mlir::Value value);
+
 /// Whether `expr` is the loop dimension `dim`.
 bool isDim(mlir::AffineExpr expr, int64_t dim);
 

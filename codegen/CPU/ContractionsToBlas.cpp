@@ -19,7 +19,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNCONTRACTIONSTOBLASPASS
@@ -174,13 +173,6 @@ Value matrixAt(OpBuilder &b, Location loc, Value operand, ArrayRef<int64_t> batc
                                    sizes, strides);
 }
 
-/// The buffer `value` is a view of (through subviews, casts and views).
-Value rootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 /// The linalg.fill of +0.0 into `c` that the product `op` accumulates onto:
 /// the op that last wrote `c` before it, with only ops that touch no memory
 /// in between; null if there is none.
@@ -288,9 +280,9 @@ std::optional<UpdateEpilogue> matchUpdateEpilogue(linalg::GenericOp gemm, Value 
   }
   // The output is written before the product reads its operands: it must be
   // a caller's buffer (an out-parameter), which no operand can share.
-  Value outRoot = rootBuffer(update.out);
-  if (!isa<BlockArgument>(outRoot) || rootBuffer(gemm.getDpsInputs()[0]) == outRoot ||
-      rootBuffer(gemm.getDpsInputs()[1]) == outRoot)
+  Value outRoot = rootOf(update.out);
+  if (!isa<BlockArgument>(outRoot) || rootOf(gemm.getDpsInputs()[0]) == outRoot ||
+      rootOf(gemm.getDpsInputs()[1]) == outRoot)
     return std::nullopt;
   return update;
 }

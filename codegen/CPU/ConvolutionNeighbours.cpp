@@ -13,17 +13,6 @@ using namespace mlir;
 namespace kiln::blas {
 namespace {
 
-/// The buffer `value` views, through subviews and reshapes.
-Value rootOf(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      value = view.getViewSource();
-    else
-      break;
-  }
-  return value;
-}
-
 /// Whether `op` or an op inside it accesses `root`: has an operand viewing
 /// it, views themselves aside.
 bool touches(Operation *op, Value root) {
