@@ -131,32 +131,22 @@ func.func @winograd(%band: memref<32x6x50xf32>, %image: memref<32x48x48xf32>, %r
 
 // -----
 
-// Convolutions Winograd does not take stay on im2col and sgemm: 16 channels
-// (too narrow to pay), 5x5 filters, stride 2, filters computed at run time.
-// CHECK-LABEL: func.func @not_winograd
-// CHECK-NOT: kiln_conv2d_constant_w
-// CHECK-COUNT-4: call @dnnl_sgemm
-// CHECK-NOT: kiln_conv2d_constant_w
+// Other windows of several taps by constant filters get oneDNN's direct
+// convolution through the same call: 5x5 at stride 1 (kh = kw = 5) and 3x3
+// at stride 2 (sh = sw = 2), each with its band's shape and strides.
+// CHECK-LABEL: func.func @direct
+// CHECK-NOT: call @dnnl_sgemm
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %c12_i64, %c52_i64, %c32_i64, %c5_i64, %c5_i64, %c8_i64, %c48_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64, %{{.*}}, %c624_i64, %c52_i64, %{{.*}}, %{{.*}}, %c384_i64, %c48_i64)
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %c17_i64, %c97_i64, %c32_i64, %c3_i64, %c3_i64, %c8_i64, %c48_i64, %c2_i64, %c2_i64, %c1_i64, %c1_i64, %{{.*}}, %c1649_i64, %c97_i64, %{{.*}}, %{{.*}}, %c384_i64, %c48_i64)
+// CHECK-NOT: call @dnnl_sgemm
 #in3 = affine_map<(f, y, x, c, i, j) -> (c, y + i, x + j)>
 #in3s2 = affine_map<(f, y, x, c, i, j) -> (c, y * 2 + i, x * 2 + j)>
 #w = affine_map<(f, y, x, c, i, j) -> (f, c, i, j)>
 #out = affine_map<(f, y, x, c, i, j) -> (f, y, x)>
-memref.global "private" constant @narrow : memref<16x16x3x3xf32> = dense<0.5>
 memref.global "private" constant @five : memref<32x32x5x5xf32> = dense<0.5>
 memref.global "private" constant @filters : memref<32x32x3x3xf32> = dense<0.5>
-func.func @not_winograd(%band16: memref<16x18x98xf32>, %out16: memref<16x16x96xf32>,
-                        %band: memref<32x12x52xf32>, %out: memref<32x8x48xf32>,
-                        %band2: memref<32x17x97xf32>, %filters: memref<32x32x3x3xf32>,
-                        %band3: memref<32x10x50xf32>) {
-  %w16 = memref.get_global @narrow : memref<16x16x3x3xf32>
-  linalg.generic {indexing_maps = [#in3, #w, #out],
-                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
-      ins(%band16, %w16 : memref<16x18x98xf32>, memref<16x16x3x3xf32>) outs(%out16 : memref<16x16x96xf32>) {
-  ^bb0(%x: f32, %y: f32, %acc: f32):
-    %p = arith.mulf %x, %y : f32
-    %s = arith.addf %acc, %p : f32
-    linalg.yield %s : f32
-  }
+func.func @direct(%band: memref<32x12x52xf32>, %out: memref<32x8x48xf32>,
+                  %band2: memref<32x17x97xf32>) {
   %w5 = memref.get_global @five : memref<32x32x5x5xf32>
   linalg.generic {indexing_maps = [#in3, #w, #out],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
@@ -170,6 +160,44 @@ func.func @not_winograd(%band16: memref<16x18x98xf32>, %out16: memref<16x16x96xf
   linalg.generic {indexing_maps = [#in3s2, #w, #out],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
       ins(%band2, %w3 : memref<32x17x97xf32>, memref<32x32x3x3xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Convolutions the blocked layout does not take stay on im2col and sgemm:
+// 16 channels (too narrow to pay), a 1x1 window (the image is the matrix
+// already), filters computed at run time.
+// CHECK-LABEL: func.func @not_blocked
+// CHECK-NOT: kiln_conv2d_constant_w
+// CHECK-COUNT-3: call @dnnl_sgemm
+// CHECK-NOT: kiln_conv2d_constant_w
+#in3 = affine_map<(f, y, x, c, i, j) -> (c, y + i, x + j)>
+#w = affine_map<(f, y, x, c, i, j) -> (f, c, i, j)>
+#out = affine_map<(f, y, x, c, i, j) -> (f, y, x)>
+memref.global "private" constant @narrow : memref<16x16x3x3xf32> = dense<0.5>
+memref.global "private" constant @pointwise : memref<32x32x1x1xf32> = dense<0.5>
+func.func @not_blocked(%band16: memref<16x18x98xf32>, %out16: memref<16x16x96xf32>,
+                       %image: memref<32x8x48xf32>, %out: memref<32x8x48xf32>,
+                       %filters: memref<32x32x3x3xf32>, %band3: memref<32x10x50xf32>) {
+  %w16 = memref.get_global @narrow : memref<16x16x3x3xf32>
+  linalg.generic {indexing_maps = [#in3, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%band16, %w16 : memref<16x18x98xf32>, memref<16x16x3x3xf32>) outs(%out16 : memref<16x16x96xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %w1 = memref.get_global @pointwise : memref<32x32x1x1xf32>
+  linalg.generic {indexing_maps = [#in3, #w, #out],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%image, %w1 : memref<32x8x48xf32>, memref<32x32x1x1xf32>) outs(%out : memref<32x8x48xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

@@ -30,7 +30,11 @@ Outputs of one model, all on fixed pseudo-random data:
             three planes;
   y_dw_9x9: depthwise Conv 9x9, pad 4 on 1x8x20x20: 81 taps, summed in passes;
   y_1x1:    Conv 1x1 48->32 on 1x48x30x30: the image read in place as the
-            sgemm's B, no column buffer.
+            sgemm's B, no column buffer;
+  y_direct_5x5: Conv 5x5, pad 2, 32->32 on 1x32x24x24: bands of rows through
+            oneDNN's direct convolution (kiln_conv2d_constant_w);
+  y_direct_s2: Relu(Conv 3x3, stride 2, pad 1, 32->64 on 1x32x41x41): the
+            same call with strides 2, the last band shorter.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -109,6 +113,10 @@ x12 = tensor((1, 8, 29, 31))
 w_dw_s3 = tensor((8, 1, 3, 3), 0.3)
 x13 = tensor((1, 8, 20, 20))
 w_dw_9x9 = tensor((8, 1, 9, 9), 0.25)
+x14 = tensor((1, 32, 24, 24))
+w_direct_5x5, b_direct_5x5 = tensor((32, 32, 5, 5), 0.2), tensor((32,), 0.1)
+x15 = tensor((1, 32, 41, 41))
+w_direct_s2, b_direct_s2 = tensor((64, 32, 3, 3), 0.3), tensor((64,), 0.1)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -143,6 +151,11 @@ nodes = [
                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[3, 3], group=8),
     helper.make_node("Conv", ["x13", "w_dw_9x9"], ["y_dw_9x9"], name="conv_dw_9x9",
                      kernel_shape=[9, 9], pads=[4, 4, 4, 4], group=8),
+    helper.make_node("Conv", ["x14", "w_direct_5x5", "b_direct_5x5"], ["y_direct_5x5"],
+                     name="conv_direct_5x5", kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+    helper.make_node("Conv", ["x15", "w_direct_s2", "b_direct_s2"], ["c_direct_s2"],
+                     name="conv_direct_s2", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+    helper.make_node("Relu", ["c_direct_s2"], ["y_direct_s2"], name="relu_direct_s2"),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -159,16 +172,20 @@ y_dw_dilated = conv_reference(x10, w_dw_dilated, None, [2, 2, 2, 2], dilations=(
 y_dw_rect = conv_reference(x11, w_dw_rect, b_dw_rect, [1, 2, 1, 2], strides=(2, 1), group=8)
 y_dw_s3 = conv_reference(x12, w_dw_s3, None, [1, 1, 1, 1], strides=(3, 3), group=8)
 y_dw_9x9 = conv_reference(x13, w_dw_9x9, None, [4, 4, 4, 4], group=8)
+y_direct_5x5 = conv_reference(x14, w_direct_5x5, b_direct_5x5, [2, 2, 2, 2])
+y_direct_s2 = np.maximum(conv_reference(x15, w_direct_s2, b_direct_s2, [1, 1, 1, 1], strides=(2, 2)), 0.0)
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
-                  ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13)],
+                  ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
+                  ("x14", x14), ("x15", x15)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
                   ("y_dw_large", y_dw_large), ("y_1x1", y_1x1), ("y_dw_5x5", y_dw_5x5),
                   ("y_dw_dilated", y_dw_dilated), ("y_dw_rect", y_dw_rect), ("y_dw_s3", y_dw_s3),
-                  ("y_dw_9x9", y_dw_9x9)],
+                  ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
+                  ("y_direct_s2", y_direct_s2)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -177,4 +194,6 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("w_dw_large", w_dw_large), ("w_1x1", w_1x1), ("b_1x1", b_1x1),
                   ("w_dw_5x5", w_dw_5x5), ("b_dw_5x5", b_dw_5x5), ("w_dw_dilated", w_dw_dilated),
                   ("w_dw_rect", w_dw_rect), ("b_dw_rect", b_dw_rect), ("w_dw_s3", w_dw_s3),
-                  ("w_dw_9x9", w_dw_9x9)])
+                  ("w_dw_9x9", w_dw_9x9), ("w_direct_5x5", w_direct_5x5),
+                  ("b_direct_5x5", b_direct_5x5), ("w_direct_s2", w_direct_s2),
+                  ("b_direct_s2", b_direct_s2)])
