@@ -20,7 +20,14 @@
  *     planes of every s-th column, and each tap reads one plane, shifted;
  *   - narrow outputs at stride 1 (images of 7 to 31 columns): the rows are
  *     read as one sequence over the padded width and the columns past the
- *     output's are dropped, so a 7x7 image fills whole vectors.
+ *     output's are dropped, so a 7x7 image fills whole vectors;
+ *   - narrow outputs at a stride: the padded image is first split into
+ *     phase planes (every sh-th row and sw-th column, sh x sw of them), in
+ *     which each tap reads at unit stride, so runs of rows are read as one
+ *     sequence as at stride 1.
+ * Where each tap's sequence starts is computed once per call, not per
+ * channel (the divisions by strides and widths would cost more than the
+ * sums of a 7x7 channel).
  * The last, partial vector of a row overlaps the one before it and is
  * computed from the output's values as they were before the row began, so
  * every output is the same sum, in the same order, whichever vector wrote it.
@@ -32,6 +39,9 @@
  *===----------------------------------------------------------------------===*/
 #include <math.h>
 #include <stdint.h>
+#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,21 +194,20 @@ static void accumulate(const Band *b) {
     rows(b, y, 1, 8);
 }
 
-/* accumulate() in passes of at most MAX_TAPS taps, taken from the window
- * (ky, kx) by `tapOf`. */
-typedef const float *TapFn(const void *context, int64_t ky, int64_t kx);
-static void accumulateWindow(Band b, int64_t kh, int64_t kw, const float *w, TapFn *tapOf,
-                             const void *context) {
+/* accumulate() in passes of at most MAX_TAPS taps, tap t reading from
+ * origin + offset[t] (window position t / kw, t % kw). */
+static void accumulateWindow(Band b, int64_t taps, const float *origin, const int64_t *offset,
+                             const float *w) {
   const float *tap[MAX_TAPS];
   b.tap = tap;
   Start start = b.start;
-  for (int64_t t0 = 0; t0 < kh * kw; t0 += MAX_TAPS) {
-    b.taps = kh * kw - t0 < MAX_TAPS ? kh * kw - t0 : MAX_TAPS;
+  for (int64_t t0 = 0; t0 < taps; t0 += MAX_TAPS) {
+    b.taps = taps - t0 < MAX_TAPS ? taps - t0 : MAX_TAPS;
     /* The first pass starts the sums, the last one clamps them. */
     b.start.init = start.init && t0 == 0;
-    b.start.clamps = start.clamps && t0 + b.taps == kh * kw;
+    b.start.clamps = start.clamps && t0 + b.taps == taps;
     for (int64_t t = 0; t < b.taps; ++t)
-      tap[t] = tapOf(context, (t0 + t) / kw, (t0 + t) % kw);
+      tap[t] = origin + offset[t0 + t];
     b.w = w + t0;
     accumulate(&b);
   }
@@ -208,61 +217,155 @@ typedef struct Shape {
   int64_t kh, kw, oh, ow, sh, sw, dh, dw, inH;
 } Shape;
 
-typedef struct Window {
-  const float *origin;
-  int64_t rowStride, dh, dw, sw, planeWidth;
-} Window;
-
-/* Unit stride along the row: the tap reads the input row, shifted. */
-static const float *shiftedRow(const void *context, int64_t ky, int64_t kx) {
-  const Window *v = context;
-  return v->origin + ky * v->dh * v->rowStride + kx * v->dw;
+/* Where each tap's sequence starts, relative to output (0, 0)'s, in the
+ * layout a channel is read from; computed once per call (the divisions
+ * cost more than a small channel's sums):
+ *   - rows rowStride apart, unit stride along them: the row, shifted;
+ *   - rows of sw planes planeWidth apart (plane p holds columns p, p + sw,
+ *     ...): plane (kx * dw) % sw of the tap's row, shifted;
+ *   - phase planes (Phases): plane ((ky * dh) % sh, (kx * dw) % sw),
+ *     shifted by the rows and columns of the phase it skips. */
+static void rowOffsets(const Shape *s, int64_t rowStride, int64_t *offset) {
+  for (int64_t ky = 0; ky < s->kh; ++ky)
+    for (int64_t kx = 0; kx < s->kw; ++kx)
+      offset[ky * s->kw + kx] = ky * s->dh * rowStride + kx * s->dw;
 }
 
-/* Stride sw: the tap reads plane (kx * dw) % sw of its row, shifted. */
-static const float *shiftedPlane(const void *context, int64_t ky, int64_t kx) {
-  const Window *v = context;
-  int64_t column = kx * v->dw;
-  return v->origin + ky * v->dh * v->rowStride + (column % v->sw) * v->planeWidth +
-         column / v->sw;
+static void planeOffsets(const Shape *s, int64_t rowStride, int64_t planeWidth, int64_t *offset) {
+  for (int64_t ky = 0; ky < s->kh; ++ky)
+    for (int64_t kx = 0; kx < s->kw; ++kx) {
+      int64_t column = kx * s->dw;
+      offset[ky * s->kw + kx] =
+          ky * s->dh * rowStride + column % s->sw * planeWidth + column / s->sw;
+    }
 }
 
-/* One channel, unit stride along the row. */
-static void channelUnitStride(const Shape *s, const float *in, const float *w, float *out,
-                              int64_t outH, const Start *start) {
-  Window window = {in, s->inH, s->dh, s->dw, 1, 0};
+static void phaseOffsets(const Shape *s, int64_t planeRows, int64_t planeWidth, int64_t *offset) {
+  for (int64_t ky = 0; ky < s->kh; ++ky)
+    for (int64_t kx = 0; kx < s->kw; ++kx) {
+      int64_t row = ky * s->dh, column = kx * s->dw;
+      offset[ky * s->kw + kx] =
+          (row % s->sh * s->sw + column % s->sw) * planeRows * planeWidth +
+          row / s->sh * planeWidth + column / s->sw;
+    }
+}
+
+/* One channel, unit stride along the row (rowOffsets by s->inH). */
+static void channelUnitStride(const Shape *s, const float *in, const int64_t *offset,
+                              const float *w, float *out, int64_t outH, const Start *start) {
   Band band = {out, outH, s->oh, s->ow, NULL, NULL, 0, s->sh * s->inH, *start};
-  accumulateWindow(band, s->kh, s->kw, w, shiftedRow, &window);
+  accumulateWindow(band, s->kh * s->kw, in, offset, w);
 }
 
-/* One channel, unit strides, rows narrower than two vectors: runs of rows
- * read as one row over the padded width into `scratch`, the columns past
- * the output's dropped. */
-static void channelNarrow(const Shape *s, const float *in, const float *w, float *out,
-                          int64_t outH, float *scratch, const Start *start) {
-  int64_t runRows = SCRATCH / s->inH;
+/* o[x] = r[x], clamped, or o[x] += r[x] without `init`, for x < n: whole
+ * vectors, then the rest (under a mask where the CPU has them). */
+INLINE void finishRow(float *o, const float *r, int64_t n, const Start *start) {
+  Vector lo = splat(start->lo), hi = splat(start->hi);
+  int64_t x = 0;
+  for (; x + VL <= n; x += VL) {
+    Vector v = load(r + x);
+    store(o + x, !start->init   ? load(o + x) + v
+                 : start->clamps ? clampVector(v, lo, hi)
+                                 : v);
+  }
+  if (x == n)
+    return;
+#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
+  __mmask16 rest = (__mmask16)((1u << (n - x)) - 1);
+  Vector v = (Vector)_mm512_maskz_loadu_ps(rest, r + x);
+  v = !start->init   ? (Vector)_mm512_maskz_loadu_ps(rest, o + x) + v
+      : start->clamps ? clampVector(v, lo, hi)
+                      : v;
+  _mm512_mask_storeu_ps(o + x, rest, (__m512)v);
+#else
+  for (; x < n; ++x)
+    o[x] = !start->init   ? o[x] + r[x]
+           : start->clamps ? clampScalar(r[x], start->lo, start->hi)
+                           : r[x];
+#endif
+}
+
+/* One channel whose rows are narrower than two vectors, each tap reading
+ * output rows `pitch` floats apart at unit stride from origin + offset[t]:
+ * runs of rows read as one row over the pitch into `scratch`, the columns
+ * past the output's dropped. */
+static void channelRuns(const Shape *s, const float *origin, const int64_t *offset,
+                        int64_t pitch, const float *w, float *out, int64_t outH,
+                        float *scratch, const Start *start) {
+  int64_t runRows = SCRATCH / pitch;
   /* The run's sums start from the bias, or from zero to be added. */
   Start sums = {1, 0, start->init ? start->bias : 0.0f, 0.0f, 0.0f};
   for (int64_t y0 = 0; y0 < s->oh; y0 += runRows) {
     int64_t rowsHere = s->oh - y0 < runRows ? s->oh - y0 : runRows;
-    int64_t n = (rowsHere - 1) * s->inH + s->ow;
-    Window window = {in + y0 * s->inH, s->inH, s->dh, s->dw, 1, 0};
+    int64_t n = (rowsHere - 1) * pitch + s->ow;
     Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, sums};
-    accumulateWindow(band, s->kh, s->kw, w, shiftedRow, &window);
-    for (int64_t y = 0; y < rowsHere; ++y) {
-      float *o = out + (y0 + y) * outH;
-      const float *r = scratch + y * s->inH;
-      if (!start->init)
-        for (int64_t x = 0; x < s->ow; ++x)
-          o[x] += r[x];
-      else if (start->clamps)
-        for (int64_t x = 0; x < s->ow; ++x)
-          o[x] = clampScalar(r[x], start->lo, start->hi);
-      else
-        for (int64_t x = 0; x < s->ow; ++x)
-          o[x] = r[x];
-    }
+    accumulateWindow(band, s->kh * s->kw, origin + y0 * pitch, offset, w);
+    for (int64_t y = 0; y < rowsHere; ++y)
+      finishRow(out + (y0 + y) * outH, scratch + y * pitch, s->ow, start);
   }
+}
+
+/* One channel, unit strides, rows narrower than two vectors (rowOffsets
+ * by s->inH): the rows are read as one over the image's width. */
+static void channelNarrow(const Shape *s, const float *in, const int64_t *offset,
+                          const float *w, float *out, int64_t outH, float *scratch,
+                          const Start *start) {
+  channelRuns(s, in, offset, s->inH, w, out, outH, scratch, start);
+}
+
+/* Where the image lies in the padded one the window reads: rows and columns
+ * of it, its row stride, and its first row and column there. */
+typedef struct Unpadded {
+  int64_t ih, iw, inH, top, left;
+} Unpadded;
+
+/* The padded image split into sh x sw phase planes, phase (p, q) holding
+ * rows p, p + sh, ... and columns q, q + sw, ... of it: planeRows x
+ * planeWidth each, dense, one after another. The image's first row and
+ * column in them (top = topDiv * sh + topMod, left likewise), divided once
+ * per call. */
+typedef struct Phases {
+  float *planes;
+  int64_t planeRows, planeWidth;
+  int64_t topDiv, topMod, leftDiv, leftMod;
+} Phases;
+
+/* Copies one channel `in` into the phase planes where it lies in the padded
+ * image (rows x columns; the rest of the planes stays zero). */
+static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64_t columns,
+                           const float *in, const Unpadded *u) {
+  int64_t planeFloats = ph->planeRows * ph->planeWidth;
+  int64_t end = columns - u->left < u->iw ? columns - u->left : u->iw;
+  int64_t p = ph->topMod, row = ph->topDiv;
+  for (int64_t r = 0; r < u->ih && u->top + r < rows; ++r) {
+    const float *from = in + r * u->inH;
+    float *phaseRow = ph->planes + p * s->sw * planeFloats + row * ph->planeWidth;
+    for (int64_t q = 0; q < s->sw; ++q) {
+      /* The first image column in column phase q, and its place there. */
+      int64_t c0 = q >= ph->leftMod ? q - ph->leftMod : q - ph->leftMod + s->sw;
+      float *to = phaseRow + q * planeFloats + ph->leftDiv + (q < ph->leftMod);
+      if (s->sw == 2) {
+        /* The common stride, constant so that the copy vectorizes. */
+        for (int64_t i = 0; c0 + 2 * i < end; ++i)
+          to[i] = from[c0 + 2 * i];
+        continue;
+      }
+      for (int64_t i = 0; c0 + i * s->sw < end; ++i)
+        to[i] = from[c0 + i * s->sw];
+    }
+    if (++p == s->sh)
+      p = 0, ++row;
+  }
+}
+
+/* One channel at strides sh, sw (not both 1), rows narrower than two
+ * vectors (phaseOffsets): in its phase planes every tap reads at unit
+ * stride, output rows planeWidth apart, so runs of rows are summed as one
+ * row (channelRuns) where one output at a time was the alternative. */
+static void channelPhases(const Shape *s, const Phases *ph, const int64_t *offset,
+                          const float *w, float *out, int64_t outH, float *scratch,
+                          const Start *start) {
+  channelRuns(s, ph->planes, offset, ph->planeWidth, w, out, outH, scratch, start);
 }
 
 /* Rows of outputs at stride sw > 1 per band that fits the scratch, or 0. */
@@ -275,9 +378,9 @@ static int64_t stridedBandRows(const Shape *s, int64_t planeWidth) {
 /* One channel at stride sw > 1 along the row, in bands of output rows: the
  * band's input rows are split into sw planes each (plane p holds columns
  * p, p + sw, ...), so that every tap reads a plane at unit stride. */
-static void channelStrided(const Shape *s, const float *in, const float *w, float *out,
-                           int64_t outH, float *scratch, int64_t planeWidth,
-                           int64_t bandRows, const Start *start) {
+static void channelStrided(const Shape *s, const float *in, const int64_t *offset,
+                           const float *w, float *out, int64_t outH, float *scratch,
+                           int64_t planeWidth, int64_t bandRows, const Start *start) {
   int64_t rowFloats = planeWidth * s->sw;
   int64_t inWidth = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
   for (int64_t y0 = 0; y0 < s->oh; y0 += bandRows) {
@@ -302,9 +405,8 @@ static void channelStrided(const Shape *s, const float *in, const float *w, floa
         for (int64_t i = 0; i * s->sw + p < inWidth; ++i)
           planes[p * planeWidth + i] = row[i * s->sw + p];
     }
-    Window window = {scratch, rowFloats, s->dh, s->dw, s->sw, planeWidth};
     Band band = {out + y0 * outH, outH, rowsHere, s->ow, NULL, NULL, 0, s->sh * rowFloats, *start};
-    accumulateWindow(band, s->kh, s->kw, w, shiftedPlane, &window);
+    accumulateWindow(band, s->kh * s->kw, scratch, offset, w);
   }
 }
 
@@ -320,12 +422,6 @@ static void channelScalar(const Shape *s, const float *in, const float *w, float
       out[y * outH + x] = start->clamps ? clampScalar(acc, start->lo, start->hi) : acc;
     }
 }
-
-/* Where the image lies in the padded one the window reads: rows and columns
- * of it, its row stride, and its first row and column there. */
-typedef struct Unpadded {
-  int64_t ih, iw, inH, top, left;
-} Unpadded;
 
 /* The padded plane (rows x columns, dense; zero outside the image, which
  * `plane` already is) of one channel `in`. */
@@ -379,8 +475,19 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   int64_t rows = (oh - 1) * sh + (kh - 1) * dh + 1, columns = (ow - 1) * sw + (kw - 1) * dw + 1;
   Unpadded unpadded = {ih, iw, inH, padTop, padLeft};
   int padded = padTop == 0 && padLeft == 0 && ih >= rows && iw >= columns;
+  /* Narrow rows at a stride: the padded image is split into phase planes
+   * instead, in one copy that also pads it. */
+  Phases phases = {NULL, (rows + sh - 1) / sh, (columns + sw - 1) / sw,
+                   padTop / sh, padTop % sh, padLeft / sw, padLeft % sw};
+  if ((sh > 1 || sw > 1) && ow < 2 * VL && phases.planeWidth <= SCRATCH &&
+      (phases.planes = calloc((size_t)(sh * sw * phases.planeRows * phases.planeWidth),
+                              sizeof(float))) &&
+      padded) {
+    unpadded = (Unpadded){rows, columns, inH, 0, 0};
+    phases.topDiv = phases.topMod = phases.leftDiv = phases.leftMod = 0;
+  }
   float *plane = NULL;
-  if (!padded && (plane = calloc((size_t)(rows * columns), sizeof(float))))
+  if (!padded && !phases.planes && (plane = calloc((size_t)(rows * columns), sizeof(float))))
     inH = columns;
   Shape s = {kh, kw, oh, ow, sh, sw, dh, dw, inH};
   float scratch[SCRATCH];
@@ -388,10 +495,31 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   int64_t bandRows = sw > 1 ? stridedBandRows(&s, planeWidth) : 0;
   int narrow = sw == 1 && sh == 1 && ow < 2 * VL && oh > 1 && inH <= SCRATCH;
   int clamps = init && (lo > -INFINITY || hi < INFINITY);
+  /* The taps' offsets in the layout the channels are read from. */
+  int64_t taps = kh * kw, stackOffsets[MAX_TAPS];
+  int64_t *offset = taps <= MAX_TAPS ? stackOffsets : malloc((size_t)taps * sizeof(int64_t));
+  enum { PHASES, NARROW, ROWS, BANDS, SCALAR } path =
+      !offset || (!padded && !plane && !phases.planes) ? SCALAR
+      : phases.planes                                  ? PHASES
+      : narrow                                         ? NARROW
+      : sw == 1                                        ? ROWS
+      : bandRows > 0                                   ? BANDS
+                                                       : SCALAR;
+  if (path == PHASES)
+    phaseOffsets(&s, phases.planeRows, phases.planeWidth, offset);
+  else if (path == NARROW || path == ROWS)
+    rowOffsets(&s, inH, offset);
+  else if (path == BANDS)
+    planeOffsets(&s, planeWidth * sw, planeWidth, offset);
   for (int64_t g = 0; g < groups; ++g) {
     const float *gi = in + g * inC, *gw = w + g * kh * kw;
     float *go = out + g * outF;
     Start start = {init != 0, clamps, init && bias ? bias[g] : 0.0f, lo, hi};
+    if (path == PHASES) {
+      copyIntoPhases(&phases, &s, rows, columns, gi, &unpadded);
+      channelPhases(&s, &phases, offset, gw, go, outH, scratch, &start);
+      continue;
+    }
     if (!padded && !plane) {
       channelScalarUnpadded(&s, gi, &unpadded, gw, go, outH, &start);
       continue;
@@ -400,14 +528,23 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
       copyIntoPlane(plane, rows, columns, gi, &unpadded);
       gi = plane;
     }
-    if (narrow)
-      channelNarrow(&s, gi, gw, go, outH, scratch, &start);
-    else if (sw == 1)
-      channelUnitStride(&s, gi, gw, go, outH, &start);
-    else if (bandRows > 0)
-      channelStrided(&s, gi, gw, go, outH, scratch, planeWidth, bandRows, &start);
-    else
+    switch (path) {
+    case NARROW:
+      channelNarrow(&s, gi, offset, gw, go, outH, scratch, &start);
+      break;
+    case ROWS:
+      channelUnitStride(&s, gi, offset, gw, go, outH, &start);
+      break;
+    case BANDS:
+      channelStrided(&s, gi, offset, gw, go, outH, scratch, planeWidth, bandRows, &start);
+      break;
+    default:
       channelScalar(&s, gi, gw, go, outH, &start);
+      break;
+    }
   }
+  if (offset != stackOffsets)
+    free(offset);
   free(plane);
+  free(phases.planes);
 }

@@ -177,6 +177,29 @@ TEST(DepthwiseConvolutionTest, PaddingBiasAndClamp) {
       check(variant, c, rng);
 }
 
+// Rows narrower than two vectors at a stride, summed in phase planes: the
+// strided layers of MobileNetV2 and EfficientNet-B0 at 7 to 28 columns
+// (symmetric and TensorFlow-style padding), a stride along one axis only,
+// strides with dilations, an odd left padding, 81 taps in two passes, and
+// an image that is padded already (its rows longer than the window reads).
+TEST(DepthwiseConvolutionTest, NarrowStridedRows) {
+  std::mt19937 rng(13);
+  for (const Variant &variant : variants())
+    for (Case c : {initialized(unpadded(makeCase(4, 3, 3, 7, 7, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
+                   initialized(unpadded(makeCase(4, 3, 3, 14, 14, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
+                   initialized(unpadded(makeCase(3, 3, 3, 28, 28, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
+                   initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                   initialized(unpadded(makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
+                   initialized(unpadded(makeCase(2, 3, 5, 9, 13, 2, 1, 1, 1), 1, 2, 1, 2), true, -1, 1),
+                   unpadded(makeCase(2, 3, 3, 9, 11, 1, 2, 1, 1), 1, 1, 1, 1),
+                   unpadded(makeCase(2, 3, 3, 5, 7, 3, 2, 2, 1), 2, 1, 2, 1),
+                   unpadded(makeCase(2, 3, 3, 6, 9, 3, 3, 1, 2), 1, 3, 0, 0),
+                   unpadded(makeCase(2, 9, 9, 6, 11, 2, 2, 1, 1), 4, 4, 4, 4),
+                   makeCase(3, 3, 3, 7, 7, 2, 2, 1, 1, 5, 2),
+                   makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1)})
+      check(variant, c, rng);
+}
+
 TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
   checkRandomShapes(2027, 300, true);
 }
