@@ -48,6 +48,10 @@ constexpr int64_t kMaxChannelTileIm2colBytes = 8 << 20;
 /// Multiply-adds (iterations of a kernel's whole loop nest) above which a
 /// kernel with a small result is still split over threads.
 constexpr int64_t kMinParallelWork = 1 << 22;
+/// Multiply-adds above which a convolution with a small result is split
+/// over threads: a depthwise layer of 64 channels at 7x7 (28 K) ran 20 %
+/// faster on two threads than on one.
+constexpr int64_t kMinParallelConvolution = 1 << 14;
 /// Elements read by per-channel sums (batch normalization's statistics)
 /// above which they are split over threads by channel.
 constexpr int64_t kMinParallelReduction = 1 << 16;
@@ -230,10 +234,15 @@ private:
       }
       // Many batch elements (images, or a depthwise convolution's channels):
       // one run of them per thread (each call has a fixed cost), as long as
-      // the tile's im2col buffer stays in L2.
+      // the tile's im2col buffer stays in L2, and then runs of equal size in
+      // a multiple of the threads, so that no thread is left with a last,
+      // lone tile (960 channels by 297 were four tiles, the last of 69: one
+      // thread did 594 channels while the other did 366).
       int64_t fitting = kIm2colBytes / (sizeof(float) * window * spatialElements);
-      sizes[inner] =
+      int64_t size =
           std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
+      int64_t tiles = llvm::alignTo(llvm::divideCeil(ranges[inner], size) * outer, threadCount());
+      sizes[inner] = llvm::divideCeil(ranges[inner], llvm::divideCeil(tiles, outer));
       return sizes;
     }
     if (loops->spatial.empty())
@@ -329,11 +338,14 @@ private:
     // batch normalization's statistics, sums per channel over batch and
     // space, a few hundred.
     bool perChannelSums = fusion.getKind() == FusionKind::Input && reducesToRoot(fusion, root);
-    if (resultElements < minParallelElements && work < kMinParallelWork &&
-        !(perChannelSums && resultElements >= threadCount()))
+    bool small = resultElements < minParallelElements &&
+                 !(perChannelSums && resultElements >= threadCount());
+    if (small && work < kMinParallelConvolution)
       return sizes;
-
-    if (std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root))
+    std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root);
+    if (small && work < kMinParallelWork && !convolution)
+      return sizes;
+    if (convolution)
       return *convolution;
 
     SmallVector<int64_t> parallel;

@@ -228,8 +228,9 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        one loop over result tiles for a matmul and its epilogue. Dimensions
        reduced anywhere in an input fusion are never tiled. Kernels with fewer
        than `min-parallel-elements` result elements are left untiled (serial),
-       except where that small result is much work: a convolution's weight
-       gradient, and sums of at least 65536 elements into the root's shape
+       except where that small result is much work: a convolution of at
+       least 16384 multiply-adds (a small depthwise layer, a weight
+       gradient), and sums of at least 65536 elements into the root's shape
        (batch normalization's per-channel statistics, summed over batch and
        space), which take one channel per tile.
        Matmul results are split into about `threads` tiles along the batch,
@@ -237,9 +238,11 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        16 where one divides the dimension, else up to four times `threads`
        equal tiles, else the other matrix dimension is split, else none): a
        partial tile would have a dynamic shape, which no BLAS call takes. Convolution tiles keep every
-       output channel (they become im2col + sgemm): one image (or group) per
-       tile when there are at least `threads` of them, else bands of output
-       rows, four per thread, with at most 512 KiB of im2col data per band;
+       output channel (they become im2col + sgemm): runs of images (or
+       groups) when there are at least `threads` of them, one per thread
+       unless a run's im2col data would exceed 512 KiB, then equal runs in
+       a multiple of `threads`; else bands of output rows, four per thread,
+       with at most 512 KiB of im2col data per band;
     3. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.

@@ -182,6 +182,55 @@ func.func @conv_images(%x: tensor<8x1x28x28xf32>, %w: tensor<6x1x5x5xf32>) -> te
 
 // -----
 
+// A depthwise convolution's channels are runs of equal size in a multiple
+// of the threads: 960 channels at 7x7, 297 of which fit in 512 KiB, were
+// four runs, the last of 69 (one thread then did 594 channels, the other
+// 366); now four runs of 240.
+// CHECK-LABEL: func.func @depthwise_even_runs
+// CHECK: scf.forall (%{{.*}}) = (0) to (960) step (240)
+// CHECK: outs(%{{.*}} : tensor<240x7x7xf32>)
+func.func @depthwise_even_runs(%x: tensor<1x960x7x7xf32>, %w: tensor<960x1x3x3xf32>) -> tensor<1x960x7x7xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x960x7x7xf32>, tensor<960x1x3x3xf32>) -> tensor<1x960x7x7xf32> {
+  ^bb0(%a: tensor<1x960x7x7xf32>, %f: tensor<960x1x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, group = 960 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x960x7x7xf32>, tensor<960x1x3x3xf32>) -> tensor<1x960x7x7xf32>
+    kiln.yield %y : tensor<1x960x7x7xf32>
+  }
+  return %0 : tensor<1x960x7x7xf32>
+}
+
+// -----
+
+// A convolution with a small result (64 x 7 x 7 = 3136 elements) but 28 K
+// multiply-adds is still split over the threads (an elementwise kernel of
+// that size stays serial, see @small).
+// CHECK-LABEL: func.func @small_depthwise
+// CHECK: scf.forall (%{{.*}}) = (0) to (64) step (32)
+// CHECK: outs(%{{.*}} : tensor<32x7x7xf32>)
+func.func @small_depthwise(%x: tensor<1x64x7x7xf32>, %w: tensor<64x1x3x3xf32>) -> tensor<1x64x7x7xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x64x7x7xf32>, tensor<64x1x3x3xf32>) -> tensor<1x64x7x7xf32> {
+  ^bb0(%a: tensor<1x64x7x7xf32>, %f: tensor<64x1x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, group = 64 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x64x7x7xf32>, tensor<64x1x3x3xf32>) -> tensor<1x64x7x7xf32>
+    kiln.yield %y : tensor<1x64x7x7xf32>
+  }
+  return %0 : tensor<1x64x7x7xf32>
+}
+
+// -----
+
+// A convolution with fewer multiply-adds than that stays serial.
+// CHECK-LABEL: func.func @tiny_depthwise
+// CHECK-NOT: scf.forall
+func.func @tiny_depthwise(%x: tensor<1x16x7x7xf32>, %w: tensor<16x1x3x3xf32>) -> tensor<1x16x7x7xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x16x7x7xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x7x7xf32> {
+  ^bb0(%a: tensor<1x16x7x7xf32>, %f: tensor<16x1x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x7x7xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x7x7xf32>
+    kiln.yield %y : tensor<1x16x7x7xf32>
+  }
+  return %0 : tensor<1x16x7x7xf32>
+}
+
+// -----
+
 // A result that folds to the fusion's own argument (x * 1, as gradients of
 // sums produce) is the fusion's input once the body is inlined.
 // CHECK-LABEL: func.func @result_is_argument
