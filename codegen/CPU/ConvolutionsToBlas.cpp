@@ -485,13 +485,27 @@ public:
   /// (an output-channel loop `f` and an input-channel loop `c`, whole in the
   /// tile) or depthwise (one channel per group: `f` = `c` is the innermost
   /// batch loop, a tile holding any number of groups). The output's rows may
-  /// be a band, the last one shorter.
+  /// be a band, the last one shorter. A dense window one tap tall or wide
+  /// (7x1, 1x7) has lost that loop to unit-dimension folding.
   struct ConvolutionTile {
     bool depthwise;
-    int64_t f, c, kh, kw, oh, ow;
+    /// Loops: output and input channel, output rows and columns.
+    int64_t f, c, oh, ow;
+    /// The window's extent.
+    int64_t kh, kw;
     /// (stride, dilation) of the rows and the columns.
     std::pair<int64_t, int64_t> vertical, horizontal;
   };
+
+  /// The stride of an image index `spatial * stride` that no window loop
+  /// reads (a window one tap wide), as (stride, 1).
+  static std::optional<std::pair<int64_t, int64_t>> strideAlone(AffineExpr expr, int64_t spatial) {
+    llvm::SmallDenseMap<unsigned, int64_t> coefficients;
+    if (!linearInDims(expr, coefficients) || coefficients.size() != 1 ||
+        coefficients.lookup(spatial) < 1)
+      return std::nullopt;
+    return std::make_pair(coefficients.lookup(spatial), int64_t(1));
+  }
 
   static std::optional<ConvolutionTile> matchConvolutionTile(linalg::GenericOp op,
                                                              const ConvolutionLoops &loops) {
@@ -507,33 +521,50 @@ public:
     // Depthwise: no channel loop or input-channel loop; the innermost batch
     // loop is the group (channel) of image, filter and output.
     tile.depthwise = !loops.channel && loops.window.size() == 2 && !loops.batch.empty();
-    if (!tile.depthwise && (!loops.channel || loops.window.size() != 3))
+    if (!tile.depthwise &&
+        (!loops.channel || loops.window.size() < 2 || loops.window.size() > 3))
       return std::nullopt;
     tile.f = tile.depthwise ? loops.batch.back() : *loops.channel;
     tile.c = tile.depthwise ? tile.f : loops.window[0];
-    tile.kh = loops.window.end()[-2], tile.kw = loops.window.back();
-    size_t filterRank = tile.depthwise ? 3 : 4;
+    // The window's loops, in the filter's order: rows (the image's row index
+    // reads them), then columns.
+    ArrayRef<int64_t> window = ArrayRef(loops.window).drop_front(tile.depthwise ? 0 : 1);
+    AffineExpr rowExpr = imageExprs.end()[-2], columnExpr = imageExprs.back();
+    std::optional<int64_t> rowWindow, columnWindow;
+    for (int64_t loop : window) {
+      if (!rowWindow && !columnWindow && rowExpr.isFunctionOfDim(loop))
+        rowWindow = loop;
+      else if (!columnWindow && columnExpr.isFunctionOfDim(loop))
+        columnWindow = loop;
+      else
+        return std::nullopt;
+    }
+    size_t filterRank = (tile.depthwise ? 1 : 2) + window.size();
     if (imageExprs.size() < 3 || filterExprs.size() < filterRank || outputExprs.size() < 3 ||
         !isDim(imageExprs.take_back(3)[0], tile.c) ||
         !isDim(filterExprs.take_back(filterRank)[0], tile.f) ||
-        (!tile.depthwise && !isDim(filterExprs.take_back(3)[0], tile.c)) ||
-        !isDim(filterExprs.take_back(2)[0], tile.kh) || !isDim(filterExprs.back(), tile.kw) ||
+        (!tile.depthwise && !isDim(filterExprs.take_back(filterRank)[1], tile.c)) ||
+        !llvm::all_of(llvm::zip(filterExprs.take_back(window.size()), window),
+                      [](auto pair) { return isDim(std::get<0>(pair), std::get<1>(pair)); }) ||
         !isDim(outputExprs.take_back(3)[0], tile.f) ||
         !isDim(outputExprs.take_back(2)[0], tile.oh) || !isDim(outputExprs.back(), tile.ow))
       return std::nullopt;
-    if (ShapedType::isDynamic(ranges[tile.kh]) || ShapedType::isDynamic(ranges[tile.kw]) ||
+    tile.kh = rowWindow ? ranges[*rowWindow] : 1;
+    tile.kw = columnWindow ? ranges[*columnWindow] : 1;
+    if (ShapedType::isDynamic(tile.kh) || ShapedType::isDynamic(tile.kw) ||
         (!tile.depthwise &&
          (ShapedType::isDynamic(ranges[tile.f]) || ShapedType::isDynamic(ranges[tile.c]))))
       return std::nullopt;
-    auto vertical = strideAndDilation(imageExprs.take_back(2)[0], tile.oh, tile.kh);
-    auto horizontal = strideAndDilation(imageExprs.back(), tile.ow, tile.kw);
+    auto vertical = rowWindow ? strideAndDilation(rowExpr, tile.oh, *rowWindow)
+                              : strideAlone(rowExpr, tile.oh);
+    auto horizontal = columnWindow ? strideAndDilation(columnExpr, tile.ow, *columnWindow)
+                                   : strideAlone(columnExpr, tile.ow);
     if (!vertical || !horizontal)
       return std::nullopt;
     tile.vertical = *vertical, tile.horizontal = *horizontal;
     SmallVector<int64_t> imageStrides, filterStrides, outputStrides;
     int64_t offset;
-    int64_t filterChannelStride =
-        (tile.depthwise ? 1 : ranges[tile.c]) * ranges[tile.kh] * ranges[tile.kw];
+    int64_t filterChannelStride = (tile.depthwise ? 1 : ranges[tile.c]) * tile.kh * tile.kw;
     if (failed(cast<MemRefType>(image.getType()).getStridesAndOffset(imageStrides, offset)) ||
         failed(cast<MemRefType>(filter.getType()).getStridesAndOffset(filterStrides, offset)) ||
         failed(cast<MemRefType>(output.getType()).getStridesAndOffset(outputStrides, offset)) ||
@@ -624,8 +655,8 @@ public:
     float infinity = std::numeric_limits<float>::infinity();
     func::CallOp::create(
         b, loc, callee,
-        ValueRange{wide(call.sizes[tile->f]), constant(ranges[tile->kh]),
-                   constant(ranges[tile->kw]), wide(call.sizes[tile->oh]),
+        ValueRange{wide(call.sizes[tile->f]), constant(tile->kh), constant(tile->kw),
+                   wide(call.sizes[tile->oh]),
                    wide(call.sizes[tile->ow]), constant(tile->vertical.first),
                    constant(tile->horizontal.first), constant(tile->vertical.second),
                    constant(tile->horizontal.second), call.image,
@@ -668,7 +699,7 @@ public:
       return false;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t f = tile->f, c = tile->c, kh = tile->kh, kw = tile->kw;
-    if (ranges[kh] * ranges[kw] < 2 || ranges[c] % kChannelBlock ||
+    if (kh * kw < 2 || ranges[c] % kChannelBlock ||
         ranges[f] % kChannelBlock || ranges[c] < kMinBlockedChannels ||
         ranges[f] < kMinBlockedChannels)
       return false;
@@ -684,7 +715,7 @@ public:
     };
     int64_t rows = extent(outputRank - 2), columns = extent(outputRank - 1);
     if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-        ranges[f] * rows * columns * ranges[c] * ranges[kh] * ranges[kw] <
+        ranges[f] * rows * columns * ranges[c] * kh * kw <
             kMinPrimitiveConvolution)
       return false;
 
@@ -704,7 +735,7 @@ public:
         ValueRange{slot, constant(1), constant(ranges[c]),
                    wide(memref::getMixedSize(b, loc, image, imageRank - 2)),
                    wide(memref::getMixedSize(b, loc, image, imageRank - 1)), constant(ranges[f]),
-                   constant(ranges[kh]), constant(ranges[kw]), wide(call.sizes[tile->oh]),
+                   constant(kh), constant(kw), wide(call.sizes[tile->oh]),
                    wide(call.sizes[tile->ow]), constant(tile->vertical.first),
                    constant(tile->horizontal.first), constant(tile->vertical.second),
                    constant(tile->horizontal.second),

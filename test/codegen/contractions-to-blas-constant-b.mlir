@@ -170,6 +170,43 @@ func.func @direct(%band: memref<32x12x52xf32>, %out: memref<32x8x48xf32>,
 
 // -----
 
+// A window one tap wide or tall (Inception's 7x1 and 1x7) has lost that
+// loop to unit-dimension folding, and its filters that dimension: the call
+// gets kh = 7, kw = 1 (and kh = 1, kw = 7) with the same dense filters.
+// CHECK-LABEL: func.func @one_dimensional_windows
+// CHECK-NOT: call @dnnl_sgemm
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %c14_i64, %c48_i64, %c32_i64, %c7_i64, %c1_i64, %c8_i64, %c48_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64,
+// CHECK: call @kiln_conv2d_constant_w(%{{.*}}, %c32_i64, %c8_i64, %c54_i64, %c32_i64, %c1_i64, %c7_i64, %c8_i64, %c48_i64, %c1_i64, %c1_i64, %c1_i64, %c1_i64,
+// CHECK-NOT: call @dnnl_sgemm
+#rows = affine_map<(f, y, x, c, i) -> (c, y + i, x)>
+#columns = affine_map<(f, y, x, c, j) -> (c, y, x + j)>
+#w1 = affine_map<(f, y, x, c, i) -> (f, c, i)>
+#out1 = affine_map<(f, y, x, c, i) -> (f, y, x)>
+memref.global "private" constant @seven : memref<32x32x7xf32> = dense<0.5>
+func.func @one_dimensional_windows(%tall: memref<32x14x48xf32>, %wide: memref<32x8x54xf32>,
+                                   %out: memref<32x8x48xf32>) {
+  %w = memref.get_global @seven : memref<32x32x7xf32>
+  linalg.generic {indexing_maps = [#rows, #w1, #out1],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%tall, %w : memref<32x14x48xf32>, memref<32x32x7xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#columns, #w1, #out1],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%wide, %w : memref<32x8x54xf32>, memref<32x32x7xf32>) outs(%out : memref<32x8x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Convolutions the blocked layout does not take stay on im2col and sgemm:
 // 16 channels (too narrow to pay), a 1x1 window (the image is the matrix
 // already), filters computed at run time.

@@ -34,7 +34,10 @@ Outputs of one model, all on fixed pseudo-random data:
   y_direct_5x5: Conv 5x5, pad 2, 32->32 on 1x32x24x24: bands of rows through
             oneDNN's direct convolution (kiln_conv2d_constant_w);
   y_direct_s2: Relu(Conv 3x3, stride 2, pad 1, 32->64 on 1x32x41x41): the
-            same call with strides 2, the last band shorter.
+            same call with strides 2, the last band shorter;
+  y_direct_7x1, y_direct_1x7: Conv 7x1 and 1x7 (pads 3, 0 and 0, 3), 48->48
+            on 1x48x24x24: windows one tap wide, whose folded unit loop the
+            call restores.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -117,6 +120,8 @@ x14 = tensor((1, 32, 24, 24))
 w_direct_5x5, b_direct_5x5 = tensor((32, 32, 5, 5), 0.2), tensor((32,), 0.1)
 x15 = tensor((1, 32, 41, 41))
 w_direct_s2, b_direct_s2 = tensor((64, 32, 3, 3), 0.3), tensor((64,), 0.1)
+x16 = tensor((1, 48, 24, 24))
+w_direct_7x1, w_direct_1x7 = tensor((48, 48, 7, 1), 0.2), tensor((48, 48, 1, 7), 0.2)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -156,6 +161,10 @@ nodes = [
     helper.make_node("Conv", ["x15", "w_direct_s2", "b_direct_s2"], ["c_direct_s2"],
                      name="conv_direct_s2", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
     helper.make_node("Relu", ["c_direct_s2"], ["y_direct_s2"], name="relu_direct_s2"),
+    helper.make_node("Conv", ["x16", "w_direct_7x1"], ["y_direct_7x1"], name="conv_direct_7x1",
+                     kernel_shape=[7, 1], pads=[3, 0, 3, 0]),
+    helper.make_node("Conv", ["x16", "w_direct_1x7"], ["y_direct_1x7"], name="conv_direct_1x7",
+                     kernel_shape=[1, 7], pads=[0, 3, 0, 3]),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -174,18 +183,21 @@ y_dw_s3 = conv_reference(x12, w_dw_s3, None, [1, 1, 1, 1], strides=(3, 3), group
 y_dw_9x9 = conv_reference(x13, w_dw_9x9, None, [4, 4, 4, 4], group=8)
 y_direct_5x5 = conv_reference(x14, w_direct_5x5, b_direct_5x5, [2, 2, 2, 2])
 y_direct_s2 = np.maximum(conv_reference(x15, w_direct_s2, b_direct_s2, [1, 1, 1, 1], strides=(2, 2)), 0.0)
+y_direct_7x1 = conv_reference(x16, w_direct_7x1, None, [3, 0, 3, 0])
+y_direct_1x7 = conv_reference(x16, w_direct_1x7, None, [0, 3, 0, 3])
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
                   ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
-                  ("x14", x14), ("x15", x15)],
+                  ("x14", x14), ("x15", x15), ("x16", x16)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
                   ("y_dw_large", y_dw_large), ("y_1x1", y_1x1), ("y_dw_5x5", y_dw_5x5),
                   ("y_dw_dilated", y_dw_dilated), ("y_dw_rect", y_dw_rect), ("y_dw_s3", y_dw_s3),
                   ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
-                  ("y_direct_s2", y_direct_s2)],
+                  ("y_direct_s2", y_direct_s2), ("y_direct_7x1", y_direct_7x1),
+                  ("y_direct_1x7", y_direct_1x7)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -196,4 +208,5 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("w_dw_rect", w_dw_rect), ("b_dw_rect", b_dw_rect), ("w_dw_s3", w_dw_s3),
                   ("w_dw_9x9", w_dw_9x9), ("w_direct_5x5", w_direct_5x5),
                   ("b_direct_5x5", b_direct_5x5), ("w_direct_s2", w_direct_s2),
-                  ("b_direct_s2", b_direct_s2)])
+                  ("b_direct_s2", b_direct_s2), ("w_direct_7x1", w_direct_7x1),
+                  ("w_direct_1x7", w_direct_1x7)])
