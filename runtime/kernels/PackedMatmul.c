@@ -9,6 +9,10 @@
  * weights), a copy of B in the primitive's own blocked layout, made on the
  * first call. MLP layers of batch 64 run about 15 % faster on AVX-512.
  *
+ * kiln_conv1x1_constant_w does the same for 1x1 convolution tiles with few
+ * positions, whose constant operand, the filters, is the left one: it runs
+ * the transposed product.
+ *
  * A call site is an 8-byte slot in the artifact's data, zero at load. Any
  * failure to build the primitive (an unusual shape, out of memory) turns the
  * site into plain dnnl_sgemm calls, which compute the same product. The
@@ -25,7 +29,9 @@
  * smaller tile. */
 typedef struct MatmulSite {
   KilnSite base;
-  int64_t transB, m, n, k, lda, ldb, ldc;
+  /* pointwise: A stored transposed and C a dense buffer written, not added
+   * to (kiln_conv1x1_constant_w). */
+  int64_t pointwise, transB, m, n, k, lda, ldb, ldc;
   int failed; /* fall back to dnnl_sgemm */
   dnnl_primitive_t matmul;
   dnnl_memory_desc_t aDesc, bDesc, cDesc, packedDesc, scratchDesc;
@@ -60,7 +66,7 @@ static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64
  * prefers (the sum post-op keeps the accumulate semantics of the loops it
  * replaces). With kilnDnnlLock held. */
 static void build(MatmulSite *site) {
-  describe(&site->aDesc, site->m, site->k, site->lda, 0);
+  describe(&site->aDesc, site->m, site->k, site->lda, site->pointwise != 0);
   describe(&site->bDesc, site->k, site->n, site->ldb, site->transB != 0);
   describe(&site->cDesc, site->m, site->n, site->ldc, 0);
   dnnl_memory_desc_t anyB;
@@ -73,8 +79,9 @@ static void build(MatmulSite *site) {
   if (kilnDnnlInit() &&
       kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyB, 2, bDims, dnnl_f32, dnnl_format_tag_any)) &&
       kilnDnnlOk(dnnl_matmul_desc_init(&desc, &site->aDesc, &anyB, NULL, &site->cDesc)) &&
-      kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
-      kilnDnnlOk(dnnl_post_ops_append_sum(postOps, 1.0f)) && (attr = kilnDnnlAttributes(postOps)) &&
+      (site->pointwise || (kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
+                           kilnDnnlOk(dnnl_post_ops_append_sum(postOps, 1.0f)))) &&
+      (attr = kilnDnnlAttributes(postOps)) &&
       kilnDnnlOk(dnnl_primitive_desc_create(&primitiveDesc, &desc, attr, kilnDnnlEngine, NULL)) &&
       kilnDnnlOk(dnnl_primitive_create(&site->matmul, primitiveDesc))) {
     site->packedDesc = *dnnl_primitive_desc_query_md(primitiveDesc, dnnl_query_weights_md, 0);
@@ -89,24 +96,22 @@ static void build(MatmulSite *site) {
     dnnl_post_ops_destroy(postOps);
 }
 
-/* C[m x n] += A[m x k] * B[k x n], row-major with leading dimensions lda,
- * ldb, ldc, B stored transposed (n x k) when `transB`; B constant for the
- * artifact's lifetime. `slot` is the call site's zero-initialized 8 bytes. */
-__attribute__((visibility("default"))) void
-kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
-                       const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                       int64_t ldc) {
-  pthread_mutex_lock(&kilnDnnlLock);
+/* The site's shape (m, n, k, lda, ldb, ldc and the flags), found among the
+ * slot's or built; NULL past MAX_SHAPES or out of memory. With kilnDnnlLock
+ * held. */
+static MatmulSite *siteFor(void **slot, const MatmulSite *shape) {
   MatmulSite *site = (MatmulSite *)*slot;
   int shapes = 0;
-  for (; site && !(site->transB == transB && site->m == m && site->n == n && site->k == k &&
-                   site->lda == lda && site->ldb == ldb && site->ldc == ldc);
+  for (; site && !(site->pointwise == shape->pointwise && site->transB == shape->transB &&
+                   site->m == shape->m && site->n == shape->n && site->k == shape->k &&
+                   site->lda == shape->lda && site->ldb == shape->ldb && site->ldc == shape->ldc);
        site = site->nextShape)
     ++shapes;
   if (!site && shapes < MAX_SHAPES && (site = calloc(1, sizeof(MatmulSite)))) {
     site->base.release = release;
-    site->transB = transB;
-    site->m = m, site->n = n, site->k = k, site->lda = lda, site->ldb = ldb, site->ldc = ldc;
+    site->pointwise = shape->pointwise, site->transB = shape->transB;
+    site->m = shape->m, site->n = shape->n, site->k = shape->k;
+    site->lda = shape->lda, site->ldb = shape->ldb, site->ldc = shape->ldc;
     build(site);
     site->weights = &site->ownWeights;
     for (MatmulSite *other = (MatmulSite *)*slot; other && !site->failed; other = other->nextShape)
@@ -119,11 +124,24 @@ kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_
     site->nextShape = (MatmulSite *)*slot;
     *slot = site;
   }
-  int usable = site && !site->failed;
-  KilnPackedWeights *weights =
-      usable ? kilnDnnlPack(site->weights, b, &site->bDesc, &site->packedDesc) : NULL;
-  pthread_mutex_unlock(&kilnDnnlLock);
+  return site;
+}
 
+/* The site's packed weights for `b`, or NULL when it cannot run. */
+static KilnPackedWeights *packedFor(void **slot, const MatmulSite *shape, const float *b,
+                                    MatmulSite **site) {
+  pthread_mutex_lock(&kilnDnnlLock);
+  *site = siteFor(slot, shape);
+  KilnPackedWeights *weights =
+      *site && !(*site)->failed
+          ? kilnDnnlPack((*site)->weights, b, &(*site)->bDesc, &(*site)->packedDesc)
+          : NULL;
+  pthread_mutex_unlock(&kilnDnnlLock);
+  return weights;
+}
+
+/* Runs the site's primitive on a and c; 0 if it could not. */
+static int execute(MatmulSite *site, KilnPackedWeights *weights, const float *a, float *c) {
   dnnl_memory_t aMemory = NULL, cMemory = NULL;
   int done = weights &&
              kilnDnnlOk(dnnl_memory_create(&aMemory, &site->aDesc, kilnDnnlEngine, (void *)a)) &&
@@ -137,6 +155,47 @@ kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_
     dnnl_memory_destroy(aMemory);
   if (cMemory)
     dnnl_memory_destroy(cMemory);
-  if (!done)
+  return done;
+}
+
+/* C[m x n] += A[m x k] * B[k x n], row-major with leading dimensions lda,
+ * ldb, ldc, B stored transposed (n x k) when `transB`; B constant for the
+ * artifact's lifetime. `slot` is the call site's zero-initialized 8 bytes. */
+__attribute__((visibility("default"))) void
+kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                       int64_t ldc) {
+  MatmulSite shape = {.transB = transB, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+  MatmulSite *site;
+  KilnPackedWeights *weights = packedFor(slot, &shape, b, &site);
+  if (!execute(site, weights, a, c))
     dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
+/* A 1x1 convolution tile with few positions by constant filters:
+ * out[f][p] += sum over c of w[f][c] * x[c][p], for f < filters, p <
+ * positions, c < channels (leading dimensions ldw, ldx, ldo). dnnl_sgemm
+ * repacks the filters on every call and runs a product this narrow (49
+ * columns at a 7x7 stage) at about 75 % of its speed on wide ones; here the
+ * transposed product x^T w^T, whose right operand is the constant filters,
+ * runs with them packed once, into a thread buffer [positions][filters]
+ * that is then added into the output transposed (1.3x faster on AVX-512 at
+ * 49 positions, transpose included). */
+__attribute__((visibility("default"))) void
+kiln_conv1x1_constant_w(void **slot, int64_t filters, int64_t positions, int64_t channels,
+                        const float *x, int64_t ldx, const float *w, int64_t ldw, float *out,
+                        int64_t ldo) {
+  MatmulSite shape = {.pointwise = 1, .transB = 1, .m = positions, .n = filters,
+                      .k = channels, .lda = ldx, .ldb = ldw, .ldc = filters};
+  MatmulSite *site;
+  KilnPackedWeights *weights = packedFor(slot, &shape, w, &site);
+  float *product =
+      weights ? kilnDnnlThreadBuffer(1, (size_t)(positions * filters) * sizeof(float)) : NULL;
+  if (!product || !execute(site, weights, x, product)) {
+    dnnl_sgemm('N', 'N', filters, positions, channels, 1.0f, w, ldw, x, ldx, 1.0f, out, ldo);
+    return;
+  }
+  for (int64_t f = 0; f < filters; ++f)
+    for (int64_t p = 0; p < positions; ++p)
+      out[f * ldo + p] += product[p * filters + f];
 }

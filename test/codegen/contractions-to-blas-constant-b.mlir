@@ -207,6 +207,45 @@ func.func @one_dimensional_windows(%tall: memref<32x14x48xf32>, %wide: memref<32
 
 // -----
 
+// A 1x1 convolution tile by constant filters with at most 64 positions (a
+// 7x7 stage: 49) is the transposed product with the filters packed:
+// kiln_conv1x1_constant_w(slot, filters, positions, channels, image, its
+// channel stride, filters, their row stride, output, its channel stride).
+// With 196 positions it stays one sgemm.
+// CHECK-LABEL: func.func @pointwise
+// CHECK: call @kiln_conv1x1_constant_w(%{{.*}}, %c64_i64, %c49_i64, %c128_i64, %{{.*}}, %c49_i64, %{{.*}}, %c128_i64, %{{.*}}, %c49_i64)
+// CHECK-NOT: call @kiln_conv1x1_constant_w
+// CHECK: call @dnnl_sgemm
+// OFF-LABEL: func.func @pointwise
+// OFF-NOT: kiln_conv1x1_constant_w
+#pin = affine_map<(f, y, x, c) -> (c, y, x)>
+#pw = affine_map<(f, y, x, c) -> (f, c)>
+#pout = affine_map<(f, y, x, c) -> (f, y, x)>
+memref.global "private" constant @pointwise_filters : memref<64x128xf32> = dense<0.5>
+func.func @pointwise(%x: memref<128x7x7xf32>, %y: memref<64x7x7xf32>,
+                     %x14: memref<128x14x14xf32>, %y14: memref<64x14x14xf32>) {
+  %w = memref.get_global @pointwise_filters : memref<64x128xf32>
+  linalg.generic {indexing_maps = [#pin, #pw, #pout],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : memref<128x7x7xf32>, memref<64x128xf32>) outs(%y : memref<64x7x7xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#pin, #pw, #pout],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x14, %w : memref<128x14x14xf32>, memref<64x128xf32>) outs(%y14 : memref<64x14x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Convolutions the blocked layout does not take stay on im2col and sgemm:
 // 16 channels (too narrow to pay), a 1x1 window (the image is the matrix
 // already), filters computed at run time.

@@ -37,7 +37,10 @@ Outputs of one model, all on fixed pseudo-random data:
             same call with strides 2, the last band shorter;
   y_direct_7x1, y_direct_1x7: Conv 7x1 and 1x7 (pads 3, 0 and 0, 3), 48->48
             on 1x48x24x24: windows one tap wide, whose folded unit loop the
-            call restores.
+            call restores;
+  y_1x1_7x7: Relu(Conv 1x1 96->80 + bias) on 1x96x7x7: 49 positions, the
+            transposed product with the filters packed
+            (kiln_conv1x1_constant_w).
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -122,6 +125,8 @@ x15 = tensor((1, 32, 41, 41))
 w_direct_s2, b_direct_s2 = tensor((64, 32, 3, 3), 0.3), tensor((64,), 0.1)
 x16 = tensor((1, 48, 24, 24))
 w_direct_7x1, w_direct_1x7 = tensor((48, 48, 7, 1), 0.2), tensor((48, 48, 1, 7), 0.2)
+x17 = tensor((1, 96, 7, 7))
+w_1x1_7x7, b_1x1_7x7 = tensor((80, 96, 1, 1), 0.3), tensor((80,), 0.1)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -165,6 +170,9 @@ nodes = [
                      kernel_shape=[7, 1], pads=[3, 0, 3, 0]),
     helper.make_node("Conv", ["x16", "w_direct_1x7"], ["y_direct_1x7"], name="conv_direct_1x7",
                      kernel_shape=[1, 7], pads=[0, 3, 0, 3]),
+    helper.make_node("Conv", ["x17", "w_1x1_7x7", "b_1x1_7x7"], ["c_1x1_7x7"], name="conv_1x1_7x7",
+                     kernel_shape=[1, 1]),
+    helper.make_node("Relu", ["c_1x1_7x7"], ["y_1x1_7x7"], name="relu_1x1_7x7"),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -185,11 +193,13 @@ y_direct_5x5 = conv_reference(x14, w_direct_5x5, b_direct_5x5, [2, 2, 2, 2])
 y_direct_s2 = np.maximum(conv_reference(x15, w_direct_s2, b_direct_s2, [1, 1, 1, 1], strides=(2, 2)), 0.0)
 y_direct_7x1 = conv_reference(x16, w_direct_7x1, None, [3, 0, 3, 0])
 y_direct_1x7 = conv_reference(x16, w_direct_1x7, None, [0, 3, 0, 3])
+y_1x1_7x7 = np.maximum(conv_reference(x17, w_1x1_7x7, b_1x1_7x7, [0, 0, 0, 0]), 0.0)
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
                   ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
-                  ("x14", x14), ("x15", x15), ("x16", x16)],
+                  ("x14", x14), ("x15", x15), ("x16", x16),
+                  ("x17", x17)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
@@ -197,7 +207,7 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("y_dw_dilated", y_dw_dilated), ("y_dw_rect", y_dw_rect), ("y_dw_s3", y_dw_s3),
                   ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
                   ("y_direct_s2", y_direct_s2), ("y_direct_7x1", y_direct_7x1),
-                  ("y_direct_1x7", y_direct_1x7)],
+                  ("y_direct_1x7", y_direct_1x7), ("y_1x1_7x7", y_1x1_7x7)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -209,4 +219,5 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("w_dw_9x9", w_dw_9x9), ("w_direct_5x5", w_direct_5x5),
                   ("b_direct_5x5", b_direct_5x5), ("w_direct_s2", w_direct_s2),
                   ("b_direct_s2", b_direct_s2), ("w_direct_7x1", w_direct_7x1),
-                  ("w_direct_1x7", w_direct_1x7)])
+                  ("w_direct_1x7", w_direct_1x7), ("w_1x1_7x7", w_1x1_7x7),
+                  ("b_1x1_7x7", b_1x1_7x7)])
