@@ -28,13 +28,14 @@ namespace {
 /// runtime/kernels/PackedConvolution.c: a 2-D convolution of one image, by
 /// Winograd's F(2x2, 3x3) for 3x3 filters at stride 1.
 constexpr StringLiteral kConvolution = "kiln_conv2d_constant_w";
-/// runtime/kernels/PackedMatmul.c: a 1x1 convolution tile with few positions
-/// by constant filters, as the transposed product with the filters packed.
-constexpr StringLiteral kPointwise = "kiln_conv1x1_constant_w";
-/// Most output positions of a 1x1 convolution tile for kPointwise: at 49
-/// (a 7x7 stage) it ran 1.3x faster than dnnl_sgemm, at 169 and more level
-/// or slower (the transpose back then costs what the packing saves).
-constexpr int64_t kMaxPackedPointwisePositions = 64;
+/// runtime/kernels/PackedMatmul.c: a product by constant filters with few
+/// columns (output positions), as the transposed product with the filters
+/// packed once.
+constexpr StringLiteral kConstantA = "kiln_matmul_constant_a";
+/// Most columns of a convolution tile's product for kConstantA: at 49 (a
+/// 7x7 stage) it ran 1.3x faster than dnnl_sgemm, at 169 and more level or
+/// slower (the transpose back then costs what the packing saves).
+constexpr int64_t kMaxConstantAColumns = 64;
 /// runtime/kernels/DepthwiseConvolution.c: a depthwise 2-D convolution tile.
 constexpr StringLiteral kDepthwise = "kiln_depthwise_conv2d";
 /// Channels per block of oneDNN's blocked layout (nChw16c, AVX-512 lanes):
@@ -203,10 +204,11 @@ public:
       Value lda = leadingDim(maps[1], filterStrides, k);
       Value ldc = leadingDim(maps[2], outputStrides, n);
       std::optional<int64_t> positions = getConstantIntValue(n);
-      if (primitives && inPlace && positions && *positions <= kMaxPackedPointwisePositions &&
+      if (primitives && positions && *positions <= kMaxConstantAColumns &&
           isConstantBuffer(filter)) {
-        // (slot, filters, positions, channels, x, ldx, w, ldw, out, ldo)
-        func::FuncOp callee = sites.declareKernel(kPointwise, 10, {0, 4, 6, 8});
+        // A tile with few positions (a 7x7 stage) by constant filters:
+        // (slot, m, n, k, b, ldb, a, lda, c, ldc).
+        func::FuncOp callee = sites.declareKernel(kConstantA, 10, {0, 4, 6, 8});
         Type i64 = b.getI64Type();
         auto wide = [&](Value v) { return arith::ExtSIOp::create(b, loc, i64, v).getResult(); };
         func::CallOp::create(b, loc, callee,

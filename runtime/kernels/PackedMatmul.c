@@ -9,8 +9,8 @@
  * weights), a copy of B in the primitive's own blocked layout, made on the
  * first call. MLP layers of batch 64 run about 15 % faster on AVX-512.
  *
- * kiln_conv1x1_constant_w does the same for 1x1 convolution tiles with few
- * positions, whose constant operand, the filters, is the left one: it runs
+ * kiln_matmul_constant_a does the same for products whose constant operand
+ * is the left one (convolution filters) and that have few columns: it runs
  * the transposed product.
  *
  * A call site is an 8-byte slot in the artifact's data, zero at load. Any
@@ -29,9 +29,9 @@
  * smaller tile. */
 typedef struct MatmulSite {
   KilnSite base;
-  /* pointwise: A stored transposed and C a dense buffer written, not added
-   * to (kiln_conv1x1_constant_w). */
-  int64_t pointwise, transB, m, n, k, lda, ldb, ldc;
+  /* transposed: A stored transposed and C a dense buffer written, not
+   * added to (kiln_matmul_constant_a's transposed product). */
+  int64_t transposed, transB, m, n, k, lda, ldb, ldc;
   int failed; /* fall back to dnnl_sgemm */
   dnnl_primitive_t matmul;
   dnnl_memory_desc_t aDesc, bDesc, cDesc, packedDesc, scratchDesc;
@@ -66,7 +66,7 @@ static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64
  * prefers (the sum post-op keeps the accumulate semantics of the loops it
  * replaces). With kilnDnnlLock held. */
 static void build(MatmulSite *site) {
-  describe(&site->aDesc, site->m, site->k, site->lda, site->pointwise != 0);
+  describe(&site->aDesc, site->m, site->k, site->lda, site->transposed != 0);
   describe(&site->bDesc, site->k, site->n, site->ldb, site->transB != 0);
   describe(&site->cDesc, site->m, site->n, site->ldc, 0);
   dnnl_memory_desc_t anyB;
@@ -79,7 +79,7 @@ static void build(MatmulSite *site) {
   if (kilnDnnlInit() &&
       kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyB, 2, bDims, dnnl_f32, dnnl_format_tag_any)) &&
       kilnDnnlOk(dnnl_matmul_desc_init(&desc, &site->aDesc, &anyB, NULL, &site->cDesc)) &&
-      (site->pointwise || (kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
+      (site->transposed || (kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
                            kilnDnnlOk(dnnl_post_ops_append_sum(postOps, 1.0f)))) &&
       (attr = kilnDnnlAttributes(postOps)) &&
       kilnDnnlOk(dnnl_primitive_desc_create(&primitiveDesc, &desc, attr, kilnDnnlEngine, NULL)) &&
@@ -102,14 +102,14 @@ static void build(MatmulSite *site) {
 static MatmulSite *siteFor(void **slot, const MatmulSite *shape) {
   MatmulSite *site = (MatmulSite *)*slot;
   int shapes = 0;
-  for (; site && !(site->pointwise == shape->pointwise && site->transB == shape->transB &&
+  for (; site && !(site->transposed == shape->transposed && site->transB == shape->transB &&
                    site->m == shape->m && site->n == shape->n && site->k == shape->k &&
                    site->lda == shape->lda && site->ldb == shape->ldb && site->ldc == shape->ldc);
        site = site->nextShape)
     ++shapes;
   if (!site && shapes < MAX_SHAPES && (site = calloc(1, sizeof(MatmulSite)))) {
     site->base.release = release;
-    site->pointwise = shape->pointwise, site->transB = shape->transB;
+    site->transposed = shape->transposed, site->transB = shape->transB;
     site->m = shape->m, site->n = shape->n, site->k = shape->k;
     site->lda = shape->lda, site->ldb = shape->ldb, site->ldc = shape->ldc;
     build(site);
@@ -172,30 +172,27 @@ kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_
     dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
 }
 
-/* A 1x1 convolution tile with few positions by constant filters:
- * out[f][p] += sum over c of w[f][c] * x[c][p], for f < filters, p <
- * positions, c < channels (leading dimensions ldw, ldx, ldo). dnnl_sgemm
- * repacks the filters on every call and runs a product this narrow (49
- * columns at a 7x7 stage) at about 75 % of its speed on wide ones; here the
- * transposed product x^T w^T, whose right operand is the constant filters,
- * runs with them packed once, into a thread buffer [positions][filters]
- * that is then added into the output transposed (1.3x faster on AVX-512 at
- * 49 positions, transpose included). */
+/* C[m x n] += A[m x k] * B[k x n] (leading dimensions lda, ldb, ldc), A
+ * constant for the artifact's lifetime and n small: a convolution tile's
+ * product by its filters with few output positions (49 at a 7x7 stage).
+ * dnnl_sgemm repacks A on every call and runs a product this narrow at
+ * about 75 % of its speed on wide ones; here the transposed product B^T A^T,
+ * whose right operand is the constant, runs with A packed once, into a
+ * thread buffer [n][m] that is then added into C transposed (1.3x faster on
+ * AVX-512 at n = 49, transpose included). */
 __attribute__((visibility("default"))) void
-kiln_conv1x1_constant_w(void **slot, int64_t filters, int64_t positions, int64_t channels,
-                        const float *x, int64_t ldx, const float *w, int64_t ldw, float *out,
-                        int64_t ldo) {
-  MatmulSite shape = {.pointwise = 1, .transB = 1, .m = positions, .n = filters,
-                      .k = channels, .lda = ldx, .ldb = ldw, .ldc = filters};
+kiln_matmul_constant_a(void **slot, int64_t m, int64_t n, int64_t k, const float *b,
+                       int64_t ldb, const float *a, int64_t lda, float *c, int64_t ldc) {
+  MatmulSite shape = {.transposed = 1, .transB = 1, .m = n, .n = m, .k = k,
+                      .lda = ldb, .ldb = lda, .ldc = m};
   MatmulSite *site;
-  KilnPackedWeights *weights = packedFor(slot, &shape, w, &site);
-  float *product =
-      weights ? kilnDnnlThreadBuffer(1, (size_t)(positions * filters) * sizeof(float)) : NULL;
-  if (!product || !execute(site, weights, x, product)) {
-    dnnl_sgemm('N', 'N', filters, positions, channels, 1.0f, w, ldw, x, ldx, 1.0f, out, ldo);
+  KilnPackedWeights *weights = packedFor(slot, &shape, a, &site);
+  float *product = weights ? kilnDnnlThreadBuffer(1, (size_t)(m * n) * sizeof(float)) : NULL;
+  if (!product || !execute(site, weights, b, product)) {
+    dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
     return;
   }
-  for (int64_t f = 0; f < filters; ++f)
-    for (int64_t p = 0; p < positions; ++p)
-      out[f * ldo + p] += product[p * filters + f];
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] += product[j * m + i];
 }

@@ -209,21 +209,25 @@ func.func @one_dimensional_windows(%tall: memref<32x14x48xf32>, %wide: memref<32
 
 // A 1x1 convolution tile by constant filters with at most 64 positions (a
 // 7x7 stage: 49) is the transposed product with the filters packed:
-// kiln_conv1x1_constant_w(slot, filters, positions, channels, image, its
+// kiln_matmul_constant_a(slot, filters, positions, channels, image, its
 // channel stride, filters, their row stride, output, its channel stride).
+// So is one at stride 2, from its column buffer (49 positions, dense).
 // With 196 positions it stays one sgemm.
 // CHECK-LABEL: func.func @pointwise
-// CHECK: call @kiln_conv1x1_constant_w(%{{.*}}, %c64_i64, %c49_i64, %c128_i64, %{{.*}}, %c49_i64, %{{.*}}, %c128_i64, %{{.*}}, %c49_i64)
-// CHECK-NOT: call @kiln_conv1x1_constant_w
+// CHECK: call @kiln_matmul_constant_a(%{{.*}}, %c64_i64, %c49_i64, %c128_i64, %{{.*}}, %c49_i64, %{{.*}}, %c128_i64, %{{.*}}, %c49_i64)
 // CHECK: call @dnnl_sgemm
+// CHECK: memref.copy
+// CHECK: call @kiln_matmul_constant_a(%{{.*}}, %c64_i64, %c49_i64, %c128_i64, %{{.*}}, %c49_i64, %{{.*}}, %c128_i64, %{{.*}}, %c49_i64)
+// CHECK-NOT: call @dnnl_sgemm
 // OFF-LABEL: func.func @pointwise
-// OFF-NOT: kiln_conv1x1_constant_w
+// OFF-NOT: kiln_matmul_constant_a
 #pin = affine_map<(f, y, x, c) -> (c, y, x)>
 #pw = affine_map<(f, y, x, c) -> (f, c)>
 #pout = affine_map<(f, y, x, c) -> (f, y, x)>
 memref.global "private" constant @pointwise_filters : memref<64x128xf32> = dense<0.5>
 func.func @pointwise(%x: memref<128x7x7xf32>, %y: memref<64x7x7xf32>,
-                     %x14: memref<128x14x14xf32>, %y14: memref<64x14x14xf32>) {
+                     %x14: memref<128x14x14xf32>, %y14: memref<64x14x14xf32>,
+                     %x13: memref<128x13x13xf32>) {
   %w = memref.get_global @pointwise_filters : memref<64x128xf32>
   linalg.generic {indexing_maps = [#pin, #pw, #pout],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
@@ -236,6 +240,14 @@ func.func @pointwise(%x: memref<128x7x7xf32>, %y: memref<64x7x7xf32>,
   linalg.generic {indexing_maps = [#pin, #pw, #pout],
                   iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
       ins(%x14, %w : memref<128x14x14xf32>, memref<64x128xf32>) outs(%y14 : memref<64x14x14xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(f, y, x, c) -> (c, y * 2, x * 2)>, #pw, #pout],
+                  iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x13, %w : memref<128x13x13xf32>, memref<64x128xf32>) outs(%y : memref<64x7x7xf32>) {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32

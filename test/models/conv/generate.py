@@ -40,7 +40,9 @@ Outputs of one model, all on fixed pseudo-random data:
             call restores;
   y_1x1_7x7: Relu(Conv 1x1 96->80 + bias) on 1x96x7x7: 49 positions, the
             transposed product with the filters packed
-            (kiln_conv1x1_constant_w).
+            (kiln_matmul_constant_a);
+  y_1x1_s2: Conv 1x1, stride 2, 64->48 on 1x64x13x13: the same from the
+            column buffer of the strided image (7x7 positions).
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
@@ -127,6 +129,8 @@ x16 = tensor((1, 48, 24, 24))
 w_direct_7x1, w_direct_1x7 = tensor((48, 48, 7, 1), 0.2), tensor((48, 48, 1, 7), 0.2)
 x17 = tensor((1, 96, 7, 7))
 w_1x1_7x7, b_1x1_7x7 = tensor((80, 96, 1, 1), 0.3), tensor((80,), 0.1)
+x18 = tensor((1, 64, 13, 13))
+w_1x1_s2 = tensor((48, 64, 1, 1), 0.3)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -173,6 +177,8 @@ nodes = [
     helper.make_node("Conv", ["x17", "w_1x1_7x7", "b_1x1_7x7"], ["c_1x1_7x7"], name="conv_1x1_7x7",
                      kernel_shape=[1, 1]),
     helper.make_node("Relu", ["c_1x1_7x7"], ["y_1x1_7x7"], name="relu_1x1_7x7"),
+    helper.make_node("Conv", ["x18", "w_1x1_s2"], ["y_1x1_s2"], name="conv_1x1_s2",
+                     kernel_shape=[1, 1], strides=[2, 2]),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -194,12 +200,13 @@ y_direct_s2 = np.maximum(conv_reference(x15, w_direct_s2, b_direct_s2, [1, 1, 1,
 y_direct_7x1 = conv_reference(x16, w_direct_7x1, None, [3, 0, 3, 0])
 y_direct_1x7 = conv_reference(x16, w_direct_1x7, None, [0, 3, 0, 3])
 y_1x1_7x7 = np.maximum(conv_reference(x17, w_1x1_7x7, b_1x1_7x7, [0, 0, 0, 0]), 0.0)
+y_1x1_s2 = conv_reference(x18, w_1x1_s2, None, [0, 0, 0, 0], strides=(2, 2))
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
                   ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
                   ("x14", x14), ("x15", x15), ("x16", x16),
-                  ("x17", x17)],
+                  ("x17", x17), ("x18", x18)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
@@ -207,7 +214,8 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("y_dw_dilated", y_dw_dilated), ("y_dw_rect", y_dw_rect), ("y_dw_s3", y_dw_s3),
                   ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
                   ("y_direct_s2", y_direct_s2), ("y_direct_7x1", y_direct_7x1),
-                  ("y_direct_1x7", y_direct_1x7), ("y_1x1_7x7", y_1x1_7x7)],
+                  ("y_direct_1x7", y_direct_1x7), ("y_1x1_7x7", y_1x1_7x7),
+                  ("y_1x1_s2", y_1x1_s2)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -220,4 +228,4 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("b_direct_5x5", b_direct_5x5), ("w_direct_s2", w_direct_s2),
                   ("b_direct_s2", b_direct_s2), ("w_direct_7x1", w_direct_7x1),
                   ("w_direct_1x7", w_direct_1x7), ("w_1x1_7x7", w_1x1_7x7),
-                  ("b_1x1_7x7", b_1x1_7x7)])
+                  ("b_1x1_7x7", b_1x1_7x7), ("w_1x1_s2", w_1x1_s2)])
