@@ -131,11 +131,11 @@ void checkCases(unsigned seed, std::initializer_list<Case> cases) {
 // The shapes of MobileNetV2 and EfficientNet-B0, and each path's edges.
 TEST(DepthwiseConvolutionTest, NetworkShapes) {
   checkCases(7, {makeCase(4, 3, 3, 112, 112, 1, 1, 1, 1), makeCase(4, 3, 3, 56, 56, 2, 2, 1, 1),
-                   makeCase(4, 3, 3, 7, 7, 1, 1, 1, 1), makeCase(4, 5, 5, 14, 14, 1, 1, 1, 1),
-                   makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), makeCase(3, 3, 3, 1, 1, 1, 1, 1, 1),
-                   makeCase(2, 9, 9, 20, 20, 1, 1, 1, 1), makeCase(2, 9, 9, 20, 37, 2, 2, 1, 1),
-                   makeCase(2, 3, 3, 33, 33, 1, 1, 2, 2), makeCase(2, 3, 3, 10, 31, 3, 3, 1, 1),
-                   makeCase(2, 1, 1, 5, 70, 1, 1, 1, 1), makeCase(2, 7, 7, 1, 129, 1, 1, 1, 1)});
+                 makeCase(4, 3, 3, 7, 7, 1, 1, 1, 1), makeCase(4, 5, 5, 14, 14, 1, 1, 1, 1),
+                 makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), makeCase(3, 3, 3, 1, 1, 1, 1, 1, 1),
+                 makeCase(2, 9, 9, 20, 20, 1, 1, 1, 1), makeCase(2, 9, 9, 20, 37, 2, 2, 1, 1),
+                 makeCase(2, 3, 3, 33, 33, 1, 1, 2, 2), makeCase(2, 3, 3, 10, 31, 3, 3, 1, 1),
+                 makeCase(2, 1, 1, 5, 70, 1, 1, 1, 1), makeCase(2, 7, 7, 1, 129, 1, 1, 1, 1)});
 }
 
 // `count` random shapes per variant, with rows and channels of the input
@@ -171,13 +171,13 @@ TEST(DepthwiseConvolutionTest, RandomShapes) { checkRandomShapes(2026, 400, fals
 // clamp), and images that the window overhangs on every side.
 TEST(DepthwiseConvolutionTest, PaddingBiasAndClamp) {
   checkCases(11, {initialized(unpadded(makeCase(4, 3, 3, 112, 112, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 6),
-                   initialized(unpadded(makeCase(4, 3, 3, 56, 56, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
-                   initialized(unpadded(makeCase(4, 3, 3, 7, 7, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 0.5f),
-                   initialized(unpadded(makeCase(4, 5, 5, 14, 14, 1, 1, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
-                   initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
-                   initialized(unpadded(makeCase(2, 3, 3, 33, 33, 1, 1, 2, 2), 2, 2, 2, 2), true, -0.25f, 0.25f),
-                   unpadded(makeCase(2, 3, 3, 20, 37, 1, 1, 1, 1, 3, 2), 1, 1, 1, 1),
-                   unpadded(makeCase(3, 7, 7, 3, 3, 1, 1, 1, 1), 3, 3, 3, 3)});
+                  initialized(unpadded(makeCase(4, 3, 3, 56, 56, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
+                  initialized(unpadded(makeCase(4, 3, 3, 7, 7, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 0.5f),
+                  initialized(unpadded(makeCase(4, 5, 5, 14, 14, 1, 1, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                  initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
+                  initialized(unpadded(makeCase(2, 3, 3, 33, 33, 1, 1, 2, 2), 2, 2, 2, 2), true, -0.25f, 0.25f),
+                  unpadded(makeCase(2, 3, 3, 20, 37, 1, 1, 1, 1, 3, 2), 1, 1, 1, 1),
+                  unpadded(makeCase(3, 7, 7, 3, 3, 1, 1, 1, 1), 3, 3, 3, 3)});
 }
 
 // Rows narrower than two vectors at a stride, summed in phase planes: the
@@ -187,17 +187,17 @@ TEST(DepthwiseConvolutionTest, PaddingBiasAndClamp) {
 // an image that is padded already (its rows longer than the window reads).
 TEST(DepthwiseConvolutionTest, NarrowStridedRows) {
   checkCases(13, {initialized(unpadded(makeCase(4, 3, 3, 7, 7, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
-                   initialized(unpadded(makeCase(4, 3, 3, 14, 14, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
-                   initialized(unpadded(makeCase(3, 3, 3, 28, 28, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
-                   initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
-                   initialized(unpadded(makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
-                   initialized(unpadded(makeCase(2, 3, 5, 9, 13, 2, 1, 1, 1), 1, 2, 1, 2), true, -1, 1),
-                   unpadded(makeCase(2, 3, 3, 9, 11, 1, 2, 1, 1), 1, 1, 1, 1),
-                   unpadded(makeCase(2, 3, 3, 5, 7, 3, 2, 2, 1), 2, 1, 2, 1),
-                   unpadded(makeCase(2, 3, 3, 6, 9, 3, 3, 1, 2), 1, 3, 0, 0),
-                   unpadded(makeCase(2, 9, 9, 6, 11, 2, 2, 1, 1), 4, 4, 4, 4),
-                   makeCase(3, 3, 3, 7, 7, 2, 2, 1, 1, 5, 2),
-                   makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1)});
+                  initialized(unpadded(makeCase(4, 3, 3, 14, 14, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
+                  initialized(unpadded(makeCase(3, 3, 3, 28, 28, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
+                  initialized(unpadded(makeCase(4, 5, 5, 7, 7, 2, 2, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                  initialized(unpadded(makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1), 1, 2, 2, 1), false, 0, INFINITY),
+                  initialized(unpadded(makeCase(2, 3, 5, 9, 13, 2, 1, 1, 1), 1, 2, 1, 2), true, -1, 1),
+                  unpadded(makeCase(2, 3, 3, 9, 11, 1, 2, 1, 1), 1, 1, 1, 1),
+                  unpadded(makeCase(2, 3, 3, 5, 7, 3, 2, 2, 1), 2, 1, 2, 1),
+                  unpadded(makeCase(2, 3, 3, 6, 9, 3, 3, 1, 2), 1, 3, 0, 0),
+                  unpadded(makeCase(2, 9, 9, 6, 11, 2, 2, 1, 1), 4, 4, 4, 4),
+                  makeCase(3, 3, 3, 7, 7, 2, 2, 1, 1, 5, 2),
+                  makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1)});
 }
 
 TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
