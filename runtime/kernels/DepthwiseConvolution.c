@@ -15,16 +15,16 @@
  * Each window position (tap) is a sequence read at unit stride along the
  * output row, so a block of output vectors takes per tap one broadcast
  * weight and one load and one multiply-add per vector:
- *   - stride 1: the tap's sequence is the input row, shifted;
- *   - stride s: the input rows a row of outputs reads are first split into s
- *     planes of every s-th column, and each tap reads one plane, shifted;
+ *   - unit stride along the row: the tap's sequence is the input row,
+ *     shifted;
  *   - narrow outputs at stride 1 (images of 7 to 31 columns): the rows are
  *     read as one sequence over the padded width and the columns past the
  *     output's are dropped, so a 7x7 image fills whole vectors;
- *   - narrow outputs at a stride: the padded image is first split into
- *     phase planes (every sh-th row and sw-th column, sh x sw of them), in
- *     which each tap reads at unit stride, so runs of rows are read as one
- *     sequence as at stride 1.
+ *   - a stride along the row (or narrow outputs at a stride down the
+ *     columns): the padded image is first split into phase planes (every
+ *     sh-th row and sw-th column, sh x sw of them), in one copy that also
+ *     pads it, in which each tap reads at unit stride, so runs of rows are
+ *     read as one sequence as at stride 1.
  * Where each tap's sequence starts is computed once per call, not per
  * channel (the divisions by strides and widths would cost more than the
  * sums of a 7x7 channel).
@@ -221,23 +221,12 @@ typedef struct Shape {
  * layout a channel is read from; computed once per call (the divisions
  * cost more than a small channel's sums):
  *   - rows rowStride apart, unit stride along them: the row, shifted;
- *   - rows of sw planes planeWidth apart (plane p holds columns p, p + sw,
- *     ...): plane (kx * dw) % sw of the tap's row, shifted;
  *   - phase planes (Phases): plane ((ky * dh) % sh, (kx * dw) % sw),
  *     shifted by the rows and columns of the phase it skips. */
 static void rowOffsets(const Shape *s, int64_t rowStride, int64_t *offset) {
   for (int64_t ky = 0; ky < s->kh; ++ky)
     for (int64_t kx = 0; kx < s->kw; ++kx)
       offset[ky * s->kw + kx] = ky * s->dh * rowStride + kx * s->dw;
-}
-
-static void planeOffsets(const Shape *s, int64_t rowStride, int64_t planeWidth, int64_t *offset) {
-  for (int64_t ky = 0; ky < s->kh; ++ky)
-    for (int64_t kx = 0; kx < s->kw; ++kx) {
-      int64_t column = kx * s->dw;
-      offset[ky * s->kw + kx] =
-          ky * s->dh * rowStride + column % s->sw * planeWidth + column / s->sw;
-    }
 }
 
 static void phaseOffsets(const Shape *s, int64_t planeRows, int64_t planeWidth, int64_t *offset) {
@@ -358,56 +347,15 @@ static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64
   }
 }
 
-/* One channel at strides sh, sw (not both 1), rows narrower than two
- * vectors (phaseOffsets): in its phase planes every tap reads at unit
- * stride, output rows planeWidth apart, so runs of rows are summed as one
- * row (channelRuns) where one output at a time was the alternative. */
+/* One channel at strides sh, sw (not both 1; phaseOffsets): in its phase
+ * planes every tap reads at unit stride, output rows planeWidth apart, so
+ * runs of rows are summed as one row (channelRuns). Narrow rows were summed
+ * one output at a time before, and wide ones read rows split into column
+ * planes per band, a second copy after the padded one. */
 static void channelPhases(const Shape *s, const Phases *ph, const int64_t *offset,
                           const float *w, float *out, int64_t outH, float *scratch,
                           const Start *start) {
   channelRuns(s, ph->planes, offset, ph->planeWidth, w, out, outH, scratch, start);
-}
-
-/* Rows of outputs at stride sw > 1 per band that fits the scratch, or 0. */
-static int64_t stridedBandRows(const Shape *s, int64_t planeWidth) {
-  int64_t inputRows = SCRATCH / (planeWidth * s->sw);
-  int64_t reach = (s->kh - 1) * s->dh + 1;
-  return inputRows < reach ? 0 : (inputRows - reach) / s->sh + 1;
-}
-
-/* One channel at stride sw > 1 along the row, in bands of output rows: the
- * band's input rows are split into sw planes each (plane p holds columns
- * p, p + sw, ...), so that every tap reads a plane at unit stride. */
-static void channelStrided(const Shape *s, const float *in, const int64_t *offset,
-                           const float *w, float *out, int64_t outH, float *scratch,
-                           int64_t planeWidth, int64_t bandRows, const Start *start) {
-  int64_t rowFloats = planeWidth * s->sw;
-  int64_t inWidth = (s->ow - 1) * s->sw + (s->kw - 1) * s->dw + 1;
-  for (int64_t y0 = 0; y0 < s->oh; y0 += bandRows) {
-    int64_t rowsHere = s->oh - y0 < bandRows ? s->oh - y0 : bandRows;
-    int64_t inputRows = (rowsHere - 1) * s->sh + (s->kh - 1) * s->dh + 1;
-    for (int64_t r = 0; r < inputRows; ++r) {
-      const float *row = in + (y0 * s->sh + r) * s->inH;
-      float *planes = scratch + r * rowFloats;
-      if (s->sw == 2) {
-        /* The common case, with a constant stride that vectorizes. */
-        float *restrict even = planes, *restrict odd = planes + planeWidth;
-        int64_t i = 0;
-        for (; 2 * i + 1 < inWidth; ++i) {
-          even[i] = row[2 * i];
-          odd[i] = row[2 * i + 1];
-        }
-        if (2 * i < inWidth)
-          even[i] = row[2 * i];
-        continue;
-      }
-      for (int64_t p = 0; p < s->sw; ++p)
-        for (int64_t i = 0; i * s->sw + p < inWidth; ++i)
-          planes[p * planeWidth + i] = row[i * s->sw + p];
-    }
-    Band band = {out + y0 * outH, outH, rowsHere, s->ow, NULL, NULL, 0, s->sh * rowFloats, *start};
-    accumulateWindow(band, s->kh * s->kw, scratch, offset, w);
-  }
 }
 
 /* Any shape, one output at a time. */
@@ -475,11 +423,12 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   int64_t rows = (oh - 1) * sh + (kh - 1) * dh + 1, columns = (ow - 1) * sw + (kw - 1) * dw + 1;
   Unpadded unpadded = {ih, iw, inH, padTop, padLeft};
   int padded = padTop == 0 && padLeft == 0 && ih >= rows && iw >= columns;
-  /* Narrow rows at a stride: the padded image is split into phase planes
-   * instead, in one copy that also pads it. */
+  /* A stride along the row, or narrow rows at a stride down the columns:
+   * the padded image is split into phase planes instead, in one copy that
+   * also pads it. Without memory for them, one output at a time. */
   Phases phases = {NULL, (rows + sh - 1) / sh, (columns + sw - 1) / sw,
                    padTop / sh, padTop % sh, padLeft / sw, padLeft % sw};
-  if ((sh > 1 || sw > 1) && ow < 2 * VL && phases.planeWidth <= SCRATCH &&
+  if ((sw > 1 || (sh > 1 && ow < 2 * VL)) && phases.planeWidth <= SCRATCH &&
       (phases.planes = calloc((size_t)(sh * sw * phases.planeRows * phases.planeWidth),
                               sizeof(float))) &&
       padded) {
@@ -491,26 +440,21 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
     inH = columns;
   Shape s = {kh, kw, oh, ow, sh, sw, dh, dw, inH};
   float scratch[SCRATCH];
-  int64_t planeWidth = ow + (kw - 1) * dw / sw + 1;
-  int64_t bandRows = sw > 1 ? stridedBandRows(&s, planeWidth) : 0;
   int narrow = sw == 1 && sh == 1 && ow < 2 * VL && oh > 1 && inH <= SCRATCH;
   int clamps = init && (lo > -INFINITY || hi < INFINITY);
   /* The taps' offsets in the layout the channels are read from. */
   int64_t taps = kh * kw, stackOffsets[MAX_TAPS];
   int64_t *offset = taps <= MAX_TAPS ? stackOffsets : malloc((size_t)taps * sizeof(int64_t));
-  enum { PHASES, NARROW, ROWS, BANDS, SCALAR } path =
+  enum { PHASES, NARROW, ROWS, SCALAR } path =
       !offset || (!padded && !plane && !phases.planes) ? SCALAR
       : phases.planes                                  ? PHASES
       : narrow                                         ? NARROW
       : sw == 1                                        ? ROWS
-      : bandRows > 0                                   ? BANDS
                                                        : SCALAR;
   if (path == PHASES)
     phaseOffsets(&s, phases.planeRows, phases.planeWidth, offset);
   else if (path == NARROW || path == ROWS)
     rowOffsets(&s, inH, offset);
-  else if (path == BANDS)
-    planeOffsets(&s, planeWidth * sw, planeWidth, offset);
   for (int64_t g = 0; g < groups; ++g) {
     const float *gi = in + g * inC, *gw = w + g * kh * kw;
     float *go = out + g * outF;
@@ -534,9 +478,6 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
       break;
     case ROWS:
       channelUnitStride(&s, gi, offset, gw, go, outH, &start);
-      break;
-    case BANDS:
-      channelStrided(&s, gi, offset, gw, go, outH, scratch, planeWidth, bandRows, &start);
       break;
     default:
       channelScalar(&s, gi, gw, go, outH, &start);
