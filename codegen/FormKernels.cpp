@@ -242,9 +242,8 @@ private:
       int64_t size =
           std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
       sizes[inner] = size;
-      int64_t runs = llvm::divideCeil(ranges[inner], size);
-      for (int64_t wanted = llvm::alignTo(runs * outer, threadCount());
-           wanted <= llvm::alignTo(runs * outer, threadCount()) + 4 * threadCount();
+      int64_t fewest = llvm::alignTo(llvm::divideCeil(ranges[inner], size) * outer, threadCount());
+      for (int64_t wanted = fewest; wanted <= fewest + 4 * threadCount();
            wanted += threadCount()) {
         int64_t equal = llvm::divideCeil(ranges[inner], llvm::divideCeil(wanted, outer));
         if (llvm::divideCeil(ranges[inner], equal) * outer % threadCount() == 0) {

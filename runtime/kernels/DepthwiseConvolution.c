@@ -274,10 +274,13 @@ INLINE void finishRow(float *o, const float *r, int64_t n, const Start *start) {
 #endif
 }
 
-/* One channel whose rows are narrower than two vectors, each tap reading
- * output rows `pitch` floats apart at unit stride from origin + offset[t]:
- * runs of rows read as one row over the pitch into `scratch`, the columns
- * past the output's dropped. */
+/* One channel, each tap reading output rows `pitch` floats apart at unit
+ * stride from origin + offset[t]: runs of rows read as one row over the
+ * pitch into `scratch`, the columns past the output's dropped. Used for
+ * rows narrower than two vectors at unit strides (the image's rows,
+ * rowOffsets), and at any stride in phase planes (phaseOffsets), where wide
+ * rows had read rows split into column planes per band, a second copy after
+ * the padded one, and narrow ones were summed one output at a time. */
 static void channelRuns(const Shape *s, const float *origin, const int64_t *offset,
                         int64_t pitch, const float *w, float *out, int64_t outH,
                         float *scratch, const Start *start) {
@@ -292,14 +295,6 @@ static void channelRuns(const Shape *s, const float *origin, const int64_t *offs
     for (int64_t y = 0; y < rowsHere; ++y)
       finishRow(out + (y0 + y) * outH, scratch + y * pitch, s->ow, start);
   }
-}
-
-/* One channel, unit strides, rows narrower than two vectors (rowOffsets
- * by s->inH): the rows are read as one over the image's width. */
-static void channelNarrow(const Shape *s, const float *in, const int64_t *offset,
-                          const float *w, float *out, int64_t outH, float *scratch,
-                          const Start *start) {
-  channelRuns(s, in, offset, s->inH, w, out, outH, scratch, start);
 }
 
 /* Where the image lies in the padded one the window reads: rows and columns
@@ -345,17 +340,6 @@ static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64
     if (++p == s->sh)
       p = 0, ++row;
   }
-}
-
-/* One channel at strides sh, sw (not both 1; phaseOffsets): in its phase
- * planes every tap reads at unit stride, output rows planeWidth apart, so
- * runs of rows are summed as one row (channelRuns). Narrow rows were summed
- * one output at a time before, and wide ones read rows split into column
- * planes per band, a second copy after the padded one. */
-static void channelPhases(const Shape *s, const Phases *ph, const int64_t *offset,
-                          const float *w, float *out, int64_t outH, float *scratch,
-                          const Start *start) {
-  channelRuns(s, ph->planes, offset, ph->planeWidth, w, out, outH, scratch, start);
 }
 
 /* Any shape, one output at a time. */
@@ -428,10 +412,10 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
    * also pads it. Without memory for them, one output at a time. */
   Phases phases = {NULL, (rows + sh - 1) / sh, (columns + sw - 1) / sw,
                    padTop / sh, padTop % sh, padLeft / sw, padLeft % sw};
-  if ((sw > 1 || (sh > 1 && ow < 2 * VL)) && phases.planeWidth <= SCRATCH &&
-      (phases.planes = calloc((size_t)(sh * sw * phases.planeRows * phases.planeWidth),
-                              sizeof(float))) &&
-      padded) {
+  if ((sw > 1 || (sh > 1 && ow < 2 * VL)) && phases.planeWidth <= SCRATCH)
+    phases.planes =
+        calloc((size_t)(sh * sw * phases.planeRows * phases.planeWidth), sizeof(float));
+  if (phases.planes && padded) {
     unpadded = (Unpadded){rows, columns, inH, 0, 0};
     phases.topDiv = phases.topMod = phases.leftDiv = phases.leftMod = 0;
   }
@@ -461,7 +445,7 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
     Start start = {init != 0, clamps, init && bias ? bias[g] : 0.0f, lo, hi};
     if (path == PHASES) {
       copyIntoPhases(&phases, &s, rows, columns, gi, &unpadded);
-      channelPhases(&s, &phases, offset, gw, go, outH, scratch, &start);
+      channelRuns(&s, phases.planes, offset, phases.planeWidth, gw, go, outH, scratch, &start);
       continue;
     }
     if (!padded && !plane) {
@@ -474,7 +458,7 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
     }
     switch (path) {
     case NARROW:
-      channelNarrow(&s, gi, offset, gw, go, outH, scratch, &start);
+      channelRuns(&s, gi, offset, inH, gw, go, outH, scratch, &start);
       break;
     case ROWS:
       channelUnitStride(&s, gi, offset, gw, go, outH, &start);
