@@ -212,6 +212,34 @@ def KilnExpandStridedCopiesPass
                            "mlir::scf::SCFDialect"];
 }
 
+def KilnEmptyBuffersPass : Pass<"kiln-empty-buffers", "mlir::func::FuncOp"> {
+  let summary = "Passes a public function's zero-element buffers as memref<0xT>";
+  let description = [{
+    A graph input or output with no elements (a dimension of size 0) keeps
+    its place in the artifact's signature, but nothing reads or writes it.
+    Its buffer cannot be a bare pointer as it is typed, though: a memref
+    whose zero dimension is not the outermost has dynamic strides in front
+    of it, and `convert-func-to-llvm` would pass it as a descriptor. This
+    pass erases the copies that move no element and retypes each such
+    argument of a public function to a rank-1 `memref<0xT>`; what still
+    uses it gets a zero-byte `memref.alloca` of the old type instead.
+
+    Before:
+    ```mlir
+    func.func @main(%x: memref<3x0x5xf32>, %y: memref<3x0x5xf32>) {
+      memref.copy %x, %y : memref<3x0x5xf32> to memref<3x0x5xf32>
+      return
+    }
+    ```
+    After:
+    ```mlir
+    func.func @main(%x: memref<0xf32>, %y: memref<0xf32>) {
+      return
+    }
+    ```
+  }];
+}
+
 def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
   let summary = "Turns each kiln.fusion of linalg ops into one tiled, parallel kernel";
   let description = [{

@@ -161,6 +161,10 @@ struct Importer {
   Value constant(Location loc, DenseElementsAttr value) {
     return ConstantOp::create(builder, loc, value);
   }
+  /// The constant of `type`, which has no elements.
+  Value emptyConstant(Location loc, RankedTensorType type) {
+    return constant(loc, DenseElementsAttr::get(type, ArrayRef<Attribute>{}));
+  }
   /// A scalar constant of `element`; integers take `value` rounded toward
   /// zero and saturated to int64 (an integer from the model goes through
   /// intSplat, which keeps every int64 exactly).

@@ -825,9 +825,14 @@ Results importTopK(Importer &im, Node &n) {
       return failure();
     k = *given;
   }
-  if (k == 0)
-    return im.failNode(n, ImportFailure::Unsupported,
-                       "K = 0 gives empty results, and Kiln does not compile empty tensors");
+  if (k == 0 && axis >= 0 && axis < rank) {
+    RankedTensorType type = typeOf(n.input(0));
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = 0;
+    return SmallVector<Value>{
+        im.emptyConstant(n.loc, RankedTensorType::get(shape, type.getElementType())),
+        im.emptyConstant(n.loc, RankedTensorType::get(shape, im.builder.getI64Type()))};
+  }
   FailureOr<TopKOp> indices =
       im.create<TopKOp>(n.loc, n.input(0), axis, k, n.getInt("largest", 1) != 0);
   if (failed(indices))
@@ -1668,16 +1673,6 @@ ImportResult Importer::run(llvm::StringRef bytes) {
         shape.push_back(dim.dim_value());
       }
     }
-    if (llvm::is_contained(shape, 0)) {
-      // Its value is its shape: as a compile-time operand (axes, pads, ...)
-      // it can be frozen, and then only its (empty) value is used.
-      (void)fail(loc, ImportFailure::NeedsConstant,
-                 "graph input '" + input.name() + "' has no elements (a dimension of "
-                 "size 0), and Kiln does not compile empty tensors; if it is a shape or "
-                 "attribute operand (axes, pads, ...), bind it with --freeze-input " +
-                     input.name() + "=FILE.pb");
-      return finish();
-    }
     if (failed(checkSize(loc, shape, *element, "graph input '" + input.name() + "'")))
       return finish();
     argTypes.push_back(RankedTensorType::get(shape, *element));
@@ -1699,7 +1694,12 @@ ImportResult Importer::run(llvm::StringRef bytes) {
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   for (auto [i, name] : llvm::enumerate(argNames)) {
-    values[name] = entry->getArgument(i);
+    // A tensor with no elements is known whatever the caller passes: the
+    // nodes see it as an (empty) constant and fold or are erased.
+    BlockArgument argument = entry->getArgument(i);
+    auto type = llvm::cast<RankedTensorType>(argument.getType());
+    values[name] = type.getNumElements() == 0 ? emptyConstant(argument.getLoc(), type)
+                                              : Value(argument);
     graphInputNames[entry->getArgument(i)] = name;
     func.setArgAttr(i, "kiln.name", builder.getStringAttr(name));
     if (unsignedNames.contains(name))
@@ -1750,15 +1750,6 @@ ImportResult Importer::run(llvm::StringRef bytes) {
     if (it == values.end()) {
       (void)fail(fileLoc(), ImportFailure::Invalid,
                  "graph output '" + output.name() + "' is not produced by any node");
-      return finish();
-    }
-    auto type = llvm::cast<RankedTensorType>(it->second.getType());
-    if (llvm::is_contained(type.getShape(), 0)) {
-      (void)fail(NameLoc::get(StringAttr::get(&context, "output '" + output.name() + "'"),
-                              fileLoc()),
-                 ImportFailure::Unsupported,
-                 "graph output '" + output.name() + "' has no elements (shape " +
-                     describeShape(type.getShape()) + "); Kiln does not compile empty tensors");
       return finish();
     }
     results.push_back(it->second);

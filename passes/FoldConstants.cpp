@@ -13,11 +13,13 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNFOLDCONSTANTSPASS
@@ -487,7 +489,19 @@ DenseElementsAttr foldReduce(ReduceOp op, DenseElementsAttr input) {
     stride *= shape[d];
   }
   SmallVector<Scalar> in = readScalars(input);
-  SmallVector<Scalar> out(op.getType().getNumElements());
+  // A result that reduces no element is the reduction's identity (ONNX:
+  // the element type's lowest value for max, its highest for min).
+  Scalar identity;
+  Type element = op.getType().getElementType();
+  unsigned width = llvm::isa<FloatType>(element) ? 64 : element.getIntOrFloatBitWidth();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if constexpr (std::is_same_v<ReduceOp, ReduceProdOp>)
+    identity = {1, 1};
+  else if constexpr (std::is_same_v<ReduceOp, ReduceMaxOp>)
+    identity = {-kInf, APInt::getSignedMinValue(width).getSExtValue()};
+  else if constexpr (std::is_same_v<ReduceOp, ReduceMinOp>)
+    identity = {kInf, APInt::getSignedMaxValue(width).getSExtValue()};
+  SmallVector<Scalar> out(op.getType().getNumElements(), identity);
   SmallVector<bool> seen(out.size(), false);
   forEachIndex(shape, [&](int64_t linear, ArrayRef<int64_t> index) {
     int64_t target = 0;
@@ -548,7 +562,19 @@ FailureOr<SmallVector<Value>> foldToConstants(OpBuilder &builder, Operation *op,
       op->getNumResults() != 1)
     return failure();
   auto type = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type || !type.hasStaticShape() || type.getNumElements() > maxElements)
+  if (!type || !type.hasStaticShape())
+    return failure();
+  // A result with no elements is known from its type alone; a product
+  // over an empty dimension is zero. Kernels then never see empty loops.
+  if (type.getNumElements() == 0 && isMemoryEffectFree(op))
+    return SmallVector<Value>{ConstantOp::create(
+        builder, op->getLoc(), DenseElementsAttr::get(type, ArrayRef<Attribute>{}))};
+  if (auto matmul = llvm::dyn_cast<MatMulOp>(op);
+      matmul && matmul.getLhs().getType().getShape().back() == 0)
+    return SmallVector<Value>{ConstantOp::create(
+        builder, op->getLoc(),
+        DenseElementsAttr::get(type, builder.getZeroAttr(type.getElementType())))};
+  if (type.getNumElements() > maxElements)
     return failure();
   SmallVector<DenseElementsAttr> operands;
   for (Value operand : op->getOperands()) {

@@ -44,7 +44,7 @@ static constexpr const char *kBeforeContractions =
 
 // After them.
 static constexpr const char *kAfterContractions =
-    "func.func(kiln-expand-strided-copies,"
+    "func.func(kiln-empty-buffers,kiln-expand-strided-copies,"
     // Loops over contiguous dimensions as one: a long innermost loop for
     // LLVM to vectorize, never a short one unrolled under a strided one.
     "kiln-collapse-contiguous-loops,"

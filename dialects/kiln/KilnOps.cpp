@@ -755,10 +755,10 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size;
     if (llvm::AddOverflow(input.getDimSize(d), pads[d], size) ||
-        llvm::AddOverflow(size, pads[rank + d], size) || size < 1)
+        llvm::AddOverflow(size, pads[rank + d], size) || size < 0)
       return emitOptionalError(loc, "padding dimension ", d, " of ", shapeString(input.getShape()),
                                " by ", pads[d], " and ", pads[rank + d],
-                               " leaves no elements (Kiln does not compile empty tensors)");
+                               " leaves a negative size");
     shape.push_back(size);
   }
   results.push_back(RankedTensorType::get(shape, input.getElementType()));

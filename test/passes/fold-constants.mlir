@@ -211,3 +211,30 @@ func.func @reductions() -> (tensor<2xf32>, tensor<2x1xi64>) {
   %m = kiln.reduce_max %i {axes = array<i64: 1>} : (tensor<2x2xi64>) -> tensor<2x1xi64>
   return %s, %m : tensor<2xf32>, tensor<2x1xi64>
 }
+
+// -----
+
+// A result with no elements is a constant whatever its operands; a matrix
+// product over an empty dimension is zero; reductions over no element give
+// their identities (the lowest value for max, the highest for min).
+// CHECK-LABEL: func @empty
+// CHECK-DAG: %[[NOTHING:.*]] = kiln.constant dense<> : tensor<2x0xf32>
+// CHECK-DAG: %[[ZEROS:.*]] = kiln.constant dense<0.000000e+00> : tensor<2x2xf32>
+// CHECK-DAG: %[[LOWEST:.*]] = kiln.constant dense<0xFF800000> : tensor<2xf32>
+// CHECK-DAG: %[[HIGHEST:.*]] = kiln.constant dense<2147483647> : tensor<2xi32>
+// CHECK-DAG: %[[ONES:.*]] = kiln.constant dense<1> : tensor<2xi32>
+// CHECK: return %[[NOTHING]], %[[ZEROS]], %[[LOWEST]], %[[HIGHEST]], %[[ONES]]
+// LIMIT-LABEL: func @empty
+// LIMIT-NOT: kiln.slice
+// LIMIT-NOT: kiln.matmul
+func.func @empty(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>)
+    -> (tensor<2x0xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<2xi32>) {
+  %none = kiln.slice %x {start = array<i64: 0, 3>, step = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x0xf32>
+  %t = kiln.transpose %none {perm = array<i64: 1, 0>} : (tensor<2x0xf32>) -> tensor<0x2xf32>
+  %product = kiln.matmul %none, %t : (tensor<2x0xf32>, tensor<0x2xf32>) -> tensor<2x2xf32>
+  %max = kiln.reduce_max %none {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xf32>) -> tensor<2xf32>
+  %ints = kiln.slice %i {start = array<i64: 0, 3>, step = array<i64: 1, 1>} : tensor<2x3xi32> -> tensor<2x0xi32>
+  %min = kiln.reduce_min %ints {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xi32>) -> tensor<2xi32>
+  %prod = kiln.reduce_prod %ints {axes = array<i64: 1>, keepdims = false} : (tensor<2x0xi32>) -> tensor<2xi32>
+  return %none, %product, %max, %min, %prod : tensor<2x0xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xi32>, tensor<2xi32>
+}

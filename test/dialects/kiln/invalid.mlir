@@ -364,10 +364,10 @@ func.func @pad_count(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-func.func @pad_empty(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
-  // expected-error @+2 {{padding dimension 1 of [2x3] by -2 and -1 leaves no elements}}
+func.func @pad_negative(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{padding dimension 1 of [2x3] by -2 and -2 leaves a negative size}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.pad %x {pads = array<i64: 0, -2, 0, -1>} : tensor<2x3xf32> -> tensor<2x1xf32>
+  %0 = kiln.pad %x {pads = array<i64: 0, -2, 0, -2>} : tensor<2x3xf32> -> tensor<2x1xf32>
   return %0 : tensor<2x1xf32>
 }
 

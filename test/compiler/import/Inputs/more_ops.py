@@ -32,8 +32,6 @@ save("adagrad_absent", h.make_node("Adagrad", ["R", "T", "X", "", "H"], ["X_new"
      **training)
 save("compress", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
      [info("y", [2, 2])], [nh.from_array(np.array([True, False, False, True]), "c")])
-save("compress_none", h.make_node("Compress", ["x", "c"], ["y"], axis=1), [info("x", [2, 4])],
-     [info("y", [2, 2])], [nh.from_array(np.array([False, False]), "c")])
 save("compress_input", h.make_node("Compress", ["x", "c"], ["y"]),
      [info("x", [2, 4]), info("c", [8], T.BOOL)], [info("y", [2])])
 save("reverse_sequence", h.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=0,
@@ -65,8 +63,6 @@ save("loop_run_time", h.make_node("Loop", ["m", "", "y0"], ["y"], body=body),
      [info("y0", []), info("limit", [])], [info("y", [])],
      [nh.from_array(np.array(10, np.int64), "m"), nh.from_array(np.array(1, np.float32), "one")],
      opset=16)
-save("empty_axes", h.make_node("ReduceSum", ["x", "axes"], ["y"]),
-     [info("x", [2, 3]), info("axes", [0], T.INT64)], [info("y", [1, 1])])
 
 # ScatterElements with run-time indices: an index out of range fails the
 # run naming the node (and is ignored with --no-index-checks).
