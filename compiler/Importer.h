@@ -300,6 +300,18 @@ FailureOr<SmallVector<int64_t>> windowPads(Importer &im, Node &n, ArrayRef<int64
 
 /// Conv of 5-D inputs: a sum of 2-D convolutions, one per filter depth.
 Results importConv3D(Importer &im, Node &n);
+/// The 3-D convolution of `x` [N, C, D, H, W] by `filter` [Cout, C/group,
+/// kd, kh, kw] (and `bias`, if given) that importConv3D builds, for node `n`;
+/// `pads` are the three begins, then the three ends.
+Results buildConv3D(Importer &im, Node &n, Value x, Value filter, Value bias,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                    ArrayRef<int64_t> dilations, int64_t group);
+
+/// MaxPool's Indices output for the 2-D max pooling `pooled` of `x` (f32 or
+/// wider) by the node's window: int64 positions in the flattened input.
+FailureOr<Value> maxPoolIndices(Importer &im, Node &n, Value x, Value pooled,
+                                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations);
 
 /// MaxPool (`max`) or AveragePool of 5-D inputs, as two 2-D poolings: over
 /// height and width, then over depth.

@@ -4,9 +4,10 @@
 // its channel roles swapped, of the input spread out by the strides (s - 1
 // zeros between neighbours) and padded by d (k - 1) less the node's pads on
 // each side (plus output_padding at the end; a negative amount crops). Built
-// from kiln ops, it runs on every back end. The spread input costs s² more
-// multiplications than a direct transposed convolution would. 1-D
-// transposed convolutions are 2-D ones one row high.
+// from kiln ops, it runs on every back end. The spread input costs s² (s³)
+// more multiplications than a direct transposed convolution would. 1-D
+// transposed convolutions are 2-D ones one row high; 3-D ones end in the
+// sum of 2-D convolutions that a 3-D Conv is.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -32,11 +33,12 @@ Results importConvTranspose(Importer &im, Node &n) {
   Value x = n.input(0), w = n.input(1), bias = n.input(2);
   RankedTensorType xType = typeOf(x), wType = typeOf(w);
   int64_t rank = xType.getRank();
-  if ((rank != 3 && rank != 4) || wType.getRank() != rank)
+  if (rank < 3 || rank > 5 || wType.getRank() != rank)
     return im.failNode(n, ImportFailure::Unsupported,
-                       "only 1-D and 2-D transposed convolutions (3-D and 4-D inputs) are "
+                       "only 1-D, 2-D and 3-D transposed convolutions (3-D to 5-D inputs) are "
                        "supported, got input " +
-                           describeShape(xType.getShape()));
+                           describeShape(xType.getShape()) + " and filter " +
+                           describeShape(wType.getShape()));
   int64_t spatial = rank - 2, group = n.getInt("group", 1);
   auto ints = [&](StringRef name, int64_t count, int64_t dflt) {
     return n.getInts(name).value_or(SmallVector<int64_t>(count, dflt));
@@ -93,24 +95,31 @@ Results importConvTranspose(Importer &im, Node &n) {
     kernel.insert(kernel.begin(), 1);
     pads = {0, pads[0], 0, pads[1]};
   }
+  int64_t dims = std::max<int64_t>(spatial, 2);
   RankedTensorType type = typeOf(x);
-  int64_t batch = type.getDimSize(0), h = type.getDimSize(2), wd = type.getDimSize(3);
+  int64_t batch = type.getDimSize(0);
+  ArrayRef<int64_t> sizes = type.getShape().drop_front(2);
 
-  // Spread: [N, C, H, W] -> [N, C, H, s, W, s] -> [N, C, H s, W s]; the
-  // trailing s - 1 zeros are cropped by the padding below.
-  if (strides[0] > 1 || strides[1] > 1) {
-    x = reshapeTo(b, loc, x, {batch, inChannels, h, 1, wd, 1});
-    if (strides[0] > 1)
-      x = spread(im, loc, x, 3, strides[0] - 1);
-    if (strides[1] > 1)
-      x = spread(im, loc, x, 5, strides[1] - 1);
-    x = reshapeTo(b, loc, x, {batch, inChannels, h * strides[0], wd * strides[1]});
+  // Spread: [N, C, H, W] -> [N, C, H, 1, W, 1] -> [N, C, H, s, W, s] ->
+  // [N, C, H s, W s] (likewise with D); the trailing s - 1 zeros are cropped
+  // by the padding below.
+  if (llvm::any_of(strides, [](int64_t s) { return s > 1; })) {
+    SmallVector<int64_t> split = {batch, inChannels}, spreadShape = {batch, inChannels};
+    for (int64_t i = 0; i < dims; ++i) {
+      split.append({sizes[i], 1});
+      spreadShape.push_back(sizes[i] * strides[i]);
+    }
+    x = reshapeTo(b, loc, x, split);
+    for (int64_t i = 0; i < dims; ++i)
+      if (strides[i] > 1)
+        x = spread(im, loc, x, 3 + 2 * i, strides[i] - 1);
+    x = reshapeTo(b, loc, x, spreadShape);
   }
-  SmallVector<int64_t> padding(8, 0);
-  for (int64_t i = 0; i < 2; ++i) {
+  SmallVector<int64_t> padding(2 * (dims + 2), 0);
+  for (int64_t i = 0; i < dims; ++i) {
     int64_t reach = dilations[i] * (kernel[i] - 1);
     padding[2 + i] = reach - pads[i];
-    padding[6 + i] = reach - pads[2 + i] + outputPadding[i] - (strides[i] - 1);
+    padding[dims + 4 + i] = reach - pads[dims + i] + outputPadding[i] - (strides[i] - 1);
   }
   if (llvm::any_of(padding, [](int64_t p) { return p != 0; })) {
     FailureOr<PadOp> padded = im.create<PadOp>(loc, x, Value(), padding, "constant");
@@ -119,17 +128,26 @@ Results importConvTranspose(Importer &im, Node &n) {
     x = *padded;
   }
 
-  // Filter [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw], flipped.
+  // Filter [Cin, Cout/g, k...] -> [Cout, Cin/g, k...], flipped.
   int64_t outPerGroup = wType.getDimSize(1), inPerGroup = inChannels / group;
-  Value filter = reshapeTo(b, loc, w, {group, inPerGroup, outPerGroup, kernel[0], kernel[1]});
-  filter = TransposeOp::create(b, loc, filter, ArrayRef<int64_t>{0, 2, 1, 3, 4});
-  filter = reshapeTo(b, loc, filter, {group * outPerGroup, inPerGroup, kernel[0], kernel[1]});
-  filter = SliceOp::create(b, loc, typeOf(filter), filter,
-                           ArrayRef<int64_t>{0, 0, kernel[0] - 1, kernel[1] - 1},
-                           ArrayRef<int64_t>{1, 1, kernel[0] > 1 ? -1 : 1, kernel[1] > 1 ? -1 : 1});
-  FailureOr<ConvOp> conv =
-      im.create<ConvOp>(loc, x, filter, bias, ArrayRef<int64_t>{1, 1},
-                        ArrayRef<int64_t>{0, 0, 0, 0}, dilations, group);
+  SmallVector<int64_t> grouped = {group, inPerGroup, outPerGroup}, swap = {0, 2, 1},
+                       regrouped = {group * outPerGroup, inPerGroup}, start = {0, 0},
+                       step = {1, 1};
+  for (int64_t i = 0; i < dims; ++i) {
+    grouped.push_back(kernel[i]);
+    swap.push_back(3 + i);
+    regrouped.push_back(kernel[i]);
+    start.push_back(kernel[i] - 1);
+    step.push_back(kernel[i] > 1 ? -1 : 1);
+  }
+  Value filter = reshapeTo(b, loc, w, grouped);
+  filter = TransposeOp::create(b, loc, filter, swap);
+  filter = reshapeTo(b, loc, filter, regrouped);
+  filter = SliceOp::create(b, loc, typeOf(filter), filter, start, step);
+  SmallVector<int64_t> ones(dims, 1), zeros(2 * dims, 0);
+  if (dims == 3)
+    return buildConv3D(im, n, x, filter, bias, ones, zeros, dilations, group);
+  FailureOr<ConvOp> conv = im.create<ConvOp>(loc, x, filter, bias, ones, zeros, dilations, group);
   if (failed(conv))
     return failure();
   Value y = conv->getResult();

@@ -55,22 +55,31 @@ FailureOr<Window3D> window3D(Importer &im, Node &n, ArrayRef<int64_t> spatial,
 } // namespace
 
 Results importConv3D(Importer &im, Node &n) {
-  OpBuilder &b = im.builder;
-  Location loc = n.loc;
-  Value x = n.input(0), filter = n.input(1), bias = n.input(2);
-  RankedTensorType xType = typeOf(x), wType = typeOf(filter);
-  ArrayRef<int64_t> shape = xType.getShape();
-  FailureOr<Window3D> w = window3D(im, n, shape.drop_front(2), wType.getShape().drop_front(2));
+  Value x = n.input(0), filter = n.input(1);
+  FailureOr<Window3D> w = window3D(im, n, typeOf(x).getShape().drop_front(2),
+                                   typeOf(filter).getShape().drop_front(2));
   if (failed(w))
     return failure();
+  return buildConv3D(im, n, x, filter, n.input(2), w->strides, w->pads, w->dilations,
+                     n.getInt("group", 1));
+}
+
+Results buildConv3D(Importer &im, Node &n, Value x, Value filter, Value bias,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                    ArrayRef<int64_t> dilations, int64_t group) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  RankedTensorType xType = typeOf(x), wType = typeOf(filter);
+  ArrayRef<int64_t> shape = xType.getShape();
   int64_t batch = shape[0], channels = shape[1], height = shape[3], width = shape[4];
   int64_t outChannels = wType.getDimSize(0), perGroup = wType.getDimSize(1);
-  int64_t depthKernel = w->kernel[0], depthStride = w->strides[0], depthDilation = w->dilations[0];
+  ArrayRef<int64_t> kernel = wType.getShape().drop_front(2);
+  int64_t depthKernel = kernel[0], depthStride = strides[0], depthDilation = dilations[0];
 
   // Pad the depth; the 2-D convolutions pad height and width.
-  if (w->pads[0] || w->pads[3]) {
+  if (pads[0] || pads[3]) {
     FailureOr<PadOp> padded = im.create<PadOp>(
-        loc, x, Value(), ArrayRef<int64_t>{0, 0, w->pads[0], 0, 0, 0, 0, w->pads[3], 0, 0},
+        loc, x, Value(), ArrayRef<int64_t>{0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0},
         "constant");
     if (failed(padded))
       return failure();
@@ -96,14 +105,14 @@ Results importConv3D(Importer &im, Node &n) {
     planes = reshapeTo(b, loc, planes, {batch * outDepth, channels, height, width});
     Value plane = SliceOp::create(
         b, loc,
-        RankedTensorType::get({outChannels, perGroup, 1, w->kernel[1], w->kernel[2]},
+        RankedTensorType::get({outChannels, perGroup, 1, kernel[1], kernel[2]},
                               wType.getElementType()),
         filter, ArrayRef<int64_t>{0, 0, t, 0, 0}, ArrayRef<int64_t>{1, 1, 1, 1, 1});
-    plane = reshapeTo(b, loc, plane, {outChannels, perGroup, w->kernel[1], w->kernel[2]});
+    plane = reshapeTo(b, loc, plane, {outChannels, perGroup, kernel[1], kernel[2]});
     FailureOr<ConvOp> conv = im.create<ConvOp>(
-        loc, planes, plane, Value(), ArrayRef<int64_t>{w->strides[1], w->strides[2]},
-        ArrayRef<int64_t>{w->pads[1], w->pads[2], w->pads[4], w->pads[5]},
-        ArrayRef<int64_t>{w->dilations[1], w->dilations[2]}, n.getInt("group", 1));
+        loc, planes, plane, Value(), ArrayRef<int64_t>{strides[1], strides[2]},
+        ArrayRef<int64_t>{pads[1], pads[2], pads[4], pads[5]},
+        ArrayRef<int64_t>{dilations[1], dilations[2]}, group);
     if (failed(conv))
       return failure();
     sum = sum ? Value(AddOp::create(b, loc, sum, *conv)) : Value(*conv);

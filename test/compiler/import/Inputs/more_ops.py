@@ -45,9 +45,9 @@ save("max_pool_1d", h.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strid
 save("conv_transpose", h.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], group=2,
                                    pads=[1, 1, 1, 1]),
      [info("x", [1, 4, 3, 3]), info("w", [4, 3, 3, 3])], [info("y", [1, 6, 5, 5])])
-save("conv_transpose_3d", h.make_node("ConvTranspose", ["x", "w"], ["y"]),
-     [info("x", [1, 1, 2, 2, 2])], [info("y", [1, 1, 3, 3, 3])],
-     [nh.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")])
+save("conv_transpose_4d", h.make_node("ConvTranspose", ["x", "w"], ["y"]),
+     [info("x", [1, 1, 2, 2, 2, 2])], [info("y", [1, 1, 3, 3, 3, 3])],
+     [nh.from_array(np.ones((1, 1, 2, 2, 2, 2), np.float32), "w")])
 save("conv_transpose_group", h.make_node("ConvTranspose", ["x", "w"], ["y"], group=3),
      [info("x", [1, 4, 3, 3])], [info("y", [1, 3, 5, 5])],
      [nh.from_array(np.ones((4, 1, 3, 3), np.float32), "w")])

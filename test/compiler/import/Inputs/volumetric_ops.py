@@ -1,6 +1,6 @@
-"""Writes 3-D Conv, MaxPool and AveragePool models into the folder argv[1],
-with inputs and references computed here by the definitions, in NumPy
-(float64, window by window)."""
+"""Writes 3-D Conv, MaxPool, AveragePool and ConvTranspose models into the
+folder argv[1], with inputs and references computed here by the
+definitions, in NumPy (float64, window by window)."""
 import itertools
 import os
 
@@ -109,3 +109,36 @@ ref1 = ref1[:, :, 0, 0, :]
 save("conv1d", h.make_node("Conv", ["x", "w"], ["y"], **attrs1), [info("x", list(x1.shape))],
      [info("y", list(ref1.shape))], [nh.from_array(w1, "w")])
 npy("conv1d_ref", ref1.astype(np.float32))
+
+
+def conv_transpose3d(x, w, strides, pads, dilations, output_padding, group):
+    """The definition: every input element spreads its filter, scaled, into
+    the output at stride * position + dilation * tap - pad."""
+    n, c = x.shape[:2]
+    per_in, per_out = c // group, w.shape[1]
+    outs = [strides[i] * (x.shape[2 + i] - 1) + output_padding[i]
+            + (w.shape[2 + i] - 1) * dilations[i] + 1 - pads[i] - pads[3 + i] for i in range(3)]
+    y = np.zeros((n, per_out * group) + tuple(outs))
+    for i in itertools.product(*[range(v) for v in x.shape[2:]]):
+        for k in itertools.product(*[range(v) for v in w.shape[2:]]):
+            at = [i[d] * strides[d] + k[d] * dilations[d] - pads[d] for d in range(3)]
+            if not all(0 <= at[d] < outs[d] for d in range(3)):
+                continue
+            for g in range(group):
+                patch = x[(slice(None), slice(g * per_in, (g + 1) * per_in)) + i]
+                taps = w[(slice(g * per_in, (g + 1) * per_in), slice(None)) + k]
+                y[:, g * per_out:(g + 1) * per_out, at[0], at[1], at[2]] += patch @ taps
+    return y
+
+
+# 3-D transposed convolution: strides, pads, dilations and output_padding
+# all different per dimension, two groups.
+xt = rng.standard_normal((2, 4, 3, 4, 3)).astype(np.float32)
+wt = rng.standard_normal((4, 3, 2, 3, 2)).astype(np.float32)
+npy("xt", xt)
+attrs_t = dict(strides=[2, 1, 3], pads=[1, 0, 1, 0, 1, 0], dilations=[1, 2, 1],
+               output_padding=[1, 0, 2], group=2)
+ref_t = conv_transpose3d(xt.astype(np.float64), wt.astype(np.float64), **attrs_t)
+save("conv_transpose3d", h.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs_t),
+     [info("x", list(xt.shape))], [info("y", list(ref_t.shape))], [nh.from_array(wt, "w")])
+npy("conv_transpose3d_ref", ref_t.astype(np.float32))
