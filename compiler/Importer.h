@@ -289,6 +289,10 @@ void addSignalHandlers(llvm::StringMap<Handler> &table);
 /// QLinearMatMul, QLinearConv) and BitShift to `table`.
 void addIntegerHandlers(llvm::StringMap<Handler> &table);
 
+/// Adds the handlers of NonZero and Unique, evaluated on constants, to
+/// `table`.
+void addDataDependentHandlers(llvm::StringMap<Handler> &table);
+
 /// Adds the handler of ConvTranspose to `table`.
 void addConvTransposeHandlers(llvm::StringMap<Handler> &table);
 

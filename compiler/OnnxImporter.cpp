@@ -1307,6 +1307,7 @@ const llvm::StringMap<Handler> &handlers() {
     t["Einsum"] = importEinsum;
     t["Conv"] = importConv;
     addConvTransposeHandlers(t);
+    addDataDependentHandlers(t);
     t["MaxPool"] = importPool<MaxPoolOp>;
     t["AveragePool"] = importPool<AveragePoolOp>;
     t["GlobalMaxPool"] = importGlobalPool<ReduceMaxOp>;
@@ -1498,7 +1499,7 @@ const llvm::StringMap<UnsignedRule> &unsignedRules() {
           "Div", "Mod", "Max", "Min", "Clip", "Less", "LessOrEqual", "Greater",
           "GreaterOrEqual", "BitShift", "MaxPool"})
       r[op] = UnsignedRule::Propagate;
-    for (const char *op : {"Shape", "Size"})
+    for (const char *op : {"Shape", "Size", "NonZero"})
       r[op] = UnsignedRule::Signed;
     for (const char *op : {"Cast", "CastLike", "Pow", "Constant", "ConstantOfShape",
                            "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
