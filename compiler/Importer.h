@@ -281,7 +281,7 @@ void addTrainingDomainHandlers(llvm::StringMap<Handler> &table);
 /// Adds the handlers of If, Loop and Scan to `table`.
 void addControlFlowHandlers(llvm::StringMap<Handler> &table);
 
-/// Adds the handlers of DFT and STFT to `table`.
+/// Adds the handlers of DFT, STFT and MelWeightMatrix to `table`.
 void addSignalHandlers(llvm::StringMap<Handler> &table);
 
 /// Adds the handlers of the quantization ops (QuantizeLinear,

@@ -11,7 +11,9 @@
 //   - InstanceNormalization, MeanVarianceNormalization: mean and variance
 //     reductions;
 //   - LRN: a sum of shifted squares along the channels;
-//   - Det of 1x1, 2x2 and 3x3 matrices: the cofactor expansion.
+//   - Det of 1x1, 2x2 and 3x3 matrices: the cofactor expansion;
+//   - MaxPool's Indices output: each window tap's element compared with the
+//     window's maximum, selecting that tap's index from a constant map.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -417,6 +419,68 @@ Results importDet(Importer &im, Node &n) {
 }
 
 } // namespace
+
+// ONNX's indices are into the flattened input, [N C] planes of H x W, each
+// in row-major order (storage_order 0) or column-major (1); a window's
+// first maximum in row-major tap order wins. The taps are visited last to
+// first, each selecting its own index where its element equals the
+// maximum, so the first tap's selection is the one that stays. Padding
+// (and the reach of ceil_mode windows past the input) has index -1 in the
+// map and never matches.
+FailureOr<Value> maxPoolIndices(Importer &im, Node &n, Value x, Value pooled,
+                                ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  RankedTensorType type = typeOf(x), outType = typeOf(pooled);
+  int64_t planes = type.getDimSize(0) * type.getDimSize(1);
+  int64_t height = type.getDimSize(2), width = type.getDimSize(3);
+  int64_t outHeight = outType.getDimSize(2), outWidth = outType.getDimSize(3);
+  // Padded to every window's reach.
+  auto reach = [&](int64_t d, int64_t out) {
+    return (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1;
+  };
+  int64_t paddedHeight = std::max(height + pads[0] + pads[2], reach(0, outHeight));
+  int64_t paddedWidth = std::max(width + pads[1] + pads[3], reach(1, outWidth));
+  if (failed(im.checkBuiltConstant(n, planes * paddedHeight * paddedWidth, "the index map")))
+    return failure();
+  bool columnMajor = n.getInt("storage_order", 0) != 0;
+  SmallVector<int64_t> map;
+  map.reserve(planes * paddedHeight * paddedWidth);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t h = -pads[0]; h < paddedHeight - pads[0]; ++h)
+      for (int64_t w = -pads[1]; w < paddedWidth - pads[1]; ++w) {
+        bool inside = h >= 0 && h < height && w >= 0 && w < width;
+        int64_t within = columnMajor ? w * height + h : h * width + w;
+        map.push_back(inside ? p * height * width + within : -1);
+      }
+  SmallVector<int64_t> paddedShape = {type.getDimSize(0), type.getDimSize(1), paddedHeight,
+                                      paddedWidth};
+  Type i64 = b.getI64Type();
+  Value indexMap = im.constant(
+      loc, DenseElementsAttr::get(RankedTensorType::get(paddedShape, i64), ArrayRef<int64_t>(map)));
+  FailureOr<PadOp> padded =
+      im.create<PadOp>(loc, x, Value(),
+                       ArrayRef<int64_t>{0, 0, pads[0], pads[1], 0, 0,
+                                         paddedHeight - height - pads[0],
+                                         paddedWidth - width - pads[1]},
+                       "constant");
+  if (failed(padded))
+    return failure();
+  Value none = im.intSplat(loc, i64, -1);
+  Value indices;
+  for (int64_t tap = kernel[0] * kernel[1] - 1; tap >= 0; --tap) {
+    int64_t i = tap / kernel[1], j = tap % kernel[1];
+    SmallVector<int64_t> start = {0, 0, i * dilations[0], j * dilations[1]},
+                         step = {1, 1, strides[0], strides[1]};
+    Value element = SliceOp::create(b, loc, outType, *padded, start, step);
+    Value index = SliceOp::create(b, loc, outType.clone(i64), indexMap, start, step);
+    Value match = EqualOp::create(b, loc, element, pooled);
+    match = AndOp::create(b, loc, match, GreaterOp::create(b, loc, index, none));
+    indices = WhereOp::create(b, loc, match, index, indices ? indices : index);
+  }
+  return indices;
+}
 
 void addCompositeHandlers(llvm::StringMap<Handler> &table) {
   table["DepthToSpace"] = importDepthToSpace;

@@ -648,8 +648,11 @@ Results importPool1D(Importer &im, Node &n) {
 template <typename Op>
 Results importPool(Importer &im, Node &n) {
   RankedTensorType x = typeOf(n.input(0));
-  if (n.proto.output_size() > 1)
-    return im.failNode(n, ImportFailure::Unsupported, "the Indices output is not supported");
+  bool withIndices = n.proto.output_size() > 1 && !n.proto.output(1).empty();
+  if (withIndices && (!std::is_same_v<Op, MaxPoolOp> || x.getRank() != 4))
+    return im.failNode(n, ImportFailure::Unsupported,
+                       "the Indices output is supported for 2-D max pooling (4-D inputs) only, "
+                       "got input " + describeShape(x.getShape()));
   if (x.getRank() == 3)
     return importPool1D<Op>(im, n);
   if (x.getRank() == 5 && llvm::isa<FloatType>(x.getElementType()))
@@ -688,11 +691,19 @@ Results importPool(Importer &im, Node &n) {
     return failure();
   if constexpr (std::is_same_v<Op, AveragePoolOp>)
     op->setCountIncludePad(n.getInt("count_include_pad", 0) != 0);
-  if (!integers)
-    return one(*op);
-  auto back = CastOp::create(im.builder, n.loc, typeOf(*op).clone(element), *op);
-  back.setUnsignedOutput(n.isUnsigned(0));
-  return one(back);
+  Value y = *op;
+  if (integers) {
+    auto back = CastOp::create(im.builder, n.loc, typeOf(*op).clone(element), *op);
+    back.setUnsignedOutput(n.isUnsigned(0));
+    y = back;
+  }
+  if (!withIndices)
+    return one(y);
+  FailureOr<Value> indices =
+      maxPoolIndices(im, n, input, *op, *kernel, strides, *pads, dilations);
+  if (failed(indices))
+    return failure();
+  return SmallVector<Value>{y, *indices};
 }
 
 template <typename Op>

@@ -1,11 +1,11 @@
 //===- OnnxIndexing.cpp - ONNX's ops that read by index --------------------===//
 //
 // Gather, GatherElements and GatherND, Compress and ReverseSequence (as
-// gathers), and the scatters (ScatterElements, ScatterND, and Scatter,
-// ScatterElements' old name). Constant indices are checked here, naming the
-// node and the index; others are checked at run time (kilnc
-// --no-index-checks turns that off) and clamped either way, so a bad index
-// never reads outside the data.
+// gathers), the scatters (ScatterElements, ScatterND, and Scatter,
+// ScatterElements' old name) and MaxUnpool, a scatter into zeros. Constant
+// indices are checked here, naming the node and the index; others are
+// checked at run time (kilnc --no-index-checks turns that off) and clamped
+// either way, so a bad index never reads outside the data.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -176,6 +176,76 @@ Results importScatterND(Importer &im, Node &n) {
   return one(im.create<ScatterNDOp>(n.loc, n.input(0), n.input(1), n.input(2), *reduction));
 }
 
+// MaxUnpool writes each value at its index (as MaxPool's Indices gives
+// them) into zeros of the pooled input's size, (in - 1) s - pads + k per
+// window dimension: a ScatterElements into the flattened result. An
+// output_shape larger than that size holds the result at its start, the
+// rest zeros (ONNX's reference does so, and its tests expect it).
+Results importMaxUnpool(Importer &im, Node &n) {
+  OpBuilder &b = im.builder;
+  Location loc = n.loc;
+  Value x = n.input(0), indices = n.input(1);
+  RankedTensorType type = typeOf(x);
+  int64_t spatial = type.getRank() - 2;
+  std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
+  SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>(spatial, 1));
+  SmallVector<int64_t> pads = n.getInts("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
+  if (spatial < 1 || !kernel || static_cast<int64_t>(kernel->size()) != spatial ||
+      static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "needs an input of rank >= 3, and kernel_shape, strides and pads for "
+                       "each of its window dimensions");
+  if (!indices || typeOf(indices).getShape() != type.getShape() ||
+      !typeOf(indices).getElementType().isInteger(64))
+    return im.failNode(n, ImportFailure::Invalid,
+                       "the indices must be int64 of the input's shape " +
+                           describeShape(type.getShape()));
+  SmallVector<int64_t> shape(type.getShape().take_front(2));
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t size = (type.getDimSize(2 + d) - 1) * strides[d] - pads[d] - pads[spatial + d] +
+                   (*kernel)[d];
+    if ((*kernel)[d] < 1 || strides[d] < 1 || size < 0)
+      return im.failNode(n, ImportFailure::Invalid,
+                         "kernel sizes and strides must be >= 1, and the pads leave dimension " +
+                             std::to_string(2 + d) + " a size of " + std::to_string(size));
+    shape.push_back(size);
+  }
+  SmallVector<int64_t> outputShape = shape;
+  if (n.input(2)) {
+    FailureOr<SmallVector<int64_t>> given = im.constantInts(n, 2, "output_shape");
+    if (failed(given))
+      return failure();
+    auto smaller = [](auto sizes) { return std::get<0>(sizes) < std::get<1>(sizes); };
+    if (given->size() != shape.size() || llvm::any_of(llvm::zip(*given, shape), smaller))
+      return im.failNode(n, ImportFailure::Invalid,
+                         "output_shape " + describeShape(*given) + " must have rank " +
+                             std::to_string(shape.size()) + " and hold the unpooled shape " +
+                             describeShape(shape));
+    outputShape = *given;
+  }
+  int64_t total = 1;
+  for (int64_t size : shape)
+    total *= size;
+  if (failed(im.checkBuiltConstant(n, total, "the unpooled zeros")))
+    return failure();
+  Type element = type.getElementType();
+  Value zeros = im.constant(
+      loc, DenseElementsAttr::get(RankedTensorType::get({total}, element), b.getZeroAttr(element)));
+  int64_t count = type.getNumElements();
+  FailureOr<ScatterElementsOp> scattered = im.create<ScatterElementsOp>(
+      loc, zeros, reshapeTo(b, loc, indices, {count}), reshapeTo(b, loc, x, {count}), 0, "none");
+  if (failed(scattered))
+    return failure();
+  Value y = reshapeTo(b, loc, *scattered, shape);
+  if (outputShape == shape)
+    return one(y);
+  SmallVector<int64_t> padding(2 * shape.size(), 0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    padding[shape.size() + d] = outputShape[d] - shape[d];
+  return one(im.create<PadOp>(loc, y, Value(), padding, "constant"));
+}
+
 } // namespace
 
 void addIndexingHandlers(llvm::StringMap<Handler> &table) {
@@ -187,6 +257,7 @@ void addIndexingHandlers(llvm::StringMap<Handler> &table) {
   table["ScatterElements"] = importScatterElements;
   table["Scatter"] = importScatterElements;
   table["ScatterND"] = importScatterND;
+  table["MaxUnpool"] = importMaxUnpool;
 }
 
 } // namespace kiln::onnx_import

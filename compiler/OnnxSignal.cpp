@@ -6,7 +6,8 @@
 //   inverse: Yr = (xr C - xi S) / n, Yi = (xi C + xr S) / n,
 // with C[j, k] = cos(2 pi j k / n), S[j, k] = sin(2 pi j k / n), and K = n
 // (or n / 2 + 1 one-sided). STFT gathers the (windowed) frames first. Both
-// run as ordinary products on every back end.
+// run as ordinary products on every back end. MelWeightMatrix, the
+// triangular filters that map such a spectrum to mel bands, is a constant.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
@@ -165,11 +166,87 @@ Results importSTFT(Importer &im, Node &n) {
   return one(*y);
 }
 
+/// NumPy's floor division of doubles (`a // b`): the quotient of a less its
+/// remainder, rounded down.
+double floorDivide(double a, double b) {
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0)))
+    div -= 1;
+  double floor = std::floor(div);
+  return div - floor > 0.5 ? floor + 1 : floor;
+}
+
+// MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] triangles between
+// num_mel_bins + 2 edges spaced evenly in mels (2595 log10(1 + f / 700))
+// from the lower to the upper edge frequency, each edge mapped to the
+// spectrogram bin (dft_length + 1) f // sample_rate; computed as ONNX's
+// reference computes it.
+Results importMelWeightMatrix(Importer &im, Node &n) {
+  FailureOr<int64_t> bands = im.constantInt(n, 0, "num_mel_bins");
+  if (failed(bands))
+    return failure();
+  FailureOr<int64_t> length = im.constantInt(n, 1, "dft_length");
+  if (failed(length))
+    return failure();
+  FailureOr<int64_t> rate = im.constantInt(n, 2, "sample_rate");
+  if (failed(rate))
+    return failure();
+  FailureOr<double> lower = im.constantScalar(n, 3, "lower_edge_hertz");
+  if (failed(lower))
+    return failure();
+  FailureOr<double> upper = im.constantScalar(n, 4, "upper_edge_hertz");
+  if (failed(upper))
+    return failure();
+  if (*bands < 1 || *length < 1 || *rate < 1)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "num_mel_bins, dft_length and sample_rate must be >= 1");
+  int64_t bins = *length / 2 + 1;
+  if (failed(im.checkBuiltConstant(n, bins * *bands, "the weight matrix")))
+    return failure();
+  FailureOr<Type> element =
+      im.elementType(n.getInt("output_datatype", 1), n.loc, "MelWeightMatrix's 'output_datatype'");
+  if (failed(element))
+    return failure();
+  double lowMel = 2595 * std::log1p(*lower / 700) / std::log(10.0);
+  double highMel = 2595 * std::log1p(*upper / 700) / std::log(10.0);
+  double step = (highMel - lowMel) / double(*bands + 2);
+  SmallVector<int64_t> edges;
+  for (int64_t i = 0; i < *bands + 2; ++i) {
+    double hertz = 700 * std::expm1((double(i) * step + lowMel) / 2595 * std::log(10.0));
+    double bin = floorDivide(double(*length + 1) * hertz, double(*rate));
+    if (!(bin >= 0 && bin < double(bins)))
+      return im.failNode(n, ImportFailure::Invalid,
+                         "the edge frequencies " + std::to_string(*lower) + " to " +
+                             std::to_string(*upper) + " Hz map outside the spectrum's " +
+                             std::to_string(bins) + " bins");
+    edges.push_back(static_cast<int64_t>(bin));
+  }
+  SmallVector<double> weights(bins * *bands, 0.0);
+  for (int64_t band = 0; band < *bands; ++band) {
+    int64_t left = edges[band], center = edges[band + 1], right = edges[band + 2];
+    if (center == left)
+      weights[center * *bands + band] = 1;
+    for (int64_t j = left; center > left && j <= center; ++j)
+      weights[j * *bands + band] = double(j - left) / double(center - left);
+    for (int64_t j = center; j < right; ++j)
+      weights[j * *bands + band] = double(right - j) / double(right - center);
+  }
+  SmallVector<Attribute> values;
+  for (double w : weights)
+    values.push_back(llvm::isa<FloatType>(*element)
+                         ? Attribute(im.builder.getFloatAttr(*element, w))
+                         : Attribute(im.builder.getIntegerAttr(*element, int64_t(w))));
+  return one(im.constant(
+      n.loc, DenseElementsAttr::get(RankedTensorType::get({bins, *bands}, *element), values)));
+}
+
 } // namespace
 
 void addSignalHandlers(llvm::StringMap<Handler> &table) {
   table["DFT"] = importDFT;
   table["STFT"] = importSTFT;
+  table["MelWeightMatrix"] = importMelWeightMatrix;
 }
 
 } // namespace kiln::onnx_import
