@@ -83,7 +83,10 @@ typedef struct Start {
 } Start;
 
 /* What a band of output rows sums: out[r][x] (or the start's bias) plus
- * the sum over t of w[t] * tap[t][r * rowStep + x], r < rows, x < n. */
+ * the sum over t of w[t] * tap[t][r * rowStep + x], r < rows, x < n.
+ * With `kh` (3 or 5), the taps are a kh x kh window whose row ky is row
+ * ky - 1 one row step further on (the window steps down the columns as
+ * the outputs do), so an input row serves kh output rows. */
 typedef struct Band {
   float *out;
   int64_t outH, rows, n;
@@ -91,6 +94,7 @@ typedef struct Band {
   const float *w;
   int64_t taps, rowStep;
   Start start;
+  int64_t kh;
 } Band;
 
 /* max then min, as arith.maximumf and arith.minimumf: NaN stays NaN, and
@@ -110,6 +114,32 @@ INLINE Vector clampVector(Vector v, Vector lo, Vector hi) {
 
 INLINE Vector splat(float value) { return (Vector){} + value; }
 
+/* The sums of a tile of R rows of V vectors over a K x K window whose tap
+ * rows are output rows apart (Band.kh): each of the R + K - 1 input rows
+ * the tile reads is loaded once per column tap and added to the output
+ * rows it meets (r with 0 <= i - r < K, by weight row i - r), so a
+ * multiply-add takes half a load or less instead of one (most of them
+ * across cache lines), and each weight is broadcast once per V vectors.
+ * K is a constant at every call: the loops unroll, and the accumulators
+ * stay in registers. */
+INLINE void sharedRows(const Band *b, Vector *acc, int64_t offset, int R, int V, int K) {
+  for (int i = 0; i < R + K - 1; ++i)
+    for (int kx = 0; kx < K; ++kx) {
+      const float *p = b->tap[kx] + offset + i * b->rowStep;
+      Vector v[ACCUMULATORS];
+      for (int j = 0; j < V; ++j)
+        v[j] = load(p + j * VL);
+      for (int r = 0; r < R; ++r) {
+        int ky = i - r;
+        if (ky < 0 || ky >= K)
+          continue;
+        float wt = b->w[ky * K + kx];
+        for (int j = 0; j < V; ++j)
+          acc[r * V + j] += wt * v[j];
+      }
+    }
+}
+
 /* R rows from `y` times V vectors from `x`, starting from the outputs or
  * the start's bias (or, V being 1, from `start`, one vector per row). */
 INLINE void tile(const Band *b, int64_t y, int64_t x, int R, int V, const Vector *start) {
@@ -121,13 +151,21 @@ INLINE void tile(const Band *b, int64_t y, int64_t x, int R, int V, const Vector
                        : b->start.init ? splat(b->start.bias)
                                         : load(out + r * b->outH + j * VL);
   int64_t offset = y * b->rowStep + x;
-  for (int64_t t = 0; t < b->taps; ++t) {
-    float wt = b->w[t]; /* broadcast once, by the scalar-vector product */
-    const float *p = b->tap[t] + offset;
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < V; ++j)
-        acc[r * V + j] += wt * load(p + r * b->rowStep + j * VL);
-  }
+#if KILN_VECTOR_BYTES == 64
+  if (b->kh == 3)
+    sharedRows(b, acc, offset, R, V, 3);
+  else
+#endif
+  if (b->kh == 5)
+    sharedRows(b, acc, offset, R, V, 5);
+  else
+    for (int64_t t = 0; t < b->taps; ++t) {
+      float wt = b->w[t]; /* broadcast once, by the scalar-vector product */
+      const float *p = b->tap[t] + offset;
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < V; ++j)
+          acc[r * V + j] += wt * load(p + r * b->rowStep + j * VL);
+    }
   Vector lo = splat(b->start.lo), hi = splat(b->start.hi);
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < V; ++j)
@@ -181,7 +219,11 @@ INLINE void rows(const Band *b, int64_t y, int R, int V) {
  * many, else over several rows of fewer vectors each. */
 static void accumulate(const Band *b) {
   int64_t vectors = b->n / VL, y = 0;
-  if (vectors < 2)
+  /* Shared input rows: the more output rows a tile has, the fewer loads. */
+  if (b->kh && vectors >= 2)
+    for (; y + 4 <= b->rows; y += 4)
+      rows(b, y, 4, 2);
+  else if (vectors < 2)
     for (; y + 8 <= b->rows; y += 8)
       rows(b, y, 8, 1);
   else if (vectors < 4)
@@ -239,10 +281,20 @@ static void phaseOffsets(const Shape *s, int64_t planeRows, int64_t planeWidth, 
     }
 }
 
+/* Whether output rows share input rows (Band.kh): 3x3 and 5x5 windows
+ * that step down the columns as the outputs do. With 16-register AVX2, a
+ * 3x3 window's weight broadcasts (it has no broadcasting multiply-add) cost
+ * more than the loads saved. */
+static int sharesRows(const Shape *s) {
+  return s->sh == s->dh && s->kh == s->kw &&
+         (s->kh == 5 || (s->kh == 3 && KILN_VECTOR_BYTES == 64));
+}
+
 /* One channel, unit stride along the row (rowOffsets by s->inH). */
 static void channelUnitStride(const Shape *s, const float *in, const int64_t *offset,
                               const float *w, float *out, int64_t outH, const Start *start) {
-  Band band = {out, outH, s->oh, s->ow, NULL, NULL, 0, s->sh * s->inH, *start};
+  Band band = {out, outH, s->oh, s->ow, NULL, NULL, 0, s->sh * s->inH, *start,
+               sharesRows(s) ? s->kh : 0};
   accumulateWindow(band, s->kh * s->kw, in, offset, w);
 }
 
@@ -290,7 +342,7 @@ static void channelRuns(const Shape *s, const float *origin, const int64_t *offs
   for (int64_t y0 = 0; y0 < s->oh; y0 += runRows) {
     int64_t rowsHere = s->oh - y0 < runRows ? s->oh - y0 : runRows;
     int64_t n = (rowsHere - 1) * pitch + s->ow;
-    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, sums};
+    Band band = {scratch, 0, 1, n, NULL, NULL, 0, 0, sums, 0};
     accumulateWindow(band, s->kh * s->kw, origin + y0 * pitch, offset, w);
     for (int64_t y = 0; y < rowsHere; ++y)
       finishRow(out + (y0 + y) * outH, scratch + y * pitch, s->ow, start);
@@ -314,6 +366,29 @@ typedef struct Phases {
   int64_t topDiv, topMod, leftDiv, leftMod;
 } Phases;
 
+#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
+/* The `n` floats from `from` split into its even and odd elements, stored
+ * at `even` and `odd`: two masked loads and two permutes per 32 floats (the
+ * compiler's loop for one phase at a time, with scalar tails, took as long
+ * as the whole window's sums). */
+INLINE void deinterleave(const float *from, int64_t n, float *even, float *odd) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  for (int64_t i = 0; 2 * i < n; i += 16) {
+    int64_t left = n - 2 * i;
+    __mmask16 low = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+    __mmask16 high = left >= 32 ? 0xffff : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+    __m512 a = _mm512_maskz_loadu_ps(low, from + 2 * i);
+    __m512 b = _mm512_maskz_loadu_ps(high, from + 2 * i + 16);
+    int64_t evenLeft = (left + 1) / 2, oddLeft = left / 2;
+    _mm512_mask_storeu_ps(even + i, evenLeft >= 16 ? 0xffff : (__mmask16)((1u << evenLeft) - 1),
+                          _mm512_permutex2var_ps(a, evens, b));
+    _mm512_mask_storeu_ps(odd + i, oddLeft >= 16 ? 0xffff : (__mmask16)((1u << oddLeft) - 1),
+                          _mm512_permutex2var_ps(a, odds, b));
+  }
+}
+#endif
+
 /* Copies one channel `in` into the phase planes where it lies in the padded
  * image (rows x columns; the rest of the planes stays zero). */
 static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64_t columns,
@@ -324,6 +399,19 @@ static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64
   for (int64_t r = 0; r < u->ih && u->top + r < rows; ++r) {
     const float *from = in + r * u->inH;
     float *phaseRow = ph->planes + p * s->sw * planeFloats + row * ph->planeWidth;
+    if (++p == s->sh)
+      p = 0, ++row;
+#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
+    /* Image column c lies in column phase (left + c) % 2: even columns in
+     * phase leftMod, odd ones in the other, one further along if that is
+     * phase 0. */
+    if (s->sw == 2) {
+      float *first = phaseRow + ph->leftMod * planeFloats + ph->leftDiv;
+      float *second = phaseRow + (1 - ph->leftMod) * planeFloats + ph->leftDiv + ph->leftMod;
+      deinterleave(from, end, first, second);
+      continue;
+    }
+#endif
     for (int64_t q = 0; q < s->sw; ++q) {
       /* The first image column in column phase q, and its place there. */
       int64_t c0 = q >= ph->leftMod ? q - ph->leftMod : q - ph->leftMod + s->sw;
@@ -337,8 +425,6 @@ static void copyIntoPhases(const Phases *ph, const Shape *s, int64_t rows, int64
       for (int64_t i = 0; c0 + i * s->sw < end; ++i)
         to[i] = from[c0 + i * s->sw];
     }
-    if (++p == s->sh)
-      p = 0, ++row;
   }
 }
 
@@ -363,15 +449,24 @@ static void copyIntoPlane(float *plane, int64_t rows, int64_t columns, const flo
   int64_t n = end - first;
   if (n <= 0)
     return;
-  /* Rows are short (7 to 112 floats): copied inline, not by memcpy calls. */
+  /* Rows are short (7 to 112 floats): copied inline, not by memcpy calls
+   * (which the compiler makes of a plain loop, and which took a fifth of a
+   * 3x3 layer's time at 56x56). */
   for (int64_t r = u->top; r < rows && r - u->top < u->ih; ++r) {
     float *to = plane + r * columns + first;
     const float *from = in + (r - u->top) * u->inH;
+#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
+    for (int64_t x = 0; x < n; x += VL) {
+      __mmask16 part = n - x >= VL ? 0xffff : (__mmask16)((1u << (n - x)) - 1);
+      _mm512_mask_storeu_ps(to + x, part, _mm512_maskz_loadu_ps(part, from + x));
+    }
+#else
     int64_t x = 0;
     for (; x + VL <= n; x += VL)
       store(to + x, load(from + x));
     for (; x < n; ++x)
       to[x] = from[x];
+#endif
   }
 }
 

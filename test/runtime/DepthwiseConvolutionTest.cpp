@@ -200,6 +200,23 @@ TEST(DepthwiseConvolutionTest, NarrowStridedRows) {
                   makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1)});
 }
 
+// 3x3 and 5x5 windows at unit stride along rows at least two vectors wide,
+// whose input rows are shared by the output rows of a tile (4 at a time):
+// row counts that leave 1 to 3 rows over, widths with a partial last
+// vector, and a stride and dilation of 2 down the columns (the window
+// steps down as the outputs do); the rows of an image that is padded
+// already run longer than the window reads.
+TEST(DepthwiseConvolutionTest, SharedInputRows) {
+  checkCases(17, {initialized(unpadded(makeCase(3, 3, 3, 13, 56, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 6),
+                  initialized(unpadded(makeCase(2, 5, 5, 14, 55, 1, 1, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                  initialized(unpadded(makeCase(2, 5, 5, 6, 33, 1, 1, 1, 1), 2, 2, 2, 2), false, 0, INFINITY),
+                  unpadded(makeCase(2, 3, 3, 7, 70, 1, 1, 1, 1), 1, 1, 1, 1),
+                  unpadded(makeCase(2, 3, 3, 9, 40, 2, 1, 2, 1), 2, 1, 2, 1),
+                  unpadded(makeCase(2, 5, 5, 5, 48, 2, 1, 2, 1), 4, 2, 4, 2),
+                  makeCase(2, 3, 3, 3, 64, 1, 1, 1, 1),
+                  makeCase(2, 5, 5, 11, 37, 1, 1, 1, 1, 5, 9)});
+}
+
 TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
   checkRandomShapes(2027, 300, true);
 }
