@@ -200,6 +200,23 @@ func.func @depthwise_even_runs(%x: tensor<1x960x7x7xf32>, %w: tensor<960x1x3x3xf
 
 // -----
 
+// Runs that divide the channels come first: 96 channels at 51x51 (stride
+// 2), 5 of which fit in 512 KiB, are runs of 4, every tile static (runs of
+// 5 left a last one of 1 channel, with a dynamic size).
+// CHECK-LABEL: func.func @depthwise_dividing_runs
+// CHECK: scf.forall (%{{.*}}) = (0) to (96) step (4)
+// CHECK: outs(%{{.*}} : tensor<4x51x51xf32>)
+func.func @depthwise_dividing_runs(%x: tensor<1x96x101x101xf32>, %w: tensor<96x1x3x3xf32>) -> tensor<1x96x51x51xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x96x101x101xf32>, tensor<96x1x3x3xf32>) -> tensor<1x96x51x51xf32> {
+  ^bb0(%a: tensor<1x96x101x101xf32>, %f: tensor<96x1x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, group = 96 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x96x101x101xf32>, tensor<96x1x3x3xf32>) -> tensor<1x96x51x51xf32>
+    kiln.yield %y : tensor<1x96x51x51xf32>
+  }
+  return %0 : tensor<1x96x51x51xf32>
+}
+
+// -----
+
 // A convolution with a small result (64 x 7 x 7 = 3136 elements) but 28 K
 // multiply-adds is still split over the threads (an elementwise kernel of
 // that size stays serial, see @small).
