@@ -123,7 +123,11 @@ INLINE Vector splat(float value) { return (Vector){} + value; }
  * K is a constant at every call: the loops unroll, and the accumulators
  * stay in registers. */
 INLINE void sharedRows(const Band *b, Vector *acc, int64_t offset, int R, int V, int K) {
+  /* Unrolled whole, so that which rows meet which weights is decided at
+   * compile time (GCC keeps the row loop otherwise, testing each pair). */
+#pragma GCC unroll 16
   for (int i = 0; i < R + K - 1; ++i)
+#pragma GCC unroll 8
     for (int kx = 0; kx < K; ++kx) {
       const float *p = b->tap[kx] + offset + i * b->rowStep;
       Vector v[ACCUMULATORS];
