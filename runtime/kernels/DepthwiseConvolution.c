@@ -635,9 +635,11 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   int padded = padTop == 0 && padLeft == 0 && ih >= rows && iw >= columns;
 #if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
   /* Blocks of 16 channels in the lanes, where there are enough channels
-   * and the window has enough taps to pay for the transposes. */
-  if (init && kh * kw >= 9 && kh * kw <= MAX_TAPS && groups >= 16 && ow < 2 * VL &&
-      rows * columns <= LANES_MAX_PIXELS) {
+   * and the window has enough taps to pay for the transposes: 5x5 and
+   * larger on every narrow image; 3x3 while the runs' extra columns per
+   * row (2 of 26) cost more than the transposes (level from 27x27 on). */
+  if (init && kh * kw >= 9 && kh * kw <= MAX_TAPS && groups >= 16 &&
+      ow < (kh * kw >= 25 ? 2 * VL : 24) && rows * columns <= LANES_MAX_PIXELS) {
     __m512 *lanes = aligned_alloc(64, (size_t)(rows * columns + oh * ow) * sizeof(__m512));
     if (lanes) {
       Shape window = {kh, kw, oh, ow, sh, sw, dh, dw, inH};
