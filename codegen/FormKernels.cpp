@@ -238,7 +238,16 @@ private:
       // a multiple of the threads, so that no thread is left with a last,
       // lone tile (960 channels by 297 were four tiles, the last of 69: one
       // thread did 594 channels while the other did 366).
-      int64_t fitting = kIm2colBytes / (sizeof(float) * window * spatialElements);
+      // A depthwise convolution (no output-channel loop, a window of the
+      // image's rows and columns only) has no im2col buffer: its runs are
+      // bounded by the input and output planes they hold (runs of 6
+      // channels at 28x28 under a 5x5 window were too few to fill the
+      // kernel's blocks of 16).
+      int64_t perElement = window * spatialElements;
+      auto image = dyn_cast<RankedTensorType>(conv.getDpsInputs()[0].getType());
+      if (!loops->channel && loops->window.size() <= 2 && image && image.hasStaticShape())
+        perElement = image.getNumElements() / batch + spatialElements;
+      int64_t fitting = kIm2colBytes / (sizeof(float) * perElement);
       int64_t size =
           std::clamp<int64_t>(ranges[inner] / innerTiles, 1, std::max<int64_t>(fitting, 1));
       sizes[inner] = size;

@@ -182,13 +182,12 @@ func.func @conv_images(%x: tensor<8x1x28x28xf32>, %w: tensor<6x1x5x5xf32>) -> te
 
 // -----
 
-// A depthwise convolution's channels are runs of equal size in a multiple
-// of the threads: 960 channels at 7x7, 297 of which fit in 512 KiB, were
-// four runs, the last of 69 (one thread then did 594 channels, the other
-// 366); now four runs of 240.
+// A depthwise convolution's channels are one run per thread while their
+// input and output planes fit in 512 KiB: 960 channels at 7x7, two runs of
+// 480 (bounded as if by an im2col buffer, 297 fitted).
 // CHECK-LABEL: func.func @depthwise_even_runs
-// CHECK: scf.forall (%{{.*}}) = (0) to (960) step (240)
-// CHECK: outs(%{{.*}} : tensor<240x7x7xf32>)
+// CHECK: scf.forall (%{{.*}}) = (0) to (960) step (480)
+// CHECK: outs(%{{.*}} : tensor<480x7x7xf32>)
 func.func @depthwise_even_runs(%x: tensor<1x960x7x7xf32>, %w: tensor<960x1x3x3xf32>) -> tensor<1x960x7x7xf32> {
   %0 = kiln.fusion output(%x, %w) : (tensor<1x960x7x7xf32>, tensor<960x1x3x3xf32>) -> tensor<1x960x7x7xf32> {
   ^bb0(%a: tensor<1x960x7x7xf32>, %f: tensor<960x1x3x3xf32>):
@@ -201,11 +200,15 @@ func.func @depthwise_even_runs(%x: tensor<1x960x7x7xf32>, %w: tensor<960x1x3x3xf
 // -----
 
 // Runs that divide the channels come first: 96 channels at 51x51 (stride
-// 2), 5 of which fit in 512 KiB, are runs of 4, every tile static (runs of
-// 5 left a last one of 1 channel, with a dynamic size).
+// 2), 9 of which fit in 512 KiB (103x103 in, 51x51 out), are runs of 8,
+// every tile static (runs of 9 would leave a last one of 6, with a dynamic
+// size). Without a divisor, runs of equal size in a multiple of the
+// threads: 97 channels in 14 runs of 7, the last of 6.
 // CHECK-LABEL: func.func @depthwise_dividing_runs
-// CHECK: scf.forall (%{{.*}}) = (0) to (96) step (4)
-// CHECK: outs(%{{.*}} : tensor<4x51x51xf32>)
+// CHECK: scf.forall (%{{.*}}) = (0) to (96) step (8)
+// CHECK: outs(%{{.*}} : tensor<8x51x51xf32>)
+// CHECK-LABEL: func.func @depthwise_prime_runs
+// CHECK: scf.forall (%{{.*}}) = (0) to (97) step (7)
 func.func @depthwise_dividing_runs(%x: tensor<1x96x101x101xf32>, %w: tensor<96x1x3x3xf32>) -> tensor<1x96x51x51xf32> {
   %0 = kiln.fusion output(%x, %w) : (tensor<1x96x101x101xf32>, tensor<96x1x3x3xf32>) -> tensor<1x96x51x51xf32> {
   ^bb0(%a: tensor<1x96x101x101xf32>, %f: tensor<96x1x3x3xf32>):
@@ -213,6 +216,14 @@ func.func @depthwise_dividing_runs(%x: tensor<1x96x101x101xf32>, %w: tensor<96x1
     kiln.yield %y : tensor<1x96x51x51xf32>
   }
   return %0 : tensor<1x96x51x51xf32>
+}
+func.func @depthwise_prime_runs(%x: tensor<1x97x101x101xf32>, %w: tensor<97x1x3x3xf32>) -> tensor<1x97x51x51xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x97x101x101xf32>, tensor<97x1x3x3xf32>) -> tensor<1x97x51x51xf32> {
+  ^bb0(%a: tensor<1x97x101x101xf32>, %f: tensor<97x1x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, group = 97 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x97x101x101xf32>, tensor<97x1x3x3xf32>) -> tensor<1x97x51x51xf32>
+    kiln.yield %y : tensor<1x97x51x51xf32>
+  }
+  return %0 : tensor<1x97x51x51xf32>
 }
 
 // -----
