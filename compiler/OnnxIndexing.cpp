@@ -11,6 +11,7 @@
 #include "compiler/Importer.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace kiln::onnx_import {
 namespace {
@@ -186,7 +187,7 @@ Results importMaxUnpool(Importer &im, Node &n) {
   Location loc = n.loc;
   Value x = n.input(0), indices = n.input(1);
   RankedTensorType type = typeOf(x);
-  int64_t spatial = type.getRank() - 2;
+  int64_t spatial = std::max<int64_t>(type.getRank() - 2, 0);
   std::optional<SmallVector<int64_t>> kernel = n.getInts("kernel_shape");
   SmallVector<int64_t> strides = n.getInts("strides").value_or(SmallVector<int64_t>(spatial, 1));
   SmallVector<int64_t> pads = n.getInts("pads").value_or(SmallVector<int64_t>(2 * spatial, 0));
@@ -202,13 +203,22 @@ Results importMaxUnpool(Importer &im, Node &n) {
                        "the indices must be int64 of the input's shape " +
                            describeShape(type.getShape()));
   SmallVector<int64_t> shape(type.getShape().take_front(2));
+  int64_t total = type.getDimSize(0) * type.getDimSize(1);
   for (int64_t d = 0; d < spatial; ++d) {
-    int64_t size = (type.getDimSize(2 + d) - 1) * strides[d] - pads[d] - pads[spatial + d] +
-                   (*kernel)[d];
-    if ((*kernel)[d] < 1 || strides[d] < 1 || size < 0)
+    // (in - 1) s - pads + k, each step checked: the attributes are the
+    // model's.
+    int64_t size;
+    bool overflows = llvm::MulOverflow(type.getDimSize(2 + d) - 1, strides[d], size) ||
+                     llvm::SubOverflow(size, pads[d], size) ||
+                     llvm::SubOverflow(size, pads[spatial + d], size) ||
+                     llvm::AddOverflow(size, (*kernel)[d], size) ||
+                     llvm::MulOverflow(total, std::max<int64_t>(size, 0), total);
+    if ((*kernel)[d] < 1 || strides[d] < 1 || overflows || size < 0)
       return im.failNode(n, ImportFailure::Invalid,
-                         "kernel sizes and strides must be >= 1, and the pads leave dimension " +
-                             std::to_string(2 + d) + " a size of " + std::to_string(size));
+                         "kernel sizes and strides must be >= 1, and dimension " +
+                             std::to_string(2 + d) +
+                             "'s unpooled size, (in - 1) * stride - pads + kernel, at least 0 "
+                             "and the result's elements within int64");
     shape.push_back(size);
   }
   SmallVector<int64_t> outputShape = shape;
@@ -224,9 +234,6 @@ Results importMaxUnpool(Importer &im, Node &n) {
                              describeShape(shape));
     outputShape = *given;
   }
-  int64_t total = 1;
-  for (int64_t size : shape)
-    total *= size;
   if (failed(im.checkBuiltConstant(n, total, "the unpooled zeros")))
     return failure();
   Type element = type.getElementType();

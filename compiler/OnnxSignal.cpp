@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
 
 namespace kiln::onnx_import {
@@ -201,8 +203,10 @@ Results importMelWeightMatrix(Importer &im, Node &n) {
   if (*bands < 1 || *length < 1 || *rate < 1)
     return im.failNode(n, ImportFailure::Invalid,
                        "num_mel_bins, dft_length and sample_rate must be >= 1");
-  int64_t bins = *length / 2 + 1;
-  if (failed(im.checkBuiltConstant(n, bins * *bands, "the weight matrix")))
+  int64_t bins = *length / 2 + 1, elements;
+  if (llvm::MulOverflow(bins, *bands, elements))
+    elements = -1; // too many, as checkBuiltConstant then says
+  if (failed(im.checkBuiltConstant(n, elements, "the weight matrix")))
     return failure();
   FailureOr<Type> element =
       im.elementType(n.getInt("output_datatype", 1), n.loc, "MelWeightMatrix's 'output_datatype'");

@@ -173,3 +173,8 @@ np.save(os.path.join(out, "mel_weight_matrix_ref.npy"),
 scalars[4] = nh.from_array(np.array(20000.0, np.float32), "upper")
 save("mel_weight_matrix_edges", h.make_node("MelWeightMatrix", mel_inputs, ["y"]), [],
      [info("y", [65, 10])], scalars)
+save("max_unpool_rank2", h.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2]),
+     [info("p", [2, 2]), info("i", [2, 2], T.INT64)], [info("y", [2, 2])])
+save("max_unpool_overflow", h.make_node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2],
+                                        strides=[2**62, 2]),
+     [info("p", [1, 1, 3, 3]), info("i", [1, 1, 3, 3], T.INT64)], [info("y", [1, 1, 6, 6])])
