@@ -161,6 +161,13 @@ struct Importer {
   Value constant(Location loc, DenseElementsAttr value) {
     return ConstantOp::create(builder, loc, value);
   }
+  /// `value` as an element of type `element`: a float, or an integer
+  /// rounded toward zero (for constants the importer computes in double).
+  Attribute numberAttr(Type element, double value) {
+    if (llvm::isa<FloatType>(element))
+      return builder.getFloatAttr(element, value);
+    return builder.getIntegerAttr(element, static_cast<int64_t>(value));
+  }
   /// The constant of `type`, which has no elements.
   Value emptyConstant(Location loc, RankedTensorType type) {
     return constant(loc, DenseElementsAttr::get(type, ArrayRef<Attribute>{}));

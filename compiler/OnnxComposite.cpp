@@ -148,9 +148,7 @@ Handler cosineWindow(std::array<double, Terms> a) {
       for (int k = 0; k < Terms; ++k)
         v += (k % 2 ? -a[k] : a[k]) *
              (period == 0 ? 1.0 : std::cos(2 * M_PI * k * double(i) / period));
-      values.push_back(llvm::isa<FloatType>(*element)
-                           ? Attribute(im.builder.getFloatAttr(*element, v))
-                           : Attribute(im.builder.getIntegerAttr(*element, int64_t(v))));
+      values.push_back(im.numberAttr(*element, v));
     }
     return one(im.constant(
         n.loc, DenseElementsAttr::get(RankedTensorType::get({size}, *element), values)));

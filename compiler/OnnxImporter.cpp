@@ -1239,9 +1239,7 @@ Results importRange(Importer &im, Node &n) {
   SmallVector<Attribute> values;
   for (int64_t i = 0; i < count; ++i) {
     double v = *start + i * *delta;
-    values.push_back(llvm::isa<FloatType>(element)
-                         ? Attribute(im.builder.getFloatAttr(element, v))
-                         : Attribute(im.builder.getIntegerAttr(element, static_cast<int64_t>(v))));
+    values.push_back(im.numberAttr(element, v));
   }
   return one(im.constant(n.loc, DenseElementsAttr::get(type, values)));
 }

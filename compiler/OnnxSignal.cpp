@@ -236,11 +236,8 @@ Results importMelWeightMatrix(Importer &im, Node &n) {
     for (int64_t j = center; j < right; ++j)
       weights[j * *bands + band] = double(right - j) / double(right - center);
   }
-  SmallVector<Attribute> values;
-  for (double w : weights)
-    values.push_back(llvm::isa<FloatType>(*element)
-                         ? Attribute(im.builder.getFloatAttr(*element, w))
-                         : Attribute(im.builder.getIntegerAttr(*element, int64_t(w))));
+  SmallVector<Attribute> values =
+      llvm::map_to_vector(weights, [&](double w) { return im.numberAttr(*element, w); });
   return one(im.constant(
       n.loc, DenseElementsAttr::get(RankedTensorType::get({bins, *bands}, *element), values)));
 }
