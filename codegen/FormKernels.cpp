@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -182,10 +183,63 @@ private:
     return any && all;
   }
 
-  /// Convolutions run per tile as im2col + sgemm (kiln-contractions-to-blas),
-  /// so their tiles keep every output channel: one batch element (image,
-  /// group) per tile, and when there are fewer of those than threads, bands
-  /// of output rows, few enough rows for the im2col buffer to stay in L2.
+  /// A convolution tile that kiln-convolutions-to-blas will hand to oneDNN
+  /// in its blocked layout (convolvesInBlockedLayout).
+  struct BlockedConvolution {
+    /// Input and output elements of one output row's band: every input
+    /// channel's padded row and every filter's output row.
+    int64_t rowElements;
+    /// A 3x3 window at stride 1 and no dilation: Winograd's F(4x4, 3x3).
+    bool winograd;
+  };
+
+  /// `conv` (matched as `loops`, one batch loop per image and group) as a
+  /// blocked-layout convolution, or nullopt: its filters must be a constant
+  /// operand of the fusion and its channels fill oneDNN's blocks.
+  static std::optional<BlockedConvolution>
+  blockedConvolution(FusionOp fusion, linalg::LinalgOp conv, const ConvolutionLoops &loops) {
+    if (!loops.channel || loops.window.empty() || loops.spatial.size() != 2)
+      return std::nullopt;
+    Value filter = conv.getDpsInputs()[1];
+    while (Operation *def = filter.getDefiningOp()) {
+      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+        return std::nullopt;
+      filter = def->getOperand(0);
+    }
+    auto argument = dyn_cast<BlockArgument>(filter);
+    if (!argument || argument.getOwner()->getParentOp() != fusion ||
+        !matchPattern(fusion->getOperand(argument.getArgNumber()), m_Constant()))
+      return std::nullopt;
+    SmallVector<int64_t> ranges = conv.getStaticLoopRanges();
+    // The window loops in the filter's order: input channels, then taps.
+    int64_t channels = ranges[loops.window.front()], taps = 1;
+    for (int64_t loop : ArrayRef(loops.window).drop_front())
+      taps *= ranges[loop];
+    int64_t filters = ranges[*loops.channel];
+    auto image = dyn_cast<RankedTensorType>(conv.getDpsInputs()[0].getType());
+    if (!convolvesInBlockedLayout(channels, filters, taps) || !image || !image.hasStaticShape())
+      return std::nullopt;
+    // Stride and dilation 1: each spatial index of the image is an output
+    // loop plus a window loop.
+    AffineMap imageMap = conv.getMatchingIndexingMap(&conv->getOpOperand(0));
+    bool unitSteps = llvm::all_of(imageMap.getResults().take_back(2), [](AffineExpr expr) {
+      auto sum = dyn_cast<AffineBinaryOpExpr>(expr);
+      return sum && sum.getKind() == AffineExprKind::Add && isa<AffineDimExpr>(sum.getLHS()) &&
+             isa<AffineDimExpr>(sum.getRHS());
+    });
+    int64_t windowRows = ranges[loops.window.end()[-2]];
+    int64_t windowColumns = loops.window.size() == 3 ? ranges[loops.window.back()] : 1;
+    return BlockedConvolution{
+        channels * image.getShape().back() + filters * ranges[loops.spatial.back()],
+        unitSteps && windowRows == 3 && windowColumns == 3};
+  }
+
+  /// Convolutions run per tile as im2col + sgemm (kiln-contractions-to-blas)
+  /// or through oneDNN (blockedConvolution), so their tiles keep every
+  /// output channel: one batch element (image, group) per tile, and when
+  /// there are fewer of those than threads, bands of output rows, few enough
+  /// rows for the im2col buffer (or oneDNN's input and output bands) to stay
+  /// in L2.
   /// The root is the convolution or an elementwise epilogue over its output.
   std::optional<SmallVector<int64_t>> convolutionTileSizes(FusionOp fusion,
                                                            linalg::LinalgOp root) const {
@@ -277,8 +331,16 @@ private:
     int64_t rowElements = spatialElements / ranges[rowLoop];
     int64_t bands = llvm::divideCeil(kTilesPerThread * threadCount(), batch);
     int64_t rows = llvm::divideCeil(ranges[rowLoop], bands);
-    rows = std::min<int64_t>(
-        rows, std::max<int64_t>(1, kIm2colBytes / (sizeof(float) * window * rowElements)));
+    std::optional<BlockedConvolution> blocked = blockedConvolution(fusion, conv, *loops);
+    // A band's im2col buffer stays in L2; a convolution through oneDNN's
+    // blocked layout has none, and its input and output bands do instead
+    // (bounded by the im2col buffer, 3x3 256->256 at 56x56 ran in bands of
+    // one row, 6x slower than in bands of four).
+    int64_t rowBytes = sizeof(float) * (blocked ? blocked->rowElements : window * rowElements);
+    rows = std::min<int64_t>(rows, std::max<int64_t>(1, kIm2colBytes / rowBytes));
+    if (blocked && blocked->winograd)
+      rows = std::min(ranges[rowLoop],
+                      std::max(kWinogradTileRows, rows / kWinogradTileRows * kWinogradTileRows));
     // Every band multiplies by all the filters, while a tile of output
     // channels needs the whole image's im2col: whichever reads less memory
     // wins. The channels are split on small images with many filters

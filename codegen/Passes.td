@@ -270,7 +270,9 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        groups) when there are at least `threads` of them, one per thread
        unless a run's im2col data would exceed 512 KiB, then equal runs in
        a multiple of `threads`; else bands of output rows, four per thread,
-       with at most 512 KiB of im2col data per band;
+       with at most 512 KiB of im2col data per band (or, for constant filters
+       that run in oneDNN's blocked layout, of input and output rows, in
+       whole 4-row Winograd tiles under a 3x3 window at stride 1);
     3. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.
@@ -535,7 +537,7 @@ def KilnContractionsToBlasPass
     with at least 32 input and output channels, in whole blocks of 16, and
     at least 2^20 multiply-adds per image (or band of rows) calls
     `kiln_conv2d_constant_w` (runtime/kernels/PackedConvolution.c) instead of
-    im2col and sgemm: oneDNN's Winograd F(2x2, 3x3) in its blocked layout,
+    im2col and sgemm: oneDNN's Winograd F(4x4, 3x3) in its blocked layout,
     filters transformed once, the band reordered in and the result added back
     into the output, which holds the bias (a ResNet 64-channel block: 1.6x).
     Its arguments: the site, the shape (c, ih, iw, f, kh, kw, oh, ow), the

@@ -26,7 +26,7 @@ namespace kiln::blas {
 namespace {
 
 /// runtime/kernels/PackedConvolution.c: a 2-D convolution of one image, by
-/// Winograd's F(2x2, 3x3) for 3x3 filters at stride 1.
+/// Winograd's F(4x4, 3x3) for 3x3 filters at stride 1.
 constexpr StringLiteral kConvolution = "kiln_conv2d_constant_w";
 /// runtime/kernels/PackedMatmul.c: a product by constant filters with few
 /// columns (output positions), as the transposed product with the filters
@@ -38,15 +38,6 @@ constexpr StringLiteral kConstantA = "kiln_matmul_constant_a";
 constexpr int64_t kMaxConstantAColumns = 64;
 /// runtime/kernels/DepthwiseConvolution.c: a depthwise 2-D convolution tile.
 constexpr StringLiteral kDepthwise = "kiln_depthwise_conv2d";
-/// Channels per block of oneDNN's blocked layout (nChw16c, AVX-512 lanes):
-/// input and output channels come in whole blocks, or its Winograd kernels
-/// fall back to a direct convolution no faster than im2col and sgemm.
-constexpr int64_t kChannelBlock = 16;
-/// Fewest input and output channels for which the blocked layout pays.
-/// Winograd's element-wise products are batched matrix products over
-/// channels: measured per thread on a band of 4x48 outputs it beats a
-/// direct convolution by 15 % at 16 channels, 50 % at 32 and 80 % at 64.
-constexpr int64_t kMinBlockedChannels = 32;
 /// Largest window (multiply-adds per output) of a single-channel convolution
 /// (depthwise: one per group) computed by loops rather than im2col and an
 /// sgemm of one row, which would spend more on the call and the copy than on
@@ -721,9 +712,7 @@ public:
       return false;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t f = tile->f, c = tile->c, kh = tile->kh, kw = tile->kw;
-    if (kh * kw < 2 || ranges[c] % kChannelBlock ||
-        ranges[f] % kChannelBlock || ranges[c] < kMinBlockedChannels ||
-        ranges[f] < kMinBlockedChannels)
+    if (!convolvesInBlockedLayout(ranges[c], ranges[f], kh * kw))
       return false;
     // The work of the largest tile decides, a partial tile's row count
     // being bounded by the tile size.

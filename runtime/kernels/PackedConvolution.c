@@ -9,10 +9,11 @@
  * is added back into the plain output by a reorder with a sum post-op (the
  * output holds the bias).
  *
- * 3x3 filters at stride 1 use Winograd's F(2x2, 3x3) where oneDNN has it:
- * 16 multiplies per 2x2 output tile instead of 36, so about twice the
- * throughput of a direct convolution. Its transforms only add, subtract and
- * halve, so the rounding differs from a direct sum by a few ulp of the
+ * 3x3 filters at stride 1 use Winograd where oneDNN has it: its F(4x4, 3x3)
+ * kernel (36 multiplies per 4x4 output tile instead of 144) on bands of 2
+ * or more rows, F(2x2, 3x3) on some shapes, and on bands of one row, where
+ * it ran 6x slower (kiln-form-kernels cuts bands of whole 4-row tiles). The
+ * transforms round differently from a direct sum, by a few ulp of the
  * largest partial sums. Other filters, or a build without it, get oneDNN's
  * direct convolution.
  *

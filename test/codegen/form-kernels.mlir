@@ -161,6 +161,56 @@ func.func @conv_rows(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: 
 
 // -----
 
+// Constant filters with channels in whole blocks of 16 go to oneDNN's
+// blocked layout (kiln-convolutions-to-blas), which has no im2col buffer:
+// its bands are bounded by their input and output rows instead (im2col
+// would allow one row of 256 x 3 x 3 x 56), and a 3x3 window at stride 1
+// takes whole tiles of Winograd's F(4x4, 3x3): 7 rows become 4. The same
+// convolution by filters that are not constant keeps bands of one row.
+// CHECK-LABEL: func.func @blocked_winograd_rows
+// CHECK: scf.forall (%{{.*}}) = (0) to (56) step (4)
+// CHECK: outs(%{{.*}} : tensor<256x4x56xf32>)
+// CHECK-LABEL: func.func @im2col_rows
+// CHECK: scf.forall (%{{.*}}) in (56)
+func.func @blocked_winograd_rows(%x: tensor<1x256x56x56xf32>) -> tensor<1x256x56x56xf32> {
+  %w = arith.constant dense<0.5> : tensor<256x256x3x3xf32>
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x256x56x56xf32>, tensor<256x256x3x3xf32>) -> tensor<1x256x56x56xf32> {
+  ^bb0(%a: tensor<1x256x56x56xf32>, %f: tensor<256x256x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x256x56x56xf32>, tensor<256x256x3x3xf32>) -> tensor<1x256x56x56xf32>
+    kiln.yield %y : tensor<1x256x56x56xf32>
+  }
+  return %0 : tensor<1x256x56x56xf32>
+}
+func.func @im2col_rows(%x: tensor<1x256x56x56xf32>, %w: tensor<256x256x3x3xf32>) -> tensor<1x256x56x56xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x256x56x56xf32>, tensor<256x256x3x3xf32>) -> tensor<1x256x56x56xf32> {
+  ^bb0(%a: tensor<1x256x56x56xf32>, %f: tensor<256x256x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x256x56x56xf32>, tensor<256x256x3x3xf32>) -> tensor<1x256x56x56xf32>
+    kiln.yield %y : tensor<1x256x56x56xf32>
+  }
+  return %0 : tensor<1x256x56x56xf32>
+}
+
+// -----
+
+// A blocked-layout window other than 3x3 at stride 1 (here 5x5) is a direct
+// convolution, with no Winograd tiles to fill: 56 rows over 2 threads x 4
+// tiles, 7 rows per band (im2col would allow one; its input and output
+// rows, 64 x 60 + 64 x 56 elements each, allow 17).
+// CHECK-LABEL: func.func @blocked_direct_rows
+// CHECK: scf.forall (%{{.*}}) = (0) to (56) step (7)
+// CHECK: outs(%{{.*}} : tensor<64x7x56xf32>)
+func.func @blocked_direct_rows(%x: tensor<1x64x56x56xf32>) -> tensor<1x64x56x56xf32> {
+  %w = arith.constant dense<0.5> : tensor<64x64x5x5xf32>
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x64x56x56xf32>, tensor<64x64x5x5xf32>) -> tensor<1x64x56x56xf32> {
+  ^bb0(%a: tensor<1x64x56x56xf32>, %f: tensor<64x64x5x5xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<1x64x56x56xf32>, tensor<64x64x5x5xf32>) -> tensor<1x64x56x56xf32>
+    kiln.yield %y : tensor<1x64x56x56xf32>
+  }
+  return %0 : tensor<1x64x56x56xf32>
+}
+
+// -----
+
 // With at least one image per thread, each thread's tile is a run of whole
 // images (8 on 2 threads: 4 per tile).
 // CHECK-LABEL: func.func @conv_images

@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
                             "oneDNN (default; the faster on bench/): dnnl_sgemm, and for "
                             "products by constant weights a matmul primitive with the "
                             "weights packed once, at the first run; 3x3 convolutions of "
-                            "32 or more channels by Winograd F(2x2, 3x3)"),
+                            "32 or more channels by Winograd F(4x4, 3x3)"),
                  clEnumValN(Gemm::OpenBlas, "openblas",
                             "OpenBLAS's cblas_sgemm, single-threaded per tile")),
       cl::init(Gemm::OneDnn), cl::cat(category));
