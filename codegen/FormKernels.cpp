@@ -186,6 +186,8 @@ private:
   /// A convolution tile that kiln-convolutions-to-blas will hand to oneDNN
   /// in its blocked layout (convolvesInBlockedLayout).
   struct BlockedConvolution {
+    /// Input channels per group, and window positions per channel.
+    int64_t channels, taps;
     /// Input and output elements of one output row's band: every input
     /// channel's padded row and every filter's output row.
     int64_t rowElements;
@@ -230,6 +232,7 @@ private:
     int64_t windowRows = ranges[loops.window.end()[-2]];
     int64_t windowColumns = loops.window.size() == 3 ? ranges[loops.window.back()] : 1;
     return BlockedConvolution{
+        channels, taps,
         channels * image.getShape().back() + filters * ranges[loops.spatial.back()],
         unitSteps && windowRows == 3 && windowColumns == 3};
   }
@@ -343,21 +346,30 @@ private:
                       std::max(kWinogradTileRows, rows / kWinogradTileRows * kWinogradTileRows));
     // Every band multiplies by all the filters, while a tile of output
     // channels needs the whole image's im2col: whichever reads less memory
-    // wins. The channels are split on small images with many filters
-    // (ResNet's 7x7 and 14x14 stages: bands of one or two rows ran 3x
-    // slower; a 512->1000 1x1 classifier), rows on large images with few.
+    // wins (also through oneDNN, which makes no im2col copy: with the
+    // image's own size instead, ResNet's 3x3 64->64 at 56x56 went to tiles
+    // of 32 filters, 1.6x slower). The channels are split on
+    // small images with many filters (ResNet's 7x7 and 14x14 stages: bands
+    // of one or two rows ran 3x slower; a 512->1000 1x1 classifier), rows
+    // on large images with few. Bands that the threads do not share evenly
+    // cost as many as would: 7 bands on 2 threads take the time of 8
+    // (ResNet-50's 28x28 stage; its output channels split in two instead).
     if (loops->channel) {
       int64_t channels = ranges[*loops->channel];
       int64_t filterBytes = sizeof(float) * channels * window;
       int64_t colBytes = sizeof(float) * window * spatialElements;
       int64_t bandCount = llvm::divideCeil(ranges[rowLoop], rows);
       int64_t channelTiles = llvm::divideCeil(threadCount(), batch);
-      if (colBytes <= kMaxChannelTileIm2colBytes &&
-          filterBytes + channelTiles * colBytes < bandCount * filterBytes + colBytes)
-        if (int64_t size = matmulTileSize(channels, channelTiles)) {
-          sizes[*loops->channel] = size;
-          return sizes;
-        }
+      int64_t bandRounds = llvm::divideCeil(bandCount * batch, threadCount());
+      int64_t size = matmulTileSize(channels, channelTiles);
+      bool staysBlocked =
+          !blocked || (size && convolvesInBlockedLayout(blocked->channels, size, blocked->taps));
+      if (colBytes <= kMaxChannelTileIm2colBytes && size && staysBlocked &&
+          (filterBytes + channelTiles * colBytes) * bandCount * batch <
+              (bandCount * filterBytes + colBytes) * bandRounds * threadCount()) {
+        sizes[*loops->channel] = size;
+        return sizes;
+      }
     }
     if (rows < ranges[rowLoop])
       sizes[rowLoop] = rows;

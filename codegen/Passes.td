@@ -272,7 +272,10 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        a multiple of `threads`; else bands of output rows, four per thread,
        with at most 512 KiB of im2col data per band (or, for constant filters
        that run in oneDNN's blocked layout, of input and output rows, in
-       whole 4-row Winograd tiles under a 3x3 window at stride 1);
+       whole 4-row Winograd tiles under a 3x3 window at stride 1), or
+       tiles of output channels where those read less memory than the
+       bands (bands the threads cannot share evenly counted as the bands
+       they take the time of);
     3. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.
