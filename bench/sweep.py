@@ -69,6 +69,7 @@ FAMILIES = {
     "conv1x1": ("1x1 256->64, stride 1 (ResNet bottleneck)", OUT_SIZES, conv(256, 64, 1)),
     "conv1x1_wide": ("1x1 512->1000 (SqueezeNet classifier)", OUT_SIZES, conv(512, 1000, 1)),
     "conv3x3": ("3x3 64->64, stride 1, pad 1 (ResNet stage 1)", OUT_SIZES, conv(64, 64, 3)),
+    "conv3x3_256": ("3x3 256->256, stride 1, pad 1 (ResNet stage 3, VGG)", OUT_SIZES, conv(256, 256, 3)),
     "conv3x3_s2": ("3x3 64->128, stride 2, pad 1", OUT_SIZES, conv(64, 128, 3, stride=2)),
     "conv5x5": ("5x5 48->64, pad 2 (Inception-v3)", OUT_SIZES, conv(48, 64, 5)),
     "conv7x1": ("7x1 128->128, pad 3,0 (Inception-v3)", OUT_SIZES, conv(128, 128, 7, kw=1)),
