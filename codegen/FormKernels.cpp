@@ -198,6 +198,9 @@ private:
   /// `conv` (matched as `loops`, one batch loop per image and group) as a
   /// blocked-layout convolution, or nullopt: its filters must be a constant
   /// operand of the fusion and its channels fill oneDNN's blocks.
+  /// kiln-convolutions-to-blas also wants 2^20 multiply-adds per tile, which
+  /// any band that an im2col buffer of 512 KiB would cut has (at least 32
+  /// filters by 128 Ki im2col elements).
   static std::optional<BlockedConvolution>
   blockedConvolution(FusionOp fusion, linalg::LinalgOp conv, const ConvolutionLoops &loops) {
     if (!loops.channel || loops.window.empty() || loops.spatial.size() != 2)
@@ -346,14 +349,15 @@ private:
                       std::max(kWinogradTileRows, rows / kWinogradTileRows * kWinogradTileRows));
     // Every band multiplies by all the filters, while a tile of output
     // channels needs the whole image's im2col: whichever reads less memory
-    // wins (also through oneDNN, which makes no im2col copy: with the
-    // image's own size instead, ResNet's 3x3 64->64 at 56x56 went to tiles
-    // of 32 filters, 1.6x slower). The channels are split on
-    // small images with many filters (ResNet's 7x7 and 14x14 stages: bands
-    // of one or two rows ran 3x slower; a 512->1000 1x1 classifier), rows
-    // on large images with few. Bands that the threads do not share evenly
-    // cost as many as would: 7 bands on 2 threads take the time of 8
-    // (ResNet-50's 28x28 stage; its output channels split in two instead).
+    // wins. The channels are split on small images with many filters
+    // (ResNet's 7x7 and 14x14 stages: bands of one or two rows ran 3x
+    // slower; a 512->1000 1x1 classifier), rows on large images with few.
+    // The im2col size serves for oneDNN's convolutions too, which make no
+    // im2col copy: with the image's own size, ResNet's 3x3 64->64 at 56x56
+    // went to tiles of 32 filters, 1.6x slower. Bands that the threads do
+    // not share evenly cost as many as would: 7 bands on 2 threads take the
+    // time of 8 (ResNet-50's 28x28 stage; its output channels split in two
+    // instead).
     if (loops->channel) {
       int64_t channels = ranges[*loops->channel];
       int64_t filterBytes = sizeof(float) * channels * window;
