@@ -86,13 +86,18 @@ bool sameIterationSpace(OpOperand *fused) {
          producer.getStaticLoopRanges().size() == consumer.getStaticLoopRanges().size();
 }
 
-/// The op computing `value`, looking through reshapes (which are views).
-Operation *rootOf(Value value) {
-  Operation *def = value.getDefiningOp();
-  while (def && isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
-    def = def->getOperand(0).getDefiningOp();
-  return def;
+/// `value` before any reshapes (which are views).
+Value throughReshapes(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
 }
+
+/// The op computing `value`, looking through reshapes.
+Operation *rootOf(Value value) { return throughReshapes(value).getDefiningOp(); }
 
 struct KilnFormKernelsPass : impl::KilnFormKernelsPassBase<KilnFormKernelsPass> {
   using KilnFormKernelsPassBase::KilnFormKernelsPassBase;
@@ -205,13 +210,7 @@ private:
   blockedConvolution(FusionOp fusion, linalg::LinalgOp conv, const ConvolutionLoops &loops) {
     if (!loops.channel || loops.window.empty() || loops.spatial.size() != 2)
       return std::nullopt;
-    Value filter = conv.getDpsInputs()[1];
-    while (Operation *def = filter.getDefiningOp()) {
-      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
-        return std::nullopt;
-      filter = def->getOperand(0);
-    }
-    auto argument = dyn_cast<BlockArgument>(filter);
+    auto argument = dyn_cast<BlockArgument>(throughReshapes(conv.getDpsInputs()[1]));
     if (!argument || argument.getOwner()->getParentOp() != fusion ||
         !matchPattern(fusion->getOperand(argument.getArgNumber()), m_Constant()))
       return std::nullopt;
@@ -232,12 +231,12 @@ private:
       return sum && sum.getKind() == AffineExprKind::Add && isa<AffineDimExpr>(sum.getLHS()) &&
              isa<AffineDimExpr>(sum.getRHS());
     });
-    int64_t windowRows = ranges[loops.window.end()[-2]];
-    int64_t windowColumns = loops.window.size() == 3 ? ranges[loops.window.back()] : 1;
+    bool threeByThree = loops.window.size() == 3 && ranges[loops.window[1]] == 3 &&
+                        ranges[loops.window[2]] == 3;
     return BlockedConvolution{
         channels, taps,
         channels * image.getShape().back() + filters * ranges[loops.spatial.back()],
-        unitSteps && windowRows == 3 && windowColumns == 3};
+        unitSteps && threeByThree};
   }
 
   /// Convolutions run per tile as im2col + sgemm (kiln-contractions-to-blas)
