@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace kiln::train {
 namespace {
@@ -16,8 +18,16 @@ using rt::Tensor;
 
 class DatasetTest : public ::testing::Test {
 protected:
+  // Every file a test names here is removed when the test ends, whether the
+  // test wrote it or the code under test did.
   std::string path(const std::string &name) {
-    return ::testing::TempDir() + "kiln-dataset-" + std::to_string(getpid()) + "-" + name;
+    std::string p = ::testing::TempDir() + "kiln-dataset-" + std::to_string(getpid()) + "-" + name;
+    files_.push_back(p);
+    return p;
+  }
+  void TearDown() override {
+    for (const std::string &p : files_)
+      std::remove(p.c_str());
   }
   std::string write(const std::string &name, const std::string &bytes) {
     std::string p = path(name);
@@ -31,6 +41,9 @@ protected:
       b += i;
     return b;
   }
+
+private:
+  std::vector<std::string> files_;
 };
 
 TEST_F(DatasetTest, ReadsIdx) {
