@@ -35,6 +35,15 @@ namespace kiln {
 inline constexpr const char *kIndexCheckAttr = "kiln.index_check";
 inline constexpr const char *kIndexCheckSymbol = "kiln_index_check";
 
+/// Kernel profiles (CPU, kilnc --profile): kiln-profile-kernels lists the
+/// kernels it times in the module attribute kKernelProfileAttr, an array of
+/// [function, kind, ONNX nodes] string triples in id order, and adds their
+/// time in nanoseconds and their calls to the module's memref.global
+/// kKernelProfileSymbol, memref<(2 x kernels)xi64>, at 2 * id and 2 * id + 1.
+/// kilnc lists the kernels in the manifest; the runtime reads the counters.
+inline constexpr const char *kKernelProfileAttr = "kiln.kernel_profile";
+inline constexpr const char *kKernelProfileSymbol = "kiln_kernel_profile";
+
 /// Choices for the CPU back end.
 struct CPUPipelineOptions {
   /// The sgemm matrix products and convolutions call: "onednn" (dnnl_sgemm)
@@ -46,6 +55,8 @@ struct CPUPipelineOptions {
   /// Products by constant weights call kiln_matmul_constant_b (the artifact
   /// links runtime/kernels' archive).
   bool constantB = false;
+  /// Time each kernel (kiln-profile-kernels).
+  bool profile = false;
 };
 
 /// Adds the passes from linalg-on-tensors to the LLVM dialect for CPUs:

@@ -420,6 +420,50 @@ def KilnPrefetchNextTilePass
                            "mlir::scf::SCFDialect"];
 }
 
+def KilnProfileKernelsPass : Pass<"kiln-profile-kernels", "mlir::ModuleOp"> {
+  let summary = "Times each kernel of the CPU code (kilnc --profile)";
+  let description = [{
+    Brackets every kernel at the top level of a public function with two
+    reads of `CLOCK_MONOTONIC` (`clock_gettime`) and adds the nanoseconds
+    between them, and one call, to the kernel's counters in the module's
+    `kiln_kernel_profile` global: `memref<(2 x kernels)xi64>`, zero at
+    load, time at `2 * id` and calls at `2 * id + 1`. Ids run over the
+    public functions in order. A kernel is a top-level op that computes:
+    a parallel loop over tiles (`scf.forall`, `scf.parallel`), a loop nest
+    or `linalg` op left serial, a `memref.copy` or a `func.call`; views,
+    allocations and constants are not timed. The module's
+    `kiln.kernel_profile` attribute lists the kernels in id order as
+    `[function, kind, ONNX nodes]`, the kind being `parallel`, `serial`,
+    `copy` or `call` and the nodes those named by the locations of the ops
+    it holds (three at most, then how many more). kilnc writes that list
+    into the artifact's manifest and `kiln-run --profile` prints the
+    counters against it. Runs after bufferization and before the parallel
+    loops are lowered, while kernels are still the functions' top-level ops.
+
+    Before:
+    ```mlir
+    func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+      scf.forall (%i) in (2) { ... }
+      return
+    }
+    ```
+    After:
+    ```mlir
+    memref.global @kiln_kernel_profile : memref<2xi64> = dense<0>
+    func.func private @clock_gettime(i32, memref<2xi64>) -> i32
+    func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+      %ts = memref.alloca() : memref<2xi64>
+      ... call @clock_gettime(%c1_i32, %ts), start = s * 1e9 + ns
+      scf.forall (%i) in (2) { ... }
+      ... call @clock_gettime(%c1_i32, %ts), add now - start and 1
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def KilnVectorizableMathPass
     : Pass<"kiln-vectorizable-math", "mlir::func::FuncOp"> {
   let summary = "Makes kernels' inner loops vectorizable: polynomial math, reassociable sums";

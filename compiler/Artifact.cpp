@@ -484,7 +484,8 @@ static std::string valueText(const StageValue &value) {
 
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
                           llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
-                          const PartitionPlan *plan, llvm::ArrayRef<IndexCheck> checks) {
+                          const PartitionPlan *plan, llvm::ArrayRef<IndexCheck> checks,
+                          llvm::ArrayRef<ProfiledKernel> kernels) {
   std::string manifest;
   llvm::raw_string_ostream os(manifest);
   os << "kiln-artifact " << KILN_ARTIFACT_FORMAT_VERSION << "\n"
@@ -542,6 +543,9 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
   }
   for (const IndexCheck &check : checks)
     os << "index-check " << check.id << " " << check.size << " " << encodeName(check.node) << "\n";
+  for (auto [id, kernel] : llvm::enumerate(kernels))
+    os << "profile-kernel " << id << " " << encodeName(kernel.function) << " " << kernel.kind << " "
+       << encodeName(kernel.nodes) << "\n";
   return manifest;
 }
 

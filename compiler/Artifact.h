@@ -170,13 +170,24 @@ struct IndexCheck {
   std::string node;
 };
 
+/// A kernel of the CPU code timed by kiln-profile-kernels (kilnc --profile),
+/// in id order: its function, kind (parallel, serial, copy, call) and the
+/// ONNX nodes it computes.
+struct ProfiledKernel {
+  std::string function;
+  std::string kind;
+  std::string nodes;
+};
+
 /// The manifest: format version, signature, the host target, and the device
 /// kinds with code (CPU code when `cpuCode`, GPU code when `gpu` is given,
-/// a partitioned program when `plan` is) and the index checks of its CPU code.
+/// a partitioned program when `plan` is), the index checks of its CPU code
+/// and the kernels it times.
 std::string buildManifest(const ModelSignature &signature, const TargetOptions &options,
                           llvm::TargetMachine &machine, bool cpuCode, const GpuImage *gpu,
                           const PartitionPlan *plan = nullptr,
-                          llvm::ArrayRef<IndexCheck> checks = {});
+                          llvm::ArrayRef<IndexCheck> checks = {},
+                          llvm::ArrayRef<ProfiledKernel> kernels = {});
 
 /// Adds the `kiln_manifest` symbol.
 void addManifest(llvm::Module &module, llvm::StringRef text);

@@ -227,6 +227,19 @@ std::vector<IndexCheck> planIndexChecks(ModuleOp module) {
   return checks;
 }
 
+/// The kernels kiln-profile-kernels timed in the lowered CPU module `module`.
+static std::vector<ProfiledKernel> listProfiledKernels(ModuleOp module) {
+  std::vector<ProfiledKernel> kernels;
+  auto list = module->getAttrOfType<ArrayAttr>(kKernelProfileAttr);
+  if (!list)
+    return kernels;
+  for (auto entry : list.getAsRange<ArrayAttr>()) {
+    auto text = [&](unsigned i) { return cast<StringAttr>(entry[i]).getValue().str(); };
+    kernels.push_back({text(0), text(1), text(2)});
+  }
+  return kernels;
+}
+
 /// The files the user gave kilnc to read, which no output may replace.
 std::vector<rt::InputFile> inputFiles(const CompilerOptions &options) {
   std::vector<rt::InputFile> inputs = {{options.inputPath, "the model"}};
@@ -739,6 +752,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   }
 
   std::vector<IndexCheck> indexChecks;
+  std::vector<ProfiledKernel> profiledKernels;
   if (targets.cpu) {
     Phase phase = options.emit == Emit::Linalg ? Phase::Linalg : Phase::LLVMDialect;
     PassManager lowering(&context);
@@ -752,6 +766,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
       indexChecks = planIndexChecks(*module);
     if (failed(lowering.run(*module)))
       return kExitError;
+    profiledKernels = listProfiledKernels(*module);
     if (options.stats)
       printBufferPlan(*module);
     progress.done(phase == Phase::Linalg ? "lowered to linalg" : "lowered to the LLVM dialect");
@@ -780,7 +795,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   // GPU stages share one set of targets: the first one's records describe all.
   const GpuImage *gpuRecords = gpu ? &*gpu : gpuStages.empty() ? nullptr : &gpuStages.front().second;
   addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu, gpuRecords,
-                                   plan ? &*plan : nullptr, indexChecks));
+                                   plan ? &*plan : nullptr, indexChecks, profiledKernels));
   if (options.emit == Emit::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -37,10 +37,11 @@ static constexpr const char *kBeforeContractions =
     // or sum, a matmul tile before its epilogue); small ones go on the
     // stack, released per iteration by the OpenMP lowering's alloca scope.
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=16384}),"
-    "buffer-deallocation-pipeline,"
-    // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel
-    // loop; linalg ops inside become plain loops for LLVM to vectorize.
-    "func.func(scf-forall-to-parallel),";
+    "buffer-deallocation-pipeline,";
+
+// Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel loop;
+// linalg ops inside become plain loops for LLVM to vectorize.
+static constexpr const char *kLoops = "func.func(scf-forall-to-parallel),";
 
 // After them.
 static constexpr const char *kAfterContractions =
@@ -81,6 +82,8 @@ void buildCPULoweringPipeline(OpPassManager &pm, const CPUPipelineOptions &optio
   std::string after = kAfterContractions;
   after.replace(after.find("%LDEXP%"), 7, options.vectorLdexp ? "1" : "0");
   std::string pipeline = std::string(kBeforeContractions) +
+                         // Kernels are still the functions' top-level ops.
+                         (options.profile ? "kiln-profile-kernels," : "") + kLoops +
                          "kiln-contractions-to-blas{library=" + options.gemmLibrary +
                          " constant-b=" + (options.constantB ? "1" : "0") + "}," + after;
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))

@@ -417,6 +417,16 @@ void openOnCpu(kiln_artifact &artifact) {
                                "kiln_index_check record");
     artifact.indexCheck = reinterpret_cast<int64_t *>(const_cast<char *>(slots->data));
   }
+  if (std::size_t kernels = artifact.manifest.profiledKernels.size()) {
+    std::optional<kiln::rt::detail::SymbolData> counters =
+        kiln::rt::detail::findDataSymbol(artifact.library, "kiln_kernel_profile", name);
+    if (!counters || (counters->sized && counters->size != 2 * kernels * sizeof(int64_t)))
+      throw StatusError(KILN_ERROR_INVALID_ARTIFACT,
+                        name + ": the manifest lists " + std::to_string(kernels) +
+                            " profiled kernels but the artifact has no kiln_kernel_profile "
+                            "counters for them");
+    artifact.kernelProfile = reinterpret_cast<int64_t *>(const_cast<char *>(counters->data));
+  }
 }
 
 // Checks the manifest's signature of a CPU entry against the code's own record of it,
@@ -761,6 +771,44 @@ const char *kiln_artifact_devices(const kiln_artifact *artifact) {
 }
 const char *kiln_artifact_device_code(const kiln_artifact *artifact) {
   return artifact && artifact->gpu ? artifact->gpu->code().c_str() : "";
+}
+int64_t kiln_artifact_profile_kernels(const kiln_artifact *artifact) {
+  return artifact && artifact->kernelProfile
+             ? static_cast<int64_t>(artifact->manifest.profiledKernels.size())
+             : 0;
+}
+kiln_status kiln_artifact_profile_kernel(kiln_artifact *artifact, int64_t index, const char **function,
+                                         const char **kind, const char **nodes, int64_t *nanoseconds,
+                                         int64_t *calls) {
+  int64_t kernels = kiln_artifact_profile_kernels(artifact);
+  if (index < 0 || index >= kernels)
+    return fail(KILN_ERROR_INVALID_ARGUMENT,
+                "kiln_artifact_profile_kernel: kernel " + std::to_string(index) + " of " +
+                    std::to_string(kernels) +
+                    (artifact && kernels == 0 ? " (" + artifact->path + " was compiled without kilnc --profile)"
+                                              : ""));
+  std::lock_guard<std::mutex> lock(*artifact->runMutex);
+  const kiln::rt::ProfiledKernelSpec &kernel = artifact->manifest.profiledKernels[index];
+  if (function)
+    *function = kernel.function.c_str();
+  if (kind)
+    *kind = kernel.kind.c_str();
+  if (nodes)
+    *nodes = kernel.nodes.c_str();
+  if (nanoseconds)
+    *nanoseconds = artifact->kernelProfile[2 * index];
+  if (calls)
+    *calls = artifact->kernelProfile[2 * index + 1];
+  return KILN_OK;
+}
+kiln_status kiln_artifact_profile_reset(kiln_artifact *artifact) {
+  if (!artifact)
+    return fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_profile_reset: artifact must not be NULL");
+  if (int64_t kernels = kiln_artifact_profile_kernels(artifact)) {
+    std::lock_guard<std::mutex> lock(*artifact->runMutex);
+    std::fill_n(artifact->kernelProfile, 2 * kernels, 0);
+  }
+  return KILN_OK;
 }
 double kiln_artifact_last_device_ms(const kiln_artifact *artifact) {
   return artifact && artifact->gpu ? artifact->gpu->lastDeviceMs() : -1.0;

@@ -30,6 +30,8 @@ struct kiln_artifact {
   EntryFn entry = nullptr;
   // The CPU code's record of a failed index check (kiln_index_check): id + 1, index.
   int64_t *indexCheck = nullptr;
+  // kilnc --profile: each timed kernel's nanoseconds and calls (kiln_kernel_profile).
+  int64_t *kernelProfile = nullptr;
   // CPU: the further entries (a train step's eval and init), by name.
   std::map<std::string, EntryFn, std::less<>> entries;
   std::shared_ptr<std::mutex> runMutex;

@@ -480,6 +480,16 @@ Manifest parseManifest(std::string_view text, const std::string &source) {
         throw Error(where + ": expected 'index-check ID SIZE NODE' with IDs 0, 1, ... in order");
       check.node = percentDecode(fields[3], where);
       manifest.indexChecks.push_back(std::move(check));
+    } else if (keyword == "profile-kernel") {
+      int64_t id;
+      static constexpr std::string_view kKinds[] = {"parallel", "serial", "copy", "call"};
+      if (fields.size() != 5 || !parseCount(fields[1], id) ||
+          id != static_cast<int64_t>(manifest.profiledKernels.size()) ||
+          std::find(std::begin(kKinds), std::end(kKinds), fields[3]) == std::end(kKinds))
+        throw Error(where + ": expected 'profile-kernel ID FUNCTION parallel|serial|copy|call NODES' "
+                            "with IDs 0, 1, ... in order");
+      manifest.profiledKernels.push_back(
+          {percentDecode(fields[2], where), std::string(fields[3]), percentDecode(fields[4], where)});
     } else {
       // A newer kilnc that adds a record also raises the format version, so
       // an unknown keyword is damage or tampering, not a newer artifact.

@@ -157,6 +157,23 @@ TEST(Manifest, IndexChecks) {
   EXPECT_THROW(parseManifest("kiln-artifact 1\nindex-check 0 5\n", "model.kiln"), Error);
 }
 
+TEST(Manifest, ProfiledKernels) {
+  Manifest m = parseManifest("kiln-artifact 1\ninput x f32 3\noutput y f32 3\n"
+                             "profile-kernel 0 main parallel Conv#0%20->%20c,%20Relu#1%20->%20y\n"
+                             "profile-kernel 1 eval serial add\n",
+                             "model.kiln");
+  ASSERT_EQ(m.profiledKernels.size(), 2u);
+  EXPECT_EQ(m.profiledKernels[0].function, "main");
+  EXPECT_EQ(m.profiledKernels[0].kind, "parallel");
+  EXPECT_EQ(m.profiledKernels[0].nodes, "Conv#0 -> c, Relu#1 -> y");
+  EXPECT_EQ(m.profiledKernels[1].function, "eval");
+  // Ids count up from 0 (the code's counters are indexed by them); kinds are known ones.
+  EXPECT_NE(errorOf("kiln-artifact 1\nprofile-kernel 1 main serial add\n").find("in order"), std::string::npos);
+  EXPECT_NE(errorOf("kiln-artifact 1\nprofile-kernel 0 main fused add\n").find("parallel|serial|copy|call"),
+            std::string::npos);
+  EXPECT_NE(errorOf("kiln-artifact 1\nprofile-kernel 0 main serial\n").find("manifest line 2"), std::string::npos);
+}
+
 TEST(Manifest, ReportsBadRecordsWithLineNumbers) {
   EXPECT_EQ(errorOf("kiln-artifact 1\ninput x f33 2\n"),
             "model.kiln: manifest line 2: unknown dtype 'f33' for input 'x'");

@@ -65,7 +65,15 @@ Other:
   --warmup N               run N untimed times first (default 0; with --repeat)
   --timing-json FILE       with --repeat, also write every time measured to FILE as JSON:
                            run_ms (wall, per run), device_ms (GPU, per run), step_ms (per round
-                           of back-to-back steps), device, cuda_graph
+                           of back-to-back steps), device, cuda_graph; with --profile also
+                           kernels (every kernel that ran: function, kind, nodes, ms_per_run,
+                           calls_per_run)
+  --profile                for an artifact compiled with kilnc --profile (CPU code): after the
+                           timed runs, print the time per run of each kernel, slowest first
+                           (the 30 slowest; --timing-json lists all), its share of the run, its
+                           calls, its kind (parallel: a loop over tiles the threads share;
+                           serial; copy; call) and the ONNX nodes it computes. Warm-up runs are
+                           not counted
   --threads N              threads the artifact's kernels may use (default: every core the
                            process may run on; sets OMP_NUM_THREADS before loading)
   --resident-state         train steps (kilnc --train): keep the state (weights, optimizer slots,
@@ -116,6 +124,7 @@ struct Options {
   std::string device; // "": the artifact's default
   bool noCudaGraph = false;
   bool residentState = false;
+  bool profile = false;
   std::string entry; // "": the main entry
 };
 
@@ -193,6 +202,9 @@ std::optional<Options> parseArgs(int argc, char **argv) {
       options.repeat = parseCount(flag, takeValue(), 1);
     } else if (flag == "--timing-json") {
       options.timingJson = takeValue();
+    } else if (flag == "--profile") {
+      noValue();
+      options.profile = true;
     } else if (flag == "--warmup") {
       options.warmup = parseCount(flag, takeValue(), 0);
     } else if (flag == "--threads") {
@@ -391,6 +403,9 @@ void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) 
     if (manifest.cudaMinDriver > 0)
       std::printf("driver   CUDA %s or newer\n", kiln::rt::formatDriverVersion(manifest.cudaMinDriver).c_str());
   }
+  if (!manifest.profiledKernels.empty())
+    std::printf("profile  %s timed (kilnc --profile; kiln-run --profile prints them)\n",
+                counted(manifest.profiledKernels.size(), "kernel", "kernels").c_str());
   if (const std::optional<kiln::rt::CudaProgram> &program = info.cudaProgram) {
     std::printf("program  %s, %s, %s; arena %llu bytes, constants %llu bytes\n",
                 counted(program->launches(), "launch", "launches").c_str(),
@@ -429,9 +444,75 @@ void printDevice(const Artifact &artifact) {
 // Rounds of back-to-back steps kiln-run --repeat times on a GPU.
 constexpr int kStepRounds = 5;
 
+// Kernels kiln-run --profile prints.
+constexpr std::size_t kProfileRows = 30;
+
+// One kernel of kiln-run --profile, per timed run.
+struct KernelTime {
+  std::string function, kind, nodes;
+  double millis = 0, calls = 0;
+};
+
+// The kernels that ran in the `runs` timed runs, slowest first.
+std::vector<KernelTime> kernelTimes(kiln_artifact *artifact, long runs) {
+  std::vector<KernelTime> kernels;
+  for (int64_t i = 0, n = kiln_artifact_profile_kernels(artifact); i < n; ++i) {
+    const char *function, *kind, *nodes;
+    int64_t nanoseconds, calls;
+    if (kiln_artifact_profile_kernel(artifact, i, &function, &kind, &nodes, &nanoseconds, &calls) != KILN_OK)
+      throw Error(kiln_last_error());
+    if (calls > 0)
+      kernels.push_back({function, kind, nodes, nanoseconds / 1e6 / runs, static_cast<double>(calls) / runs});
+  }
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const KernelTime &a, const KernelTime &b) { return a.millis > b.millis; });
+  return kernels;
+}
+
+void printProfile(const std::vector<KernelTime> &kernels, double runMillis) {
+  double total = 0;
+  for (const KernelTime &kernel : kernels)
+    total += kernel.millis;
+  std::printf("profile: %zu kernel%s ran, %.4f ms per run of %.4f ms (%.1f %%) in kernels; slowest first:\n",
+              kernels.size(), kernels.size() == 1 ? "" : "s", total, runMillis,
+              runMillis > 0 ? 100 * total / runMillis : 0.0);
+  std::printf("%10s %6s %7s  %-8s  %s\n", "ms/run", "%run", "calls", "kind", "nodes");
+  for (std::size_t i = 0; i < std::min(kernels.size(), kProfileRows); ++i) {
+    const KernelTime &kernel = kernels[i];
+    std::printf("%10.4f %6.1f %7.4g  %-8s  %s%s\n", kernel.millis,
+                runMillis > 0 ? 100 * kernel.millis / runMillis : 0.0, kernel.calls, kernel.kind.c_str(),
+                kernel.function == "main" ? "" : (kernel.function + ": ").c_str(), kernel.nodes.c_str());
+  }
+  if (kernels.size() > kProfileRows) {
+    double rest = 0;
+    for (std::size_t i = kProfileRows; i < kernels.size(); ++i)
+      rest += kernels[i].millis;
+    std::printf("%10.4f %6.1f          and %zu more kernels (--timing-json lists them all)\n", rest,
+                runMillis > 0 ? 100 * rest / runMillis : 0.0, kernels.size() - kProfileRows);
+  }
+}
+
+// `text` as a JSON string literal.
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
 void writeTimingJson(const std::string &path, const Artifact &artifact,
                      const std::vector<double> &runs, const std::vector<double> &device,
-                     const std::vector<double> &steps) {
+                     const std::vector<double> &steps, const std::vector<KernelTime> *kernels) {
   std::string text;
   char number[64];
   auto list = [&](const char *key, const std::vector<double> &values, bool last) {
@@ -446,7 +527,18 @@ void writeTimingJson(const std::string &path, const Artifact &artifact,
           artifact.cudaGraph() + "\",\n";
   list("run_ms", runs, false);
   list("device_ms", device, false);
-  list("step_ms", steps, true);
+  list("step_ms", steps, !kernels);
+  if (kernels) {
+    text += "  \"kernels\": [";
+    for (std::size_t i = 0; i < kernels->size(); ++i) {
+      const KernelTime &kernel = (*kernels)[i];
+      std::snprintf(number, sizeof number, "%.6f, \"calls_per_run\": %.6g}", kernel.millis, kernel.calls);
+      text += std::string(i ? ",\n" : "\n") + "    {\"function\": " + jsonString(kernel.function) +
+              ", \"kind\": " + jsonString(kernel.kind) + ", \"nodes\": " + jsonString(kernel.nodes) +
+              ", \"ms_per_run\": " + number;
+    }
+    text += "\n  ]\n";
+  }
   text += "}\n";
   kiln::rt::writeFileAtomically(path, text);
 }
@@ -569,8 +661,19 @@ int run(int argc, char **argv) {
         KILN_OK)
       throw Error(kiln_last_error());
   };
+  if (options.profile && kiln_artifact_profile_kernels(artifact.handle()) == 0) {
+    if (artifact.devices() == "partitioned")
+      throw Error(options.model + ": --profile reads the kernel times of CPU code that runs whole; "
+                                  "this artifact is partitioned");
+    if (artifact.device() != "cpu")
+      throw Error(options.model + ": --profile reads the kernel times of CPU code; this runs on " +
+                  artifact.device());
+    throw Error(options.model + " times no kernels: compile it with kilnc --profile");
+  }
   for (long i = 0; i < options.warmup; ++i)
     runOnce();
+  if (options.profile && kiln_artifact_profile_reset(artifact.handle()) != KILN_OK)
+    throw Error(kiln_last_error());
   long runs = std::max(options.repeat, 1L);
   std::vector<double> millis, deviceMillis;
   millis.reserve(static_cast<std::size_t>(runs));
@@ -587,6 +690,7 @@ int run(int argc, char **argv) {
     writeOutputs(options, outputs, outputFiles);
   if (options.print)
     printOutputs(outputs);
+  std::vector<double> stepMillis;
   if (options.repeat > 0) {
     std::string device;
     if (onGpu) {
@@ -604,7 +708,6 @@ int run(int argc, char **argv) {
                 *std::max_element(millis.begin(), millis.end()), device.c_str());
     // On a GPU, also steps back to back on data that stays on the device, in rounds of
     // --repeat steps: the time a caller that keeps its tensors on the GPU sees.
-    std::vector<double> stepMillis;
     if (onGpu) {
       for (int round = 0; round < kStepRounds; ++round)
         stepMillis.push_back(artifact.timeSteps(static_cast<int>(runs)));
@@ -612,9 +715,15 @@ int run(int argc, char **argv) {
                   kStepRounds, runs, artifact.device().c_str(), median(stepMillis),
                   *std::min_element(stepMillis.begin(), stepMillis.end()));
     }
-    if (options.timingJson)
-      writeTimingJson(*options.timingJson, artifact, millis, deviceMillis, stepMillis);
   }
+  std::vector<KernelTime> kernels;
+  if (options.profile) {
+    kernels = kernelTimes(artifact.handle(), runs);
+    printProfile(kernels, std::accumulate(millis.begin(), millis.end(), 0.0) / runs);
+  }
+  if (options.timingJson)
+    writeTimingJson(*options.timingJson, artifact, millis, deviceMillis, stepMillis,
+                    options.profile ? &kernels : nullptr);
   if (std::fflush(stdout) != 0)
     throw Error(std::string("cannot write to stdout: ") + std::strerror(errno));
   return 0;

@@ -183,6 +183,13 @@ int main(int argc, char **argv) {
       cl::desc("Bind a graph input to the tensor in an ONNX TensorProto file, making it a "
                "compile-time constant (needed when it decides shapes). Repeatable"),
       cl::value_desc("name=file.pb"), cl::cat(category));
+  cl::opt<bool> profile(
+      "profile",
+      cl::desc("Time each kernel of the CPU code: the artifact adds up the calls and the "
+               "nanoseconds of every kernel (two clock reads, some 50 ns, per kernel call), and "
+               "kiln-run --profile prints them, slowest first, with the ONNX nodes each kernel "
+               "computes. GPU code is not timed"),
+      cl::cat(category));
   cl::opt<bool> noIndexChecks(
       "no-index-checks",
       cl::desc("Do not check Gather, GatherElements, GatherND, ScatterElements and "
@@ -339,6 +346,7 @@ int main(int argc, char **argv) {
   options.reportPath = report;
   options.stats = stats;
   options.indexChecks = !noIndexChecks;
+  options.cpu.profile = profile;
   options.verbose = verbose;
 
   std::map<std::string, std::string> trainValues;

@@ -54,6 +54,14 @@ struct IndexCheckSpec {
   std::string node;  // decoded
 };
 
+// A kernel timed by CPU code compiled with kilnc --profile: its nanoseconds and calls are at
+// 2 * id and 2 * id + 1 of the artifact's kiln_kernel_profile global.
+struct ProfiledKernelSpec {
+  std::string function; // decoded: "main", "eval", ...
+  std::string kind;     // "parallel", "serial", "copy" or "call"
+  std::string nodes;    // decoded: the ONNX nodes it computes
+};
+
 // A further entry point of an artifact (a train step's `eval` and `init`), exported as
 // kiln_entry_<name>, with its own signature.
 struct EntrySpec {
@@ -87,6 +95,7 @@ struct Manifest {
   std::vector<StageValueRef> outputSources;
 
   std::vector<IndexCheckSpec> indexChecks;
+  std::vector<ProfiledKernelSpec> profiledKernels; // in id order
 
   bool hasDevice(std::string_view kind) const;
   // "cpu", "cuda", "cpu,cuda", "partitioned".

@@ -134,6 +134,22 @@ double kiln_artifact_last_device_ms(const kiln_artifact *artifact);
  * first; KILN_ERROR_UNSUPPORTED on the CPU. */
 kiln_status kiln_artifact_time_steps(kiln_artifact *artifact, int steps, double *ms);
 
+/* Kernel profiles, for artifacts compiled with kilnc --profile (CPU code; docs/user-guide.md,
+ * "Profiling"). The number of kernels the artifact times: 0 when it was compiled without
+ * --profile. */
+int64_t kiln_artifact_profile_kernels(const kiln_artifact *artifact);
+/* Kernel `index` (0 <= index < kiln_artifact_profile_kernels): the function it belongs to
+ * ("main", or an entry such as "eval"), its kind ("parallel": a loop over tiles shared by the
+ * threads, "serial", "copy" or "call") and the ONNX nodes it computes, as strings the artifact
+ * owns; and the nanoseconds it ran and its calls, summed over every run since the artifact was
+ * opened or kiln_artifact_profile_reset. Any output pointer may be NULL. The counters are read
+ * while no run is in progress on the artifact. */
+kiln_status kiln_artifact_profile_kernel(kiln_artifact *artifact, int64_t index, const char **function,
+                                         const char **kind, const char **nodes, int64_t *nanoseconds,
+                                         int64_t *calls);
+/* Sets every kernel's nanoseconds and calls to zero (e.g. after warm-up runs). */
+kiln_status kiln_artifact_profile_reset(kiln_artifact *artifact);
+
 /* Sets a run option. "cuda-graph" = "on" | "off" (default on; off when the environment has
  * KILN_CUDA_GRAPH=0 or CUDA_LAUNCH_BLOCKING=1 at open): GPU runs record the program once as a CUDA graph, at the end of the
  * first run, and replay it; CPU artifacts accept and ignore it. An unknown key or value fails with
