@@ -188,6 +188,41 @@ private:
     return any && all;
   }
 
+  /// For an input fusion whose every reduction sums leading loops into the
+  /// trailing ones (a bias's or a layer norm's scale gradient: columns
+  /// summed over rows), the root's first loop that none reduces, when that
+  /// and all later loops of the root are parallel. Its rows cannot be
+  /// tiled, but its columns can, each tile summing its columns over every
+  /// row.
+  static std::optional<int64_t> columnLoop(FusionOp fusion, linalg::LinalgOp root) {
+    if (fusion.getKind() != FusionKind::Input)
+      return std::nullopt;
+    std::optional<int64_t> reduced;
+    bool uniform = true;
+    int64_t loops = root.getNumLoops();
+    fusion.getBody().walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() == 0)
+        return;
+      SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+      auto kept = llvm::find(iterators, utils::IteratorType::parallel);
+      int64_t leading = kept - iterators.begin();
+      uniform &= static_cast<int64_t>(iterators.size()) == loops && leading > 0 &&
+                 std::all_of(kept, iterators.end(), [](utils::IteratorType iterator) {
+                   return iterator == utils::IteratorType::parallel;
+                 }) &&
+                 (!reduced || *reduced == leading);
+      reduced = leading;
+    });
+    if (!reduced || !uniform || *reduced >= loops)
+      return std::nullopt;
+    SmallVector<utils::IteratorType> iterators = root.getIteratorTypesArray();
+    if (!std::all_of(iterators.begin() + *reduced, iterators.end(), [](utils::IteratorType iterator) {
+          return iterator == utils::IteratorType::parallel;
+        }))
+      return std::nullopt;
+    return *reduced;
+  }
+
   /// A convolution tile that kiln-convolutions-to-blas will hand to oneDNN
   /// in its blocked layout (convolvesInBlockedLayout).
   struct BlockedConvolution {
@@ -441,8 +476,11 @@ private:
     // batch normalization's statistics, sums per channel over batch and
     // space, a few hundred.
     bool perChannelSums = fusion.getKind() == FusionKind::Input && reducesToRoot(fusion, root);
+    std::optional<int64_t> columns = columnLoop(fusion, root);
+    int64_t columnTile = columns ? matmulTileSize(ranges[*columns], threadCount()) : 0;
+    bool columnSums = columnTile != 0 && work >= minParallelElements;
     bool small = resultElements < minParallelElements &&
-                 !(perChannelSums && resultElements >= threadCount());
+                 !(perChannelSums && resultElements >= threadCount()) && !columnSums;
     if (small && work < kMinParallelConvolution)
       return sizes;
     std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root);
@@ -492,6 +530,11 @@ private:
     }
     int64_t rows = fusion.getKind() == FusionKind::Input ? rowLoops(fusion, root)
                                                           : root.getNumLoops();
+    if (rows == 0 && columnTile) {
+      // Sums over the rows: tiles of columns, one per thread.
+      sizes[*columns] = columnTile;
+      return sizes;
+    }
     int64_t inner = 1;
     for (int64_t i = rows; i < static_cast<int64_t>(ranges.size()); ++i)
       inner *= ranges[i];

@@ -260,7 +260,11 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        least 16384 multiply-adds (a small depthwise layer, a weight
        gradient), and sums of at least 65536 elements into the root's shape
        (batch normalization's per-channel statistics, summed over batch and
-       space), which take one channel per tile.
+       space), which take one channel per tile, and sums over rows into
+       columns of at least `min-parallel-elements` in all (a bias's or a
+       layer norm's gradient: every reduction of the fusion sums its
+       leading loops), which, with the elementwise results beside them,
+       take one block of columns per thread.
        Matmul results are split into about `threads` tiles along the batch,
        rows or columns, whichever is larger, all of one size (a multiple of
        16 where one divides the dimension, else up to four times `threads`

@@ -469,14 +469,68 @@ func.func @per_channel_small(%x: tensor<8x64x2x2xf32>) -> tensor<1x64x1x1xf32> {
 
 // -----
 
-// A sum over rows into columns (a bias gradient) keeps its columns whole:
-// a tile per column would read it down a stride, one element at a time.
+// A sum over rows into columns (a bias gradient) cannot split its rows, but
+// splits its columns, one block per thread, each summed over every row
+// along memory (a tile per column would read it down a stride).
 // CHECK-LABEL: func.func @column_sums
-// CHECK-NOT: scf.forall
+// CHECK: scf.forall (%[[J:.*]]) = (0) to (1024) step (512)
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[J]]] [256, 512] [1, 1]
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel"]{{.*}}outs(%{{.*}} : tensor<512xf32>)
 func.func @column_sums(%x: tensor<256x1024xf32>) -> tensor<1x1024xf32> {
   %0 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> tensor<1x1024xf32> {
   ^bb0(%a: tensor<256x1024xf32>):
     %s = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<256x1024xf32>) -> tensor<1x1024xf32>
+    kiln.yield %s : tensor<1x1024xf32>
+  }
+  return %0 : tensor<1x1024xf32>
+}
+
+// -----
+
+// The elementwise result beside such sums (an activation's gradient and
+// its bias's gradient) is split by the same columns: its rows would be
+// every reduction's.
+// CHECK-LABEL: func.func @columns_with_sums
+// CHECK: scf.forall (%{{.*}}) = (0) to (1024) step (512)
+// CHECK: outs(%{{.*}} : tensor<128x512xf32>)
+// CHECK: scf.forall (%{{.*}}) = (0) to (1024) step (512)
+// CHECK: outs(%{{.*}} : tensor<512xf32>)
+func.func @columns_with_sums(%x: tensor<128x1024xf32>, %y: tensor<128x1024xf32>) -> (tensor<128x1024xf32>, tensor<1x1024xf32>) {
+  %0:2 = kiln.fusion input(%x, %y) : (tensor<128x1024xf32>, tensor<128x1024xf32>) -> (tensor<128x1024xf32>, tensor<1x1024xf32>) {
+  ^bb0(%a: tensor<128x1024xf32>, %b: tensor<128x1024xf32>):
+    %m = kiln.mul %a, %b : (tensor<128x1024xf32>, tensor<128x1024xf32>) -> tensor<128x1024xf32>
+    %s = kiln.reduce_sum %m {axes = array<i64: 0>} : (tensor<128x1024xf32>) -> tensor<1x1024xf32>
+    kiln.yield %m, %s : tensor<128x1024xf32>, tensor<1x1024xf32>
+  }
+  return %0#0, %0#1 : tensor<128x1024xf32>, tensor<1x1024xf32>
+}
+
+// -----
+
+// Sums of rows and of columns in one fusion (a layer norm's backward):
+// neither rows nor columns split without computing the other sums twice.
+// CHECK-LABEL: func.func @row_and_column_sums
+// CHECK-NOT: scf.forall
+func.func @row_and_column_sums(%x: tensor<256x1024xf32>) -> (tensor<256x1xf32>, tensor<1x1024xf32>) {
+  %0:2 = kiln.fusion input(%x) : (tensor<256x1024xf32>) -> (tensor<256x1xf32>, tensor<1x1024xf32>) {
+  ^bb0(%a: tensor<256x1024xf32>):
+    %r = kiln.reduce_sum %a {axes = array<i64: 1>} : (tensor<256x1024xf32>) -> tensor<256x1xf32>
+    %c = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<256x1024xf32>) -> tensor<1x1024xf32>
+    kiln.yield %r, %c : tensor<256x1xf32>, tensor<1x1024xf32>
+  }
+  return %0#0, %0#1 : tensor<256x1xf32>, tensor<1x1024xf32>
+}
+
+// -----
+
+// Column sums of less than min-parallel-elements (8 rows of 1024) stay on
+// one thread.
+// CHECK-LABEL: func.func @small_column_sums
+// CHECK-NOT: scf.forall
+func.func @small_column_sums(%x: tensor<8x1024xf32>) -> tensor<1x1024xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<8x1024xf32>) -> tensor<1x1024xf32> {
+  ^bb0(%a: tensor<8x1024xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0>} : (tensor<8x1024xf32>) -> tensor<1x1024xf32>
     kiln.yield %s : tensor<1x1024xf32>
   }
   return %0 : tensor<1x1024xf32>
