@@ -479,8 +479,13 @@ private:
     std::optional<int64_t> columns = columnLoop(fusion, root);
     int64_t columnTile = columns ? matmulTileSize(ranges[*columns], threadCount()) : 0;
     bool columnSums = columnTile != 0 && work >= minParallelElements;
+    // Sums of rows (a layer norm's statistics, a softmax's denominators)
+    // split by rows.
+    bool rowSums = fusion.getKind() == FusionKind::Input && root.getNumReductionLoops() != 0 &&
+                   rowLoops(fusion, root) > 0 && resultElements >= threadCount() &&
+                   work >= minParallelElements;
     bool small = resultElements < minParallelElements &&
-                 !(perChannelSums && resultElements >= threadCount()) && !columnSums;
+                 !(perChannelSums && resultElements >= threadCount()) && !columnSums && !rowSums;
     if (small && work < kMinParallelConvolution)
       return sizes;
     std::optional<SmallVector<int64_t>> convolution = convolutionTileSizes(fusion, root);

@@ -264,7 +264,8 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        columns of at least `min-parallel-elements` in all (a bias's or a
        layer norm's gradient: every reduction of the fusion sums its
        leading loops), which, with the elementwise results beside them,
-       take one block of columns per thread.
+       take one block of columns per thread, and sums of rows of at least
+       as many (a layer norm's statistics), which take their rows.
        Matmul results are split into about `threads` tiles along the batch,
        rows or columns, whichever is larger, all of one size (a multiple of
        16 where one divides the dimension, else up to four times `threads`

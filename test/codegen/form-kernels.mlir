@@ -507,6 +507,35 @@ func.func @columns_with_sums(%x: tensor<128x1024xf32>, %y: tensor<128x1024xf32>)
 
 // -----
 
+// Sums of rows with a small result (a layer norm's statistics: 128 rows of
+// 256) split by rows once they read min-parallel-elements.
+// CHECK-LABEL: func.func @row_statistics
+// CHECK: scf.forall (%{{.*}}) in (128)
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+func.func @row_statistics(%x: tensor<128x256xf32>) -> tensor<128x1xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<128x256xf32>) -> tensor<128x1xf32> {
+  ^bb0(%a: tensor<128x256xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 1>} : (tensor<128x256xf32>) -> tensor<128x1xf32>
+    kiln.yield %s : tensor<128x1xf32>
+  }
+  return %0 : tensor<128x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @small_row_statistics
+// CHECK-NOT: scf.forall
+func.func @small_row_statistics(%x: tensor<16x64xf32>) -> tensor<16x1xf32> {
+  %0 = kiln.fusion input(%x) : (tensor<16x64xf32>) -> tensor<16x1xf32> {
+  ^bb0(%a: tensor<16x64xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 1>} : (tensor<16x64xf32>) -> tensor<16x1xf32>
+    kiln.yield %s : tensor<16x1xf32>
+  }
+  return %0 : tensor<16x1xf32>
+}
+
+// -----
+
 // Sums of rows and of columns in one fusion (a layer norm's backward):
 // neither rows nor columns split without computing the other sums twice.
 // CHECK-LABEL: func.func @row_and_column_sums
