@@ -65,6 +65,55 @@ bool isCheap(Operation *op) {
              UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op);
 }
 
+/// Views that cost nothing to compute again.
+bool isView(Operation *op) { return isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(op); }
+
+/// Whether `op`'s result is compared as floats, through views and
+/// transposes (a max-pool's gradient finds each window's maximum by
+/// comparing the pooled input with the pooled result; a ReLU's gradient
+/// tests its input against zero). Such a value must have the same bits in
+/// every kernel that reads it, and a copy computed in another kernel need
+/// not: one may contract a multiply and an add into an FMA where the other
+/// rounds twice, and an element one ulp from the maximum or from zero then
+/// takes the other branch.
+bool feedsFloatComparison(Operation *op) {
+  SmallVector<Value> worklist(op->getResults());
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (!seen.insert(user).second)
+        continue;
+      if (isa<EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp>(user) &&
+          isa<FloatType>(getElementTypeOrSelf(user->getOperand(0).getType())))
+        return true;
+      if (isView(user) || isa<TransposeOp>(user))
+        llvm::append_range(worklist, user->getResults());
+    }
+  }
+  return false;
+}
+
+/// Whether copying `op` into a fusion makes it read one more tensor of the
+/// copy's full size: `op` joins two or more of them (a residual sum), where
+/// a chain of unary ops and broadcasts (a normalization's x - mean, times
+/// 1 / stddev, times a scale) reads one.
+bool joinsTensors(Operation *op) {
+  int64_t elements = cast<ShapedType>(op->getResult(0).getType()).getNumElements();
+  return llvm::count_if(op->getOperands(), [&](Value operand) {
+           auto type = dyn_cast<ShapedType>(operand.getType());
+           return type && type.hasStaticShape() && type.getNumElements() == elements;
+         }) >= 2;
+}
+
+/// Joins of full-size tensors (joinsTensors) a fusion copies in, one after
+/// another along a chain of producers, at most. A chain of sums that each
+/// feed several fusions (a pre-LN transformer's residual stream, a running
+/// sum of every earlier layer's output) would otherwise be computed whole
+/// again in each of its consumers, reading every earlier layer's output
+/// each time; other cheap chains are copied whole.
+constexpr int kMaxDuplicatedJoins = 2;
+
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
@@ -237,7 +286,8 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     }
     if (usersInGroup)
       return Decision::Fuse;
-    return isCheap(producer) ? Decision::Duplicate : Decision::Refuse;
+    return isCheap(producer) && !feedsFloatComparison(producer) ? Decision::Duplicate
+                                                              : Decision::Refuse;
   }
   case OpClass::Contraction: // already in its output fusion (formOutputGroups)
   case OpClass::Opaque:
@@ -249,7 +299,9 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
 void KilnFusePass::growGroup(Group &group) {
   // First only producers whose every user is already in the group, to a
   // fixed point (a producer's last user may join late); then cheap producers
-  // with users elsewhere are duplicated in.
+  // with users elsewhere are duplicated in, at most kMaxDuplicatedJoins
+  // joins along a chain.
+  DenseMap<Operation *, int> joinsOf; // copies: joins copied up to and including them
   for (bool allowDuplicates : {false, true}) {
     bool changed = true;
     while (changed) {
@@ -261,8 +313,12 @@ void KilnFusePass::growGroup(Group &group) {
           if (!isFusible(producer) || groupOf.count(producer))
             continue;
           Decision decision = decide(producer, consumer, group);
+          int joins = decision == Decision::Duplicate
+                          ? joinsOf.lookup(consumer) + (joinsTensors(producer) ? 1 : 0)
+                          : 0;
+          bool tooLong = joins > kMaxDuplicatedJoins;
           if (decision == Decision::Refuse ||
-              (decision == Decision::Duplicate && !allowDuplicates))
+              (decision == Decision::Duplicate && (!allowDuplicates || tooLong)))
             continue;
           changed = true;
           if (decision == Decision::Duplicate) {
@@ -273,6 +329,7 @@ void KilnFusePass::growGroup(Group &group) {
             operand.set(copy->getResult(0));
             group.members.insert(copy);
             groupOf[copy] = &group;
+            joinsOf[copy] = joins;
             continue;
           }
           if (decision == Decision::FuseAsRows)

@@ -104,7 +104,13 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     Cost rule. A producer joins a fusion only if every user of its result is
     in that fusion, so nothing is computed twice, except that a *cheap*
     elementwise producer (no transcendental function, division or power)
-    with users elsewhere is duplicated into the fusion. An *expensive*
+    with users elsewhere is duplicated into the fusion, with two bounds: a
+    chain of such copies joins at most two pairs of full-size tensors (a
+    pre-LN transformer's residual stream, a running sum of every layer's
+    output, would otherwise be recomputed whole in each layer norm), and a
+    value compared as floats (a max-pool gradient's argmax, a ReLU
+    gradient's test against zero) is never copied (a copy in another
+    kernel may round differently and take the other branch). An *expensive*
     elementwise producer is never fused into a consumer that broadcasts it
     (it would be recomputed once per broadcast element: `exp` of a row
     vector added to a matrix stays outside). Reductions and contractions are

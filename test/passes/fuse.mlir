@@ -168,6 +168,69 @@ func.func @duplicate_cheap_only(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tens
 
 // -----
 
+// A chain of cheap ops that each feed other fusions (a pre-LN transformer's
+// residual stream: each sum is normalized, and the next sum adds to it) is
+// not recomputed whole in each consumer: a fusion copies in at most two of
+// its sums and reads the rest as stored results. s4 = x + a + b + c + d is
+// computed from a stored s1, not from x and a again.
+// CHECK-LABEL: func.func @residual_chain
+// CHECK: %[[S1:.*]] = kiln.fusion loop(%[[X:.*]], %[[A:.*]]) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion input(%[[X]], %[[A]], %[[S1]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NEXT: ^bb0(%[[X1:.*]]: tensor<4x8xf32>, %[[A1:.*]]: tensor<4x8xf32>, %[[S11:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4x8xf32>, %[[C:.*]]: tensor<4x8xf32>, %[[D:.*]]: tensor<4x8xf32>)
+// CHECK-NEXT: %[[R1:.*]] = kiln.add %[[X1]], %[[A1]]
+// CHECK-NEXT: %[[T2:.*]] = kiln.add %[[S11]], %[[B]]
+// CHECK-NEXT: %[[R2:.*]] = kiln.add %[[R1]], %[[B]]
+// CHECK-NEXT: %[[T3:.*]] = kiln.add %[[T2]], %[[C]]
+// CHECK-NEXT: %[[R3:.*]] = kiln.add %[[R2]], %[[C]]
+// CHECK-NEXT: %[[R4:.*]] = kiln.add %[[T3]], %[[D]]
+// CHECK-NEXT: kiln.reduce_sum %[[R1]]
+// CHECK-NEXT: kiln.reduce_sum %[[R2]]
+// CHECK-NEXT: kiln.reduce_sum %[[R3]]
+// CHECK-NEXT: kiln.reduce_sum %[[R4]]
+func.func @residual_chain(%x: tensor<4x8xf32>, %a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4x8xf32>, %d: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %s1 = kiln.add %x, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s2 = kiln.add %s1, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s3 = kiln.add %s2, %c : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s4 = kiln.add %s3, %d : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r1 = kiln.reduce_sum %s1 {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %r2 = kiln.reduce_sum %s2 {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %r3 = kiln.reduce_sum %s3 {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %r4 = kiln.reduce_sum %s4 {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  return %r1, %r2, %r3, %r4 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// A value compared as floats (a max-pool gradient's argmax) is computed
+// once and read by every kernel, never duplicated: a copy in another kernel
+// may round differently (an FMA there, two roundings here) and then equal
+// no window.
+// CHECK-LABEL: func.func @equality_reads_one_copy
+// CHECK: %[[Y:.*]] = kiln.fusion loop(%{{.*}}, %{{.*}}) : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion loop(%[[Y]])
+// CHECK-NOT: kiln.add
+// CHECK: kiln.exp
+// CHECK: kiln.fusion loop(%[[Y]], %{{.*}})
+// CHECK-NOT: kiln.add
+// CHECK: kiln.equal
+func.func @equality_reads_one_copy(%x: tensor<16xf32>, %b: tensor<16xf32>, %z: tensor<4x4xf32>) -> (tensor<16xf32>, tensor<4x4xi1>) {
+  %t = kiln.mul %x, %x : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %y = kiln.add %t, %b : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  %r = kiln.exp %y : tensor<16xf32>
+  %w = kiln.reshape %y : tensor<16xf32> -> tensor<4x4xf32>
+  %e = kiln.equal %w, %z : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xi1>
+  return %r, %e : tensor<16xf32>, tensor<4x4xi1>
+}
+
+// -----
+
 // Ops the rules do not merge (pooling here) are single fusions; their
 // neighbours fuse around them.
 // CHECK-LABEL: func.func @single
