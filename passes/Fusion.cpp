@@ -65,7 +65,7 @@ bool isCheap(Operation *op) {
              UnsqueezeOp, FlattenOp, TransposeOp, ExpandOp>(op);
 }
 
-/// Views that cost nothing to compute again.
+/// Views: the same elements under another shape.
 bool isView(Operation *op) { return isa<ReshapeOp, SqueezeOp, UnsqueezeOp, FlattenOp>(op); }
 
 /// Whether `op`'s result is compared as floats, through views and
@@ -99,7 +99,10 @@ bool feedsFloatComparison(Operation *op) {
 /// a chain of unary ops and broadcasts (a normalization's x - mean, times
 /// 1 / stddev, times a scale) reads one.
 bool joinsTensors(Operation *op) {
-  int64_t elements = cast<ShapedType>(op->getResult(0).getType()).getNumElements();
+  auto result = dyn_cast<ShapedType>(op->getResult(0).getType());
+  if (!result || !result.hasStaticShape())
+    return false;
+  int64_t elements = result.getNumElements();
   return llvm::count_if(op->getOperands(), [&](Value operand) {
            auto type = dyn_cast<ShapedType>(operand.getType());
            return type && type.hasStaticShape() && type.getNumElements() == elements;
@@ -316,9 +319,9 @@ void KilnFusePass::growGroup(Group &group) {
           int joins = decision == Decision::Duplicate
                           ? joinsOf.lookup(consumer) + (joinsTensors(producer) ? 1 : 0)
                           : 0;
-          bool tooLong = joins > kMaxDuplicatedJoins;
           if (decision == Decision::Refuse ||
-              (decision == Decision::Duplicate && (!allowDuplicates || tooLong)))
+              (decision == Decision::Duplicate &&
+               (!allowDuplicates || joins > kMaxDuplicatedJoins)))
             continue;
           changed = true;
           if (decision == Decision::Duplicate) {
