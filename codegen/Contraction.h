@@ -11,6 +11,7 @@
 #define KILN_CODEGEN_CONTRACTION_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <optional>
 
@@ -74,6 +75,17 @@ constexpr int64_t kMinBlockedChannels = 32;
 /// ran 2x slower than in bands of 4), and a band of one row gets its
 /// F(2x2, 3x3) kernel, 6x slower.
 constexpr int64_t kWinogradTileRows = 4;
+
+/// `value` before any reshapes (tensor.expand_shape, tensor.collapse_shape:
+/// views), transitively.
+inline mlir::Value throughReshapes(mlir::Value value) {
+  while (mlir::Operation *def = value.getDefiningOp()) {
+    if (!llvm::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
 
 /// Whether a convolution by constant filters with `channels` input and
 /// `filters` output channels per group and a window of `taps` positions runs

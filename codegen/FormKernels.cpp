@@ -86,16 +86,6 @@ bool sameIterationSpace(OpOperand *fused) {
          producer.getStaticLoopRanges().size() == consumer.getStaticLoopRanges().size();
 }
 
-/// `value` before any reshapes (which are views).
-Value throughReshapes(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
 /// The op computing `value`, looking through reshapes.
 Operation *rootOf(Value value) { return throughReshapes(value).getDefiningOp(); }
 

@@ -2,6 +2,7 @@
 #include "compiler/GpuProgram.h"
 
 #include "codegen/ArenaPacking.h"
+#include "codegen/Contraction.h"
 #include "dialects/kiln/KilnOps.h"
 #include "dialects/kiln_gpu/KilnGpuOps.h"
 #include "kiln/manifest.h"
@@ -83,16 +84,6 @@ std::string nodeName(Location loc) {
   return "";
 }
 
-/// The value `value` is a reshape (view) of, transitively.
-Value viewRoot(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
 class ProgramBuilder {
 public:
   explicit ProgramBuilder(func::FuncOp main) : main(main) {}
@@ -103,7 +94,7 @@ public:
     // buffer; any other result (an input, a constant, a second return of the
     // same tensor) is copied there at the end.
     for (auto [index, value] : llvm::enumerate(ret.getOperands()))
-      outputOf.try_emplace(viewRoot(value), index);
+      outputOf.try_emplace(throughReshapes(value), index);
     for (auto [index, argument] : llvm::enumerate(main.getArguments()))
       place(argument, {Buffer::Input, static_cast<int64_t>(index), tensorBytes(argument.getType())});
 
