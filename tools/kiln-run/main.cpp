@@ -66,7 +66,7 @@ Other:
   --timing-json FILE       with --repeat, also write every time measured to FILE as JSON:
                            run_ms (wall, per run), device_ms (GPU, per run), step_ms (per round
                            of back-to-back steps), device, cuda_graph; with --profile also
-                           kernels (every kernel that ran: function, kind, nodes, ms_per_run,
+                           kernels (every kernel that ran: id, function, kind, nodes, ms_per_run,
                            calls_per_run)
   --profile                for an artifact compiled with kilnc --profile (CPU code): after the
                            timed runs, print the time per run of each kernel, slowest first
@@ -449,6 +449,7 @@ constexpr std::size_t kProfileRows = 30;
 
 // One kernel of kiln-run --profile, per timed run.
 struct KernelTime {
+  int64_t id = 0; // the kernel's index in the manifest and in kiln.kernel_profile
   std::string function, kind, nodes;
   double millis = 0, calls = 0;
 };
@@ -462,7 +463,7 @@ std::vector<KernelTime> kernelTimes(kiln_artifact *artifact, long runs) {
     if (kiln_artifact_profile_kernel(artifact, i, &function, &kind, &nodes, &nanoseconds, &calls) != KILN_OK)
       throw Error(kiln_last_error());
     if (calls > 0)
-      kernels.push_back({function, kind, nodes, nanoseconds / 1e6 / runs, static_cast<double>(calls) / runs});
+      kernels.push_back({i, function, kind, nodes, nanoseconds / 1e6 / runs, static_cast<double>(calls) / runs});
   }
   std::stable_sort(kernels.begin(), kernels.end(),
                    [](const KernelTime &a, const KernelTime &b) { return a.millis > b.millis; });
@@ -533,7 +534,8 @@ void writeTimingJson(const std::string &path, const Artifact &artifact,
     for (std::size_t i = 0; i < kernels->size(); ++i) {
       const KernelTime &kernel = (*kernels)[i];
       std::snprintf(number, sizeof number, "%.6f, \"calls_per_run\": %.6g}", kernel.millis, kernel.calls);
-      text += std::string(i ? ",\n" : "\n") + "    {\"function\": " + jsonString(kernel.function) +
+      text += std::string(i ? ",\n" : "\n") + "    {\"id\": " + std::to_string(kernel.id) +
+              ", \"function\": " + jsonString(kernel.function) +
               ", \"kind\": " + jsonString(kernel.kind) + ", \"nodes\": " + jsonString(kernel.nodes) +
               ", \"ms_per_run\": " + number;
     }
