@@ -103,6 +103,45 @@ func.func @main(%w: tensor<1x1x5x5xf32> {kiln.name = "w"}) -> tensor<f32> {
 
 // -----
 
+// Overlapping max pooling (3x3, stride 2, pad 1): the first position of each
+// window's maximum is found on the -inf padded 8x8 input, then the
+// cotangent goes back one stride phase of the padded grid at a time. The
+// cotangent and the positions get a row and column of nothing in front
+// (a tap two rows down reaches the next window's phase row) and behind
+// (4 phase rows, 3 windows): 5x5. Phase (0, 0) sums the taps (0, 0), (0,
+// 2), (2, 0) and (2, 2), from windows shifted by 0 or 1; phases (0, 1) and
+// (1, 0) two taps each, (1, 1) one. The 4x4 phases interleave into 8x8,
+// whose window at the pad (1) is dX.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<1x1x6x6xf32> {kiln.name = "w"})
+// CHECK: %[[Y:.*]] = kiln.max_pool %[[X]]
+// CHECK: %[[PADDED:.*]] = kiln.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x8x1xf32>, tensor<1x1x8x6xf32>, tensor<1x1x8x1xf32>) -> tensor<1x1x8x8xf32>
+// CHECK: kiln.slice %[[PADDED]] {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 2, 2>} : tensor<1x1x8x8xf32> -> tensor<1x1x3x3xf32>
+// CHECK: kiln.slice %[[PADDED]] {start = array<i64: 0, 0, 2, 2>, step = array<i64: 1, 1, 2, 2>}
+// CHECK: %[[FIRST:.*]] = kiln.min
+// CHECK: %[[G:.*]] = kiln.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x5x1xf32>, tensor<1x1x5x3xf32>, tensor<1x1x5x1xf32>) -> tensor<1x1x5x5xf32>
+// CHECK: %[[F:.*]] = kiln.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x5x1xf32>, tensor<1x1x5x3xf32>, tensor<1x1x5x1xf32>) -> tensor<1x1x5x5xf32>
+// CHECK: %[[F11:.*]] = kiln.slice %[[F]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, 1, 1>} : tensor<1x1x5x5xf32> -> tensor<1x1x4x4xf32>
+// CHECK: %[[TAP00:.*]] = kiln.equal %[[F11]], %{{.*}} : (tensor<1x1x4x4xf32>, tensor<f32>) -> tensor<1x1x4x4xi1>
+// CHECK: %[[G11:.*]] = kiln.slice %[[G]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, 1, 1>} : tensor<1x1x5x5xf32> -> tensor<1x1x4x4xf32>
+// CHECK: kiln.where %[[TAP00]], %[[G11]], %{{.*}}
+// CHECK: kiln.slice %[[F]] {start = array<i64: 0, 0, 1, 0>
+// CHECK: kiln.slice %[[F]] {start = array<i64: 0, 0, 0, 1>
+// CHECK: kiln.slice %[[F]] {start = array<i64: 0, 0, 0, 0>
+// CHECK: %[[P00:.*]] = kiln.add
+// CHECK: kiln.reshape %[[P00]] : tensor<1x1x4x4xf32> -> tensor<1x1x4x1x4x1xf32>
+// CHECK: %[[GRID:.*]] = kiln.concat %{{.*}}, %{{.*}} {axis = 3 : i64} : (tensor<1x1x4x1x4x2xf32>, tensor<1x1x4x1x4x2xf32>) -> tensor<1x1x4x2x4x2xf32>
+// CHECK: %[[FLAT:.*]] = kiln.reshape %[[GRID]] : tensor<1x1x4x2x4x2xf32> -> tensor<1x1x8x8xf32>
+// CHECK: %[[DX:.*]] = kiln.slice %[[FLAT]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, 1, 1>} : tensor<1x1x8x8xf32> -> tensor<1x1x6x6xf32>
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @main(%w: tensor<1x1x6x6xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %p = kiln.max_pool %w {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x1x6x6xf32>) -> tensor<1x1x3x3xf32>
+  %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x3x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // A strided convolution's input gradient goes one stride phase at a time:
 // phase (r, t) correlates the cotangent with the flipped taps r + 2m, t + 2n
 // of the 3x3 filter (2x2, 2x1, 1x2 and 1x1 taps), channels swapped. The
@@ -113,15 +152,15 @@ func.func @main(%w: tensor<1x1x5x5xf32> {kiln.name = "w"}) -> tensor<f32> {
 // CHECK-SAME: (%[[X:.*]]: tensor<1x2x5x5xf32> {kiln.name = "wx"}, %[[W:.*]]: tensor<3x2x3x3xf32> {kiln.name = "w"})
 // CHECK: %[[T00:.*]] = kiln.slice %[[W]] {start = array<i64: 0, 0, 2, 2>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x2x2xf32>
 // CHECK: %[[P00:.*]] = kiln.conv %[[G:.*]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x2x2xf32>) -> tensor<1x2x3x3xf32>
-// CHECK: %[[R00:.*]] = kiln.reshape %[[P00]] : tensor<1x2x3x3xf32> -> tensor<1x2x3x1x3x1xf32>
 // CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 2, 1>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x2x1xf32>
 // CHECK: %[[P01:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x2x1xf32>) -> tensor<1x2x3x3xf32>
-// CHECK: %[[R01:.*]] = kiln.reshape %[[P01]]
 // CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 1, 2>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x1x2xf32>
 // CHECK: %[[P10:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x1x2xf32>) -> tensor<1x2x3x3xf32>
-// CHECK: %[[R10:.*]] = kiln.reshape %[[P10]]
 // CHECK: kiln.slice %[[W]] {start = array<i64: 0, 0, 1, 1>, step = array<i64: 1, 1, -2, -2>} : tensor<3x2x3x3xf32> -> tensor<3x2x1x1xf32>
 // CHECK: %[[P11:.*]] = kiln.conv %[[G]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x3x3xf32>, tensor<2x3x1x1xf32>) -> tensor<1x2x3x3xf32>
+// CHECK: %[[R00:.*]] = kiln.reshape %[[P00]] : tensor<1x2x3x3xf32> -> tensor<1x2x3x1x3x1xf32>
+// CHECK: %[[R01:.*]] = kiln.reshape %[[P01]]
+// CHECK: %[[R10:.*]] = kiln.reshape %[[P10]]
 // CHECK: %[[R11:.*]] = kiln.reshape %[[P11]]
 // CHECK: %[[C0:.*]] = kiln.concat %[[R00]], %[[R01]] {axis = 5 : i64}
 // CHECK: %[[C1:.*]] = kiln.concat %[[R10]], %[[R11]] {axis = 5 : i64}

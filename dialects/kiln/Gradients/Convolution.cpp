@@ -51,6 +51,49 @@ static Value swapFilterChannels(OpBuilder &b, Location loc, Value filter, int64_
   return reshapeTo(b, loc, swapped, RankedTensorType::get(swappedShape, element));
 }
 
+/// Interleaves the results [N, C, Q...] of the phases of a grid of
+/// `strides` (phase r holds the rows q s + r; the last dimension's phase
+/// varies fastest in `phases`) into [N, C, Q0 s0, Q1 s1, ...]: each phase
+/// viewed as [N, C, Q0, 1, Q1, 1, ...], the phases of the last dimension
+/// side by side, then of the one before, ...
+static Value interleavePhases(OpBuilder &b, Location loc, ArrayRef<Value> phases,
+                              ArrayRef<int64_t> strides) {
+  RankedTensorType type = typeOf(phases.front());
+  Type element = type.getElementType();
+  int64_t spatial = strides.size();
+  SmallVector<int64_t> columnShape(type.getShape().take_front(2));
+  SmallVector<int64_t> interleaved(columnShape);
+  for (int64_t i = 0; i < spatial; ++i) {
+    columnShape.append({type.getDimSize(2 + i), 1});
+    interleaved.push_back(type.getDimSize(2 + i) * strides[i]);
+  }
+  SmallVector<Value> parts;
+  for (Value phase : phases)
+    parts.push_back(reshapeTo(b, loc, phase, RankedTensorType::get(columnShape, element)));
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    if (strides[i] == 1)
+      continue;
+    SmallVector<Value> merged;
+    for (size_t at = 0; at < parts.size(); at += strides[i])
+      merged.push_back(ConcatOp::create(b, loc, ArrayRef(parts).slice(at, strides[i]),
+                                        static_cast<uint64_t>(3 + 2 * i)));
+    parts = std::move(merged);
+  }
+  return reshapeTo(b, loc, parts.front(), RankedTensorType::get(interleaved, element));
+}
+
+/// The window of `value` [N, C, ...] with `type`'s shape whose spatial
+/// dimensions start at `corner`; `value` itself when its shape is `type`'s.
+static Value cropTo(OpBuilder &b, Location loc, Value value, RankedTensorType type,
+                    ArrayRef<int64_t> corner) {
+  if (typeOf(value).getShape() == type.getShape())
+    return value;
+  SmallVector<int64_t> start{0, 0}, unit(type.getRank(), 1);
+  start.append(corner.begin(), corner.end());
+  return SliceOp::create(b, loc, RankedTensorType::get(type.getShape(), elementOf(value)), value,
+                         start, unit);
+}
+
 /// The input gradient of a strided, undilated convolution, one stride phase
 /// at a time, so that no multiply-add meets a zero of the spread cotangent.
 /// Along a dimension of stride s, pad p and K taps, input position i reads
@@ -79,9 +122,6 @@ static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
   }
   SmallVector<int64_t> phaseShape{batch, channels};
   phaseShape.append(rows);
-  SmallVector<int64_t> columnShape{batch, channels};
-  for (int64_t i = 0; i < spatial; ++i)
-    columnShape.append({rows[i], 1});
   SmallVector<int64_t> ones(spatial, 1);
 
   // Every phase, the last dimension's fastest.
@@ -135,31 +175,10 @@ static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
                                  cropStart, unit);
       }
     }
-    phases.push_back(reshapeTo(b, loc, result, RankedTensorType::get(columnShape, element)));
+    phases.push_back(result);
   }
 
-  // Interleave: the phases of the last dimension side by side, then of the
-  // one before, ...: [N, C, Q0, s0, Q1, s1, ...].
-  for (int64_t i = spatial - 1; i >= 0; --i) {
-    if (strides[i] == 1)
-      continue;
-    SmallVector<Value> merged;
-    for (size_t at = 0; at < phases.size(); at += strides[i])
-      merged.push_back(ConcatOp::create(b, loc, ArrayRef(phases).slice(at, strides[i]),
-                                        static_cast<uint64_t>(3 + 2 * i)));
-    phases = std::move(merged);
-  }
-  SmallVector<int64_t> interleaved{batch, channels};
-  for (int64_t i = 0; i < spatial; ++i)
-    interleaved.push_back(rows[i] * strides[i]);
-  Value dx = reshapeTo(b, loc, phases.front(), RankedTensorType::get(interleaved, element));
-  if (ArrayRef<int64_t>(interleaved) == xType.getShape())
-    return dx;
-  SmallVector<int64_t> start(interleaved.size(), 0), unit(interleaved.size(), 1);
-  for (int64_t i = 0; i < spatial; ++i)
-    start[2 + i] = offset[i];
-  return SliceOp::create(b, loc, RankedTensorType::get(xType.getShape(), element), dx, start,
-                         unit);
+  return cropTo(b, loc, interleavePhases(b, loc, phases, strides), xType, offset);
 }
 
 // Y[n,m,o] = sum_{c,k} Xpad[n,c,o s + k d] W[m,c,k] + bias[m] (per spatial
@@ -333,9 +352,18 @@ static std::pair<int64_t, int64_t> windowExtent(ArrayRef<int64_t> kernel, Ranked
 // Windows that overlap, pad or dilate: for each window position (i, j), the
 // strided view X_ij of the (-inf padded) input holds that position's element
 // of every window. The first position equal to the maximum wins
-// (first = min over (i, j) of X_ij == Y ? i * kw + j : size), and its
-// cotangent is spread back onto the input's grid at offset (i, j): the sum of
-// those kh * kw placed tensors, cropped to the input, is dX.
+// (first = min over (i, j) of X_ij == Y ? i * kw + j : size).
+//
+// Its cotangent goes back one stride phase of the padded input at a time,
+// as a strided convolution's does: along a dimension of stride s, window o's
+// tap i lands on padded row s o + d i, which is row q = o + m of phase r,
+// where d i = s m + r. So phase r's rows are
+//   dXp[s q + r] = sum over taps i of phase r of (first[q - m] == i ? dY[q - m] : 0),
+// elementwise over shifted windows of dY and first (padded with m rows of
+// nothing in front), with no tensor of the input's size but the result. The
+// phases interleave into the padded grid, of which dX is a window. Each
+// input element is summed over the 2x2 windows of a 3x3, stride-2 pool
+// that cover it, not over all nine positions.
 static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, ArrayRef<int64_t> pads,
                                         Value g) {
   Location loc = op.getLoc();
@@ -350,36 +378,55 @@ static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, ArrayRef<int
   padded = padAlong(b, loc, padded, 3, pads[1], pads[3], -inf);
   RankedTensorType paddedType = typeOf(padded);
   auto outLike = RankedTensorType::get(outType.getShape(), element);
-  SmallVector<Value> atPosition;
   Value first;
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) {
       Value view = SliceOp::create(b, loc, outLike, padded,
                                    ArrayRef<int64_t>{0, 0, i * dilations[0], j * dilations[1]},
                                    ArrayRef<int64_t>{1, 1, strides[0], strides[1]});
-      atPosition.push_back(view);
       Value candidate = WhereOp::create(b, loc, EqualOp::create(b, loc, view, y),
                                         scalar(b, loc, element, double(i * kw + j)),
                                         scalar(b, loc, element, double(kh * kw)));
       first = first ? Value(MinOp::create(b, loc, first, candidate)) : candidate;
     }
-  Value sum;
+
+  // Per dimension: the phase's rows Q, and the most rows a tap shifts by.
+  SmallVector<int64_t> rows(2), shift(2);
+  for (int a = 0; a < 2; ++a) {
+    rows[a] = llvm::divideCeil(paddedType.getDimSize(2 + a), strides[a]);
+    shift[a] = dilations[a] * (kernel[a] - 1) / strides[a];
+  }
+  // dY and first with `shift` rows in front and enough behind for Q rows.
+  Value gShifted = g, firstShifted = first;
+  for (int a = 0; a < 2; ++a) {
+    int64_t behind = std::max<int64_t>(0, rows[a] - outType.getDimSize(2 + a));
+    gShifted = padAlong(b, loc, gShifted, 2 + a, shift[a], behind, 0.0);
+    firstShifted = padAlong(b, loc, firstShifted, 2 + a, shift[a], behind, double(kh * kw));
+  }
+  auto phaseType =
+      RankedTensorType::get({outType.getDimSize(0), outType.getDimSize(1), rows[0], rows[1]},
+                            element);
+  SmallVector<Value> phases(strides[0] * strides[1]);
   for (int64_t i = 0; i < kh; ++i)
     for (int64_t j = 0; j < kw; ++j) {
-      Value chosen = EqualOp::create(b, loc, first, scalar(b, loc, element, double(i * kw + j)));
-      Value share = WhereOp::create(b, loc, chosen, g, scalar(b, loc, element, 0.0));
-      Value placed = spreadAlong(b, loc, spreadAlong(b, loc, share, 2, strides[0]), 3, strides[1]);
-      int64_t top = i * dilations[0], left = j * dilations[1];
-      placed = padAlong(b, loc, placed, 2, top,
-                        paddedType.getDimSize(2) - top - typeOf(placed).getDimSize(2), 0.0);
-      placed = padAlong(b, loc, placed, 3, left,
-                        paddedType.getDimSize(3) - left - typeOf(placed).getDimSize(3), 0.0);
-      sum = sum ? Value(AddOp::create(b, loc, sum, placed)) : placed;
+      int64_t at[2] = {i * dilations[0], j * dilations[1]};
+      SmallVector<int64_t> start{0, 0}, unit(4, 1);
+      for (int a = 0; a < 2; ++a)
+        start.push_back(shift[a] - at[a] / strides[a]);
+      Value chosen = EqualOp::create(
+          b, loc, SliceOp::create(b, loc, phaseType, firstShifted, start, unit),
+          scalar(b, loc, element, double(i * kw + j)));
+      Value share = WhereOp::create(b, loc, chosen,
+                                    SliceOp::create(b, loc, phaseType, gShifted, start, unit),
+                                    scalar(b, loc, element, 0.0));
+      Value &phase = phases[(at[0] % strides[0]) * strides[1] + at[1] % strides[1]];
+      phase = phase ? Value(AddOp::create(b, loc, phase, share)) : share;
     }
-  if (typeOf(sum).getShape() == inType.getShape())
-    return sum;
-  return SliceOp::create(b, loc, inType, sum, ArrayRef<int64_t>{0, 0, pads[0], pads[1]},
-                         ArrayRef<int64_t>{1, 1, 1, 1});
+  for (Value &phase : phases)
+    if (!phase)
+      phase = splat(b, loc, phaseType, 0.0);
+  return cropTo(b, loc, interleavePhases(b, loc, phases, strides), inType,
+                ArrayRef<int64_t>{pads[0], pads[1]});
 }
 
 // Each output is the maximum of its window; its cotangent goes to the first
