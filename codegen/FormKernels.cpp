@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -89,6 +90,131 @@ bool sameIterationSpace(OpOperand *fused) {
 /// The op computing `value`, looking through reshapes.
 Operation *rootOf(Value value) { return throughReshapes(value).getDefiningOp(); }
 
+/// Whether `types` are one or more ranked tensors of one shape (the results
+/// of a root, merged siblings included).
+bool haveOneShape(TypeRange types) {
+  auto first = types.empty() ? RankedTensorType() : dyn_cast<RankedTensorType>(types.front());
+  return first && llvm::all_of(types, [&](Type type) {
+           auto tensor = dyn_cast<RankedTensorType>(type);
+           return tensor && tensor.getShape() == first.getShape();
+         });
+}
+
+/// Whether `op` reads, through ops of its block, a result of `from` (which
+/// comes before it).
+bool readsResultOf(Operation *op, Operation *from) {
+  SmallVector<Operation *> worklist = {op};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!worklist.empty()) {
+    Operation *current = worklist.pop_back_val();
+    if (current == from)
+      return true;
+    if (!seen.insert(current).second || current->getBlock() != from->getBlock() ||
+        current->isBeforeInBlock(from))
+      continue;
+    for (Value operand : current->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  return false;
+}
+
+/// The users of `earlier`'s results before `later`, which must move after
+/// it for the two to merge at `later`: reshapes (unit dimensions folded
+/// back in) whose own users all come after `later`. Fails if another op
+/// uses them first.
+FailureOr<SmallVector<Operation *>> usersToMove(Operation *earlier, Operation *later) {
+  SmallVector<Operation *> moved;
+  for (Operation *user : earlier->getUsers()) {
+    if (later->isBeforeInBlock(user))
+      continue;
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) ||
+        user->getBlock() != later->getBlock() ||
+        !llvm::all_of(user->getUsers(),
+                      [&](Operation *next) { return later->isBeforeInBlock(next); }))
+      return failure();
+    moved.push_back(user);
+  }
+  return moved;
+}
+
+/// Whether generics `earlier` and `later` (in that order in one block) can
+/// become one generic at `later`: the same loops, static, neither reading
+/// the other's results, and no use of `earlier` before `later` but reshapes
+/// that can move after it.
+bool siblingsMerge(linalg::GenericOp earlier, linalg::GenericOp later) {
+  SmallVector<int64_t> ranges = earlier.getStaticLoopRanges();
+  return !ShapedType::isDynamicShape(ranges) && ranges == later.getStaticLoopRanges() &&
+         earlier.getIteratorTypesArray() == later.getIteratorTypesArray() &&
+         earlier.hasPureTensorSemantics() && later.hasPureTensorSemantics() &&
+         !readsResultOf(later, earlier) && succeeded(usersToMove(earlier, later));
+}
+
+/// One generic computing both `earlier`'s and `later`'s results, at
+/// `later`: the inputs of both (each distinct input and map once), the
+/// outputs of both, and the two bodies one after the other.
+linalg::GenericOp mergeSiblings(linalg::GenericOp earlier, linalg::GenericOp later) {
+  SmallVector<Value> inputs, inits;
+  SmallVector<AffineMap> inputMaps, initMaps;
+  // Each generic's block arguments as positions among the merged inputs,
+  // then among the merged inits.
+  SmallVector<SmallVector<int64_t>> inputSlots(2), initSlots(2);
+  linalg::GenericOp parts[2] = {earlier, later};
+  for (auto [part, generic] : llvm::enumerate(parts)) {
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      AffineMap map = generic.getMatchingIndexingMap(input);
+      int64_t slot = 0;
+      while (slot < static_cast<int64_t>(inputs.size()) &&
+             (inputs[slot] != input->get() || inputMaps[slot] != map))
+        ++slot;
+      if (slot == static_cast<int64_t>(inputs.size())) {
+        inputs.push_back(input->get());
+        inputMaps.push_back(map);
+      }
+      inputSlots[part].push_back(slot);
+    }
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      initSlots[part].push_back(inits.size());
+      inits.push_back(init.get());
+      initMaps.push_back(generic.getMatchingIndexingMap(&init));
+    }
+  }
+  SmallVector<AffineMap> maps(inputMaps);
+  llvm::append_range(maps, initMaps);
+  SmallVector<Type> resultTypes(earlier->getResultTypes());
+  llvm::append_range(resultTypes, later->getResultTypes());
+
+  OpBuilder b(later);
+  auto merged = linalg::GenericOp::create(
+      b, FusedLoc::get(b.getContext(), {earlier.getLoc(), later.getLoc()}), resultTypes, inputs,
+      inits, maps, earlier.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        SmallVector<Value> yielded;
+        for (auto [part, generic] : llvm::enumerate(parts)) {
+          IRMapping mapping;
+          Block *body = generic.getBody();
+          int64_t ins = inputSlots[part].size();
+          for (auto [i, slot] : llvm::enumerate(inputSlots[part]))
+            mapping.map(body->getArgument(i), args[slot]);
+          for (auto [i, slot] : llvm::enumerate(initSlots[part]))
+            mapping.map(body->getArgument(ins + i), args[inputs.size() + slot]);
+          for (Operation &op : body->without_terminator())
+            nested.clone(op, mapping);
+          for (Value value : body->getTerminator()->getOperands())
+            yielded.push_back(mapping.lookupOrDefault(value));
+        }
+        linalg::YieldOp::create(nested, loc, yielded);
+      });
+  for (Operation *user : *usersToMove(earlier, later))
+    user->moveAfter(merged);
+  unsigned first = earlier->getNumResults();
+  earlier->replaceAllUsesWith(merged->getResults().take_front(first));
+  later->replaceAllUsesWith(merged->getResults().drop_front(first));
+  earlier->erase();
+  later->erase();
+  return merged;
+}
+
 struct KilnFormKernelsPass : impl::KilnFormKernelsPassBase<KilnFormKernelsPass> {
   using KilnFormKernelsPassBase::KilnFormKernelsPassBase;
 
@@ -154,7 +280,7 @@ private:
   /// space, perhaps then a division). Tiles of the root's parallel loops then
   /// cut only the reductions' kept loops.
   static bool reducesToRoot(FusionOp fusion, linalg::LinalgOp root) {
-    if (root->getNumResults() != 1)
+    if (!haveOneShape(root->getResultTypes()))
       return false;
     auto rootType = dyn_cast<RankedTensorType>(root->getResult(0).getType());
     bool any = false, all = true;
@@ -165,7 +291,7 @@ private:
         continue;
       any = true;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      auto type = op->getNumResults() == 1
+      auto type = haveOneShape(op->getResultTypes())
                       ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
                       : RankedTensorType();
       // The innermost loop reduced, so that a tile's sum runs along memory
@@ -552,7 +678,7 @@ private:
 
   LogicalResult tileRoot(FusionOp fusion, Value result) {
     auto root = dyn_cast_or_null<linalg::LinalgOp>(rootOf(result));
-    if (!root || root->getNumResults() != 1)
+    if (!root || !haveOneShape(root->getResultTypes()))
       return success();
     return tileOp(fusion, root);
   }
@@ -603,9 +729,33 @@ private:
     return success();
   }
 
+  /// The roots of a multi-output fusion that run over the same loops
+  /// (a batch normalization's gradient: three sums per channel over the
+  /// same batch and space) merged into one generic with a result per root,
+  /// so that each tile reads the inputs once for all of them instead of
+  /// each root's loop reading them from memory again.
+  static void mergeSiblingRoots(FusionOp fusion) {
+    SmallVector<linalg::GenericOp> roots;
+    for (Value value : fusion.getYield().getValues())
+      if (auto generic = dyn_cast_or_null<linalg::GenericOp>(rootOf(value));
+          generic && !llvm::is_contained(roots, generic))
+        roots.push_back(generic);
+    llvm::sort(roots, [](linalg::GenericOp a, linalg::GenericOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (size_t i = 0; i < roots.size(); ++i)
+      for (size_t j = i + 1; j < roots.size(); ++j)
+        if (roots[i] && roots[j] && siblingsMerge(roots[i], roots[j])) {
+          roots[j] = mergeSiblings(roots[i], roots[j]);
+          roots[i] = nullptr;
+          break;
+        }
+  }
+
   LogicalResult formKernel(FusionOp fusion, const FrozenRewritePatternSet &patterns) {
     Region &body = fusion.getBody();
     (void)applyPatternsGreedily(body, patterns);
+    mergeSiblingRoots(fusion);
     // Tile each result's root, the last one first, so earlier roots fused
     // into a later tile are not tiled twice. The yielded values are read
     // afresh each time: tiling a root may fuse an earlier result's producer

@@ -249,7 +249,11 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
     1. elementwise producers are fused into their consumers when both run
        over the same iteration space (a producer that a consumer broadcasts is
        not, since it would be recomputed per broadcast element);
-    2. the op producing the fusion's result (the root) is tiled along its
+    2. roots of a multi-output fusion that run over the same loops and do
+       not read each other (batch normalization's two gradient sums per
+       channel, elementwise results side by side) become one generic with
+       a result each, so that one loop reads their inputs once;
+    3. the op producing the fusion's result (the root) is tiled along its
        outer parallel dimensions into an `scf.forall`, and every other op of
        the fusion is fused into the tile, computing just the slice the tile
        needs: one loop nest over rows for softmax and layer normalization,
@@ -281,7 +285,7 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
        tiles of output channels where those read less memory than the
        bands (bands the threads cannot share evenly counted as the bands
        they take the time of);
-    3. the body is inlined in place of the fusion.
+    4. the body is inlined in place of the fusion.
 
     The `scf.forall` loops become OpenMP parallel loops in the CPU pipeline.
   }];

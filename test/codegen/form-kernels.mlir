@@ -567,14 +567,19 @@ func.func @small_column_sums(%x: tensor<8x1024xf32>) -> tensor<1x1024xf32> {
 
 // -----
 
-// Two per-channel sums of one fusion (batch normalization's backward pair):
-// each result gets its own loop of one channel per tile.
+// Two per-channel sums of one fusion (batch normalization's backward pair)
+// over the same loops: one generic computes both, in one loop of a channel
+// per tile, so each tile reads the channel once.
 // CHECK-LABEL: func.func @two_per_channel_sums
 // CHECK: scf.forall (%{{.*}}) in (64)
-// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
-// CHECK: scf.forall (%{{.*}}) in (64)
-// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:   %[[SUMS:.*]]:2 = linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:     arith.addf
 // CHECK:     arith.mulf
+// CHECK:     arith.addf
+// CHECK:     linalg.yield
+// CHECK:   tensor.parallel_insert_slice %[[SUMS]]#0
+// CHECK:   tensor.parallel_insert_slice %[[SUMS]]#1
+// CHECK-NOT: scf.forall
 func.func @two_per_channel_sums(%x: tensor<8x64x28x28xf32>, %y: tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
   %0:2 = kiln.fusion input(%x, %y) : (tensor<8x64x28x28xf32>, tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
   ^bb0(%a: tensor<8x64x28x28xf32>, %b: tensor<8x64x28x28xf32>):
@@ -584,4 +589,48 @@ func.func @two_per_channel_sums(%x: tensor<8x64x28x28xf32>, %y: tensor<8x64x28x2
     kiln.yield %s, %t : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
   }
   return %0#0, %0#1 : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
+}
+
+// -----
+
+// A sum that reads another result of its fusion (a variance of the centred
+// input after the mean) cannot share its loop: two loops.
+// CHECK-LABEL: func.func @dependent_sums
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK-NOT: :2 = linalg.generic
+// CHECK: scf.forall (%{{.*}}) in (64)
+// CHECK:   linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "reduction", "reduction"]
+// CHECK:     arith.subf
+func.func @dependent_sums(%x: tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
+  %0:2 = kiln.fusion input(%x) : (tensor<8x64x28x28xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>) {
+  ^bb0(%a: tensor<8x64x28x28xf32>):
+    %s = kiln.reduce_sum %a {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    %d = kiln.sub %a, %s : (tensor<8x64x28x28xf32>, tensor<1x64x1x1xf32>) -> tensor<8x64x28x28xf32>
+    %t = kiln.reduce_sum %d {axes = array<i64: 0, 2, 3>} : (tensor<8x64x28x28xf32>) -> tensor<1x64x1x1xf32>
+    kiln.yield %s, %t : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
+  }
+  return %0#0, %0#1 : tensor<1x64x1x1xf32>, tensor<1x64x1x1xf32>
+}
+
+// -----
+
+// Elementwise results over the same loops share one too (y = 2x + 1 and
+// z = relu(y), y computed again in z's body rather than read back).
+// CHECK-LABEL: func.func @elementwise_siblings
+// CHECK: %[[BOTH:.*]]:2 = linalg.generic
+// CHECK:   linalg.yield %{{.*}}, %{{.*}} : f32, f32
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[BOTH]]#0, %[[BOTH]]#1
+func.func @elementwise_siblings(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %0:2 = kiln.fusion loop(%x) : (tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf32>):
+    %two = kiln.constant dense<2.0> : tensor<f32>
+    %one = kiln.constant dense<1.0> : tensor<f32>
+    %m = kiln.mul %a, %two : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+    %y = kiln.add %m, %one : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+    %z = kiln.relu %y : tensor<4x16xf32>
+    kiln.yield %y, %z : tensor<4x16xf32>, tensor<4x16xf32>
+  }
+  return %0#0, %0#1 : tensor<4x16xf32>, tensor<4x16xf32>
 }
