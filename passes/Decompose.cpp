@@ -157,6 +157,43 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
   }
 };
 
+// Normalization with the batch's statistics, in the same ops a
+// BatchNormalization in training mode decomposes into (the statistics over
+// every dimension but the channels, the variance of the centred input):
+// y = (x - m) / sqrt(v + eps) * scale + bias.
+struct DecomposeBatchNormTraining : OpRewritePattern<BatchNormTrainingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormTrainingOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    RankedTensorType type = cast<RankedTensorType>(x.getType());
+    Type element = type.getElementType();
+    SmallVector<int64_t> axes{0}, perChannel(type.getRank(), 1);
+    for (int64_t i = 2; i < type.getRank(); ++i)
+      axes.push_back(i);
+    perChannel[1] = type.getDimSize(1);
+    auto channelType = RankedTensorType::get(perChannel, element);
+    auto flatType = RankedTensorType::get({type.getDimSize(1)}, element);
+    Value mean = ReduceMeanOp::create(rewriter, loc, x, axes, true);
+    Value centered = SubOp::create(rewriter, loc, x, mean);
+    Value variance = ReduceMeanOp::create(
+        rewriter, loc, MulOp::create(rewriter, loc, centered, centered), axes, true);
+    Value inverse = ReciprocalOp::create(
+        rewriter, loc,
+        SqrtOp::create(rewriter, loc,
+                       AddOp::create(rewriter, loc, variance,
+                                     splat(rewriter, loc, element,
+                                           op.getEpsilon().convertToDouble()))));
+    Value y = MulOp::create(rewriter, loc, MulOp::create(rewriter, loc, centered, inverse),
+                            ReshapeOp::create(rewriter, loc, channelType, op.getScale()));
+    y = AddOp::create(rewriter, loc, y,
+                      ReshapeOp::create(rewriter, loc, channelType, op.getBias()));
+    rewriter.replaceOp(op, {y, ReshapeOp::create(rewriter, loc, flatType, mean),
+                            ReshapeOp::create(rewriter, loc, flatType, variance)});
+    return success();
+  }
+};
+
 int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes) {
   int64_t count = 1;
   for (int64_t axis : axes)
@@ -283,7 +320,7 @@ void populateDecompositionPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<DecomposeGemm, DecomposeSoftmax<SoftmaxOp, false>,
                DecomposeSoftmax<LogSoftmaxOp, true>, DecomposeLayerNorm,
-               DecomposeBatchNorm, DecomposeReduceMean,
+               DecomposeBatchNorm, DecomposeBatchNormTraining, DecomposeReduceMean,
                DecomposeReduceThen<ReduceL2Op, ReduceSumSquareOp, SqrtOp>,
                DecomposeReduceThen<ReduceLogSumOp, ReduceSumOp, LogOp>,
                DecomposeLogSumExp, ToReshape<SqueezeOp>, ToReshape<UnsqueezeOp>,

@@ -50,8 +50,9 @@ def KilnDecomposePass : Pass<"kiln-decompose", "mlir::func::FuncOp"> {
   let summary = "Rewrites composite kiln ops into elementwise ops and plain reductions";
   let description = [{
     Softmax and log-softmax become a max reduction, a subtraction, an
-    exponential, a sum and a division; layer and batch normalization become
-    reductions and broadcasts; Gemm becomes transposes, a matmul and an
+    exponential, a sum and a division; layer and batch normalization (a
+    train step's `kiln.batch_norm_training`, once differentiated, too)
+    become reductions and broadcasts; Gemm becomes transposes, a matmul and an
     epilogue of scaling and bias; mean, L2, log-sum and log-sum-exp
     reductions become sums and elementwise math; squeeze, unsqueeze and
     flatten become reshapes. Arithmetic on f16 and bf16 is computed in f32
@@ -328,7 +329,10 @@ def KilnTrainStepPass : Pass<"kiln-train-step", "mlir::ModuleOp"> {
        against float labels shaped like the output; or `output`, when the
        model computes its own scalar loss (ONNX SoftmaxCrossEntropyLoss);
        plus `l2 / 2 * sum(w^2)` for the weights matching `l2-weights`;
-    3. differentiates it (the machinery of `kiln-autodiff`);
+    3. differentiates it (the machinery of `kiln-autodiff`), each batch
+       normalization as a `kiln.batch_norm_training` (the batch's
+       statistics, its gradient in closed form) whose running mean and
+       variance become state;
     4. clips the gradients by their global norm when `clip-norm > 0`;
     5. updates the weights with `optimizer` at the learning rate of
        `lr-schedule` evaluated at the `step` state (updates made so far):

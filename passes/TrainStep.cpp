@@ -154,38 +154,24 @@ void buildInit(func::FuncOp main, ArrayRef<State> states, const llvm::StringMap<
   init.setAllResultAttrs(attrs);
 }
 
-/// Replaces `norm` by normalization with the batch's statistics and adds its
-/// running mean and variance (initializers) as state updated with them:
-///   y = (x - m) / sqrt(v + eps) * scale + bias, m and v over all but the
-///   channels (v biased); running = momentum * running + (1 - momentum) * stat,
-///   with the unbiased variance, as PyTorch's BatchNorm in training mode does.
+/// Replaces `norm` by a kiln.batch_norm_training, normalization with the
+/// batch's statistics (over all but the channels, the variance biased), and
+/// adds its running mean and variance (initializers) as state updated with
+/// them: running = momentum * running + (1 - momentum) * stat, with the
+/// unbiased variance, as PyTorch's BatchNorm in training mode does.
 void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> &states,
                     llvm::StringMap<ElementsAttr> &initial) {
   OpBuilder b(norm);
   Location loc = norm.getLoc();
   Emitter e{b, loc};
-  Value x = norm.getInput();
-  RankedTensorType type = typeOf(x);
+  RankedTensorType type = typeOf(norm.getInput());
   Type element = type.getElementType();
-  int64_t rank = type.getRank(), channels = type.getDimSize(1);
-  SmallVector<int64_t> axes{0}, perChannel(rank, 1);
   int64_t count = type.getDimSize(0);
-  for (int64_t i = 2; i < rank; ++i) {
-    axes.push_back(i);
+  for (int64_t i = 2; i < type.getRank(); ++i)
     count *= type.getDimSize(i);
-  }
-  perChannel[1] = channels;
-  auto channelType = RankedTensorType::get(perChannel, element);
-  auto flatType = RankedTensorType::get({channels}, element);
-  Value mean = ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
-  Value centered = e.sub(x, mean);
-  Value variance = ReduceMeanOp::create(b, loc, e.mul(centered, centered), axes, /*keepdims=*/true);
-  double epsilon = norm.getEpsilon().convertToDouble();
-  Value inverse = ReciprocalOp::create(b, loc, e.sqrt(e.add(variance, e.scalar(element, epsilon))));
-  Value scale = ReshapeOp::create(b, loc, channelType, norm.getScale());
-  Value bias = ReshapeOp::create(b, loc, channelType, norm.getBias());
-  Value y = e.add(e.mul(e.mul(centered, inverse), scale), bias);
-  norm.getOutput().replaceAllUsesWith(y);
+  auto training = BatchNormTrainingOp::create(b, loc, norm.getInput(), norm.getScale(),
+                                              norm.getBias(), norm.getEpsilonAttr());
+  norm.getOutput().replaceAllUsesWith(training.getOutput());
 
   double momentum = norm.getMomentum().convertToDouble();
   double unbias = count > 1 ? double(count) / double(count - 1) : 1.0;
@@ -198,13 +184,12 @@ void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> 
         index, stat.getType(),
         b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name))), stat.getLoc());
     Value arg = main.getArgument(index);
-    Value flat = ReshapeOp::create(b, loc, flatType, batch);
     Value next = e.add(e.mul(arg, e.scalar(element, momentum)),
-                       e.mul(flat, e.scalar(element, (1 - momentum) * factor)));
+                       e.mul(batch, e.scalar(element, (1 - momentum) * factor)));
     states.push_back({name, kind, arg, next});
   };
-  update(norm.getMean(), mean, 1.0, "running_mean");
-  update(norm.getVariance(), variance, unbias, "running_var");
+  update(norm.getMean(), training.getMean(), 1.0, "running_mean");
+  update(norm.getVariance(), training.getVariance(), unbias, "running_var");
   Operation *meanInit = norm.getMean().getDefiningOp(), *varInit = norm.getVariance().getDefiningOp();
   norm.erase();
   for (Operation *init : {meanInit, varInit})

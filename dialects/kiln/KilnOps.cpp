@@ -485,20 +485,42 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult BatchNormOp::verify() {
-  if (getInput().getType().getRank() < 2)
-    return emitOpError("input must have rank >= 2, got ") << getInput().getType();
-  int64_t channels = getInput().getType().getDimSize(1);
-  for (Value operand : getOperands().drop_front()) {
+/// A batch normalization's input has channels along dimension 1, and each
+/// of `perChannel` one element of the input's type per channel.
+static LogicalResult verifyChannels(Operation *op, RankedTensorType input,
+                                    ValueRange perChannel) {
+  if (input.getRank() < 2)
+    return op->emitOpError("input must have rank >= 2, got ") << input;
+  int64_t channels = input.getDimSize(1);
+  for (Value operand : perChannel) {
     RankedTensorType type = rankedType(operand);
     if (type.getRank() != 1 || type.getDimSize(0) != channels)
-      return emitOpError("per-channel operands must have ")
+      return op->emitOpError("per-channel operands must have ")
              << channels << " elements, got " << type;
-    if (type.getElementType() != getInput().getType().getElementType())
-      return emitOpError("per-channel operand type ")
+    if (type.getElementType() != input.getElementType())
+      return op->emitOpError("per-channel operand type ")
              << type << " differs from the input element type";
   }
   return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  return verifyChannels(*this, rankedType(getInput()), getOperands().drop_front());
+}
+
+LogicalResult BatchNormTrainingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (input.getRank() < 2)
+    return emitOptionalError(loc, "input must have rank >= 2, got ", input);
+  auto statistic = RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+  results.append({input, statistic, statistic});
+  return success();
+}
+
+LogicalResult BatchNormTrainingOp::verify() {
+  return verifyChannels(*this, rankedType(getInput()), {getScale(), getBias()});
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,

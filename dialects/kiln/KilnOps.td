@@ -511,6 +511,35 @@ def Kiln_BatchNormOp : Kiln_Op<"batch_norm", [InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
+def Kiln_BatchNormTrainingOp : Kiln_Op<"batch_norm_training",
+    [InferTypeOpAdaptor, Kiln_Differentiable]> {
+  let summary = "Batch normalization with the batch's statistics, in a train step";
+  let description = [{
+    `(x - m) / sqrt(v + epsilon) * scale + bias`, where `m` and `v` are the
+    mean and the biased variance of `input` over every dimension but the
+    channels (dimension 1), and the per-channel `scale` and `bias`
+    broadcast along dimension 1. Also yields `m` and `v` as `mean` and
+    `variance`, one element per channel, for the running statistics.
+    `kiln-train-step` makes one of each BatchNormalization it trains, so
+    that the gradient is the closed form (two sums per channel and one
+    elementwise pass) rather than the chain rule through the statistics;
+    `kiln-decompose` expands it after differentiation.
+
+    ```mlir
+    %y, %mean, %var = kiln.batch_norm_training %x, %scale, %bias {epsilon = 1.0e-05 : f32}
+        : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   Kiln_FloatTensor:$bias,
+                   DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$output, Kiln_FloatTensor:$mean,
+                 Kiln_FloatTensor:$variance);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [InferTypeOpAdaptor, Kiln_Differentiable]> {
   let summary = "Layer normalization over trailing axes (ONNX LayerNormalization)";
   let description = [{

@@ -27,6 +27,16 @@ func.func @main(%x: tensor<4xf32> {kiln.name = "x"}) {
 
 // -----
 
+// A train step's batch statistics feed the running averages, not the loss.
+func.func @main(%x: tensor<2x3x4xf32> {kiln.name = "x"}, %g: tensor<3xf32> {kiln.name = "g"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.batch_norm_training' op has no gradient rule for its mean and variance results; only the normalized output may feed the loss}}
+  %y, %m, %v = kiln.batch_norm_training %x, %g, %g : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  %s = kiln.reduce_sum %v {axes = array<i64: 0>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // Layer normalization's statistics are results a loss may not read.
 func.func @main(%x: tensor<2x4xf32> {kiln.name = "x"}, %g: tensor<4xf32> {kiln.name = "g"}) -> tensor<f32> {
   // expected-error @+1 {{'kiln.layer_norm' op has no gradient rule for its mean and inv_std_dev results; only the normalized output may feed the loss}}

@@ -140,4 +140,52 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// With x^ = (x - m) r, r = 1/sqrt(v + eps), m and v the batch's mean and
+// variance per channel over the other dimensions (n elements), and
+// y = x^ scale + bias:
+//   dx = r scale (dy - sum(dy) / n - x^ sum(dy x^) / n),
+//   dscale = sum(dy x^), dbias = sum(dy),
+// sums per channel: two sums over the same elements (which fuse into one
+// loop) and one elementwise pass, where the chain rule through m and v
+// would sum four times. The statistics results feed the running averages;
+// a loss that depends on them is refused.
+LogicalResult BatchNormTrainingOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                                  SmallVectorImpl<Value> &operandGrads) {
+  if (resultGrads[1] || resultGrads[2])
+    return emitOpError("has no gradient rule for its mean and variance results; only the "
+                       "normalized output may feed the loss");
+  Location loc = getLoc();
+  Value g = resultGrads[0], x = getInput();
+  RankedTensorType type = typeOf(x);
+  Type element = type.getElementType();
+  SmallVector<int64_t> axes{0}, perChannel(type.getRank(), 1);
+  int64_t count = type.getDimSize(0);
+  for (int64_t i = 2; i < type.getRank(); ++i) {
+    axes.push_back(i);
+    count *= type.getDimSize(i);
+  }
+  perChannel[1] = type.getDimSize(1);
+  auto channel = [&](Value value) {
+    return reshapeTo(b, loc, value, RankedTensorType::get(perChannel, element));
+  };
+  double epsilon = getEpsilon().convertToDouble();
+  Value inverse = ReciprocalOp::create(
+      b, loc,
+      SqrtOp::create(b, loc, AddOp::create(b, loc, channel(getVariance()),
+                                           scalar(b, loc, element, epsilon))));
+  Value normalized = MulOp::create(b, loc, SubOp::create(b, loc, x, channel(getMean())), inverse);
+  Value sum = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/true);
+  Value sumNormalized = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g, normalized), axes,
+                                            /*keepdims=*/true);
+  Value perElement = scalar(b, loc, element, 1.0 / double(count));
+  Value centered = SubOp::create(
+      b, loc, SubOp::create(b, loc, g, MulOp::create(b, loc, sum, perElement)),
+      MulOp::create(b, loc, normalized, MulOp::create(b, loc, sumNormalized, perElement)));
+  operandGrads.push_back(
+      MulOp::create(b, loc, centered, MulOp::create(b, loc, inverse, channel(getScale()))));
+  operandGrads.push_back(reshapeTo(b, loc, sumNormalized, typeOf(getScale())));
+  operandGrads.push_back(reshapeTo(b, loc, sum, typeOf(getBias())));
+  return success();
+}
+
 } // namespace kiln

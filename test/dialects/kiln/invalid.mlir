@@ -163,6 +163,30 @@ func.func @batch_norm_channels(%x: tensor<2x3x4xf32>, %c: tensor<4xf32>) -> tens
 
 // -----
 
+func.func @batch_norm_training_rank(%x: tensor<3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{input must have rank >= 2}}
+  %y, %m, %v = kiln.batch_norm_training %x, %c, %c : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_training_channels(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{per-channel operands must have 3 elements, got 'tensor<4xf32>'}}
+  %y, %m, %v = kiln.batch_norm_training %x, %c, %d : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
+func.func @batch_norm_training_type(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>, %d: tensor<3xf64>) {
+  // expected-error @+1 {{per-channel operand type 'tensor<3xf64>' differs from the input element type}}
+  %y, %m, %v = kiln.batch_norm_training %x, %d, %c : (tensor<2x3x4xf32>, tensor<3xf64>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
 func.func @layer_norm_scale(%x: tensor<2x3x4xf32>, %s: tensor<5xf32>) -> tensor<2x3x4xf32> {
   // expected-error @+2 {{scale and bias must broadcast}}
   // expected-error @+1 {{failed to infer returned types}}

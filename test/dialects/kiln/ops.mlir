@@ -140,6 +140,15 @@ func.func @normalization(%x: tensor<2x3x4x5xf32>, %c: tensor<3xf32>, %s: tensor<
 
 // -----
 
+// CHECK-LABEL: func @batch_norm_training
+func.func @batch_norm_training(%x: tensor<2x3x4x5xf32>, %c: tensor<3xf32>) -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>) {
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = kiln.batch_norm_training %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f32} : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  %y, %m, %v = kiln.batch_norm_training %x, %c, %c {epsilon = 1.0e-3 : f32} : (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y, %m, %v : tensor<2x3x4x5xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @data_movement
 func.func @data_movement(%x: tensor<2x3x4xf32>, %i: tensor<5xi64>) -> (tensor<6x4xf32>, tensor<4x3x2xf32>, tensor<4x3x4xf32>, tensor<2x2x4xf32>, tensor<5x3x4xf32>, tensor<2x2x3x4xf32>) {
   // CHECK: kiln.reshape %{{.*}} : tensor<2x3x4xf32> -> tensor<6x4xf32>

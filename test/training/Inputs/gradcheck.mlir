@@ -491,6 +491,16 @@ func.func @main(%x: tensor<2x2x3xf64> {kiln.name = "x"}, %x2: tensor<2x3xf64> {k
 
 // -----
 
+// case: batch_norm_training
+func.func @main(%x: tensor<3x2x2x3xf64> {kiln.name = "x"}, %x2: tensor<2xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<3x2x2x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y, %m, %v = kiln.batch_norm_training %x, %x2, %x3 {epsilon = 1.0e-05 : f32} : (tensor<3x2x2x3xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<3x2x2x3xf64>, tensor<2xf64>, tensor<2xf64>)
+  %p = kiln.mul %y, %c : (tensor<3x2x2x3xf64>, tensor<3x2x2x3xf64>) -> tensor<3x2x2x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<3x2x2x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
 // case: reshape
 func.func @main(%x: tensor<2x3x2xf64> {kiln.name = "x"}, %c: tensor<3x4xf64> {kiln.name = "c"}) -> tensor<f64> {
   %y = kiln.reshape %x : tensor<2x3x2xf64> -> tensor<3x4xf64>
