@@ -39,6 +39,35 @@ SmallVector<int64_t> range(int64_t from, int64_t to) {
   return r;
 }
 
+/// The mean of `x` over `axes` (kept as dimensions of 1), `x` centred on
+/// it, and the centred input's mean square (the biased variance): the
+/// statistics of layer and batch normalization.
+struct Moments {
+  Value mean, centered, variance;
+};
+
+Moments momentsOver(PatternRewriter &rewriter, Location loc, Value x, ArrayRef<int64_t> axes) {
+  Value mean = ReduceMeanOp::create(rewriter, loc, x, axes, true);
+  Value centered = SubOp::create(rewriter, loc, x, mean);
+  Value variance = ReduceMeanOp::create(
+      rewriter, loc, MulOp::create(rewriter, loc, centered, centered), axes, true);
+  return {mean, centered, variance};
+}
+
+/// 1 / sqrt(variance + epsilon).
+Value inverseStdDev(PatternRewriter &rewriter, Location loc, Value variance, APFloat epsilon) {
+  Value shifted = AddOp::create(rewriter, loc, variance,
+                                splat(rewriter, loc, elementOf(variance), epsilon.convertToDouble()));
+  return ReciprocalOp::create(rewriter, loc, SqrtOp::create(rewriter, loc, shifted));
+}
+
+/// Every dimension of a rank-`rank` tensor but the channels (dimension 1).
+SmallVector<int64_t> allButChannels(int64_t rank) {
+  SmallVector<int64_t> axes = range(1, rank);
+  axes.front() = 0;
+  return axes;
+}
+
 // gemm(A, B, C) = alpha * (A' x B') + beta * C
 struct DecomposeGemm : OpRewritePattern<GemmOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -93,19 +122,10 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = op.getInput();
-    Type element = elementOf(x);
     int64_t rank = op.getInput().getType().getRank();
     SmallVector<int64_t> axes = range(op.getAxis(), rank);
-    Value mean = ReduceMeanOp::create(rewriter, loc, x, axes, true);
-    Value centered = SubOp::create(rewriter, loc, x, mean);
-    Value var = ReduceMeanOp::create(
-        rewriter, loc, MulOp::create(rewriter, loc, centered, centered), axes, true);
-    Value invStd = ReciprocalOp::create(
-        rewriter, loc,
-        SqrtOp::create(rewriter, loc,
-                       AddOp::create(rewriter, loc, var,
-                                     splat(rewriter, loc, element,
-                                           op.getEpsilon().convertToDouble()))));
+    auto [mean, centered, variance] = momentsOver(rewriter, loc, x, axes);
+    Value invStd = inverseStdDev(rewriter, loc, variance, op.getEpsilon());
     Value y = MulOp::create(rewriter, loc,
                             MulOp::create(rewriter, loc, centered, invStd),
                             op.getScale());
@@ -132,16 +152,10 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
     Value mean = op.getMean(), variance = op.getVariance();
     if (op.getTraining()) {
       // The batch's statistics over every dimension but the channels.
-      SmallVector<int64_t> axes{0};
-      for (int64_t i = 2; i < type.getRank(); ++i)
-        axes.push_back(i);
       auto flat = RankedTensorType::get({type.getDimSize(1)}, type.getElementType());
-      Value batchMean = ReduceMeanOp::create(rewriter, loc, op.getInput(), axes, true);
-      Value centered = SubOp::create(rewriter, loc, op.getInput(), batchMean);
-      Value batchVar = ReduceMeanOp::create(rewriter, loc,
-                                            MulOp::create(rewriter, loc, centered, centered), axes, true);
-      mean = ReshapeOp::create(rewriter, loc, flat, batchMean);
-      variance = ReshapeOp::create(rewriter, loc, flat, batchVar);
+      Moments batch = momentsOver(rewriter, loc, op.getInput(), allButChannels(type.getRank()));
+      mean = ReshapeOp::create(rewriter, loc, flat, batch.mean);
+      variance = ReshapeOp::create(rewriter, loc, flat, batch.variance);
     }
     Value factor = DivOp::create(
         rewriter, loc, op.getScale(),
@@ -168,22 +182,12 @@ struct DecomposeBatchNormTraining : OpRewritePattern<BatchNormTrainingOp> {
     Value x = op.getInput();
     RankedTensorType type = cast<RankedTensorType>(x.getType());
     Type element = type.getElementType();
-    SmallVector<int64_t> axes{0}, perChannel(type.getRank(), 1);
-    for (int64_t i = 2; i < type.getRank(); ++i)
-      axes.push_back(i);
+    SmallVector<int64_t> perChannel(type.getRank(), 1);
     perChannel[1] = type.getDimSize(1);
     auto channelType = RankedTensorType::get(perChannel, element);
     auto flatType = RankedTensorType::get({type.getDimSize(1)}, element);
-    Value mean = ReduceMeanOp::create(rewriter, loc, x, axes, true);
-    Value centered = SubOp::create(rewriter, loc, x, mean);
-    Value variance = ReduceMeanOp::create(
-        rewriter, loc, MulOp::create(rewriter, loc, centered, centered), axes, true);
-    Value inverse = ReciprocalOp::create(
-        rewriter, loc,
-        SqrtOp::create(rewriter, loc,
-                       AddOp::create(rewriter, loc, variance,
-                                     splat(rewriter, loc, element,
-                                           op.getEpsilon().convertToDouble()))));
+    auto [mean, centered, variance] = momentsOver(rewriter, loc, x, allButChannels(type.getRank()));
+    Value inverse = inverseStdDev(rewriter, loc, variance, op.getEpsilon());
     Value y = MulOp::create(rewriter, loc, MulOp::create(rewriter, loc, centered, inverse),
                             ReshapeOp::create(rewriter, loc, channelType, op.getScale()));
     y = AddOp::create(rewriter, loc, y,

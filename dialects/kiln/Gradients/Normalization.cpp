@@ -84,6 +84,16 @@ LogicalResult ReduceMinOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   return extremumRule(b, *this, resultGrads, operandGrads);
 }
 
+/// A normalization's statistics results (`names`) are for its caller, not
+/// for a loss: fails, naming them, when a loss depends on one.
+static LogicalResult refuseStatisticGradients(Operation *op, ValueRange resultGrads,
+                                              StringRef names) {
+  if (llvm::any_of(resultGrads.drop_front(), [](Value grad) { return bool(grad); }))
+    return op->emitOpError("has no gradient rule for its ")
+           << names << " results; only the normalized output may feed the loss";
+  return success();
+}
+
 // y = softmax(x): dx = y (dy - sum(dy y)), sums along the axis.
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
@@ -116,9 +126,8 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 // that depends on them is refused.
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                           SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[1] || resultGrads[2])
-    return emitOpError("has no gradient rule for its mean and inv_std_dev results; only the "
-                       "normalized output may feed the loss");
+  if (failed(refuseStatisticGradients(*this, resultGrads, "mean and inv_std_dev")))
+    return failure();
   Location loc = getLoc();
   Value g = resultGrads[0];
   Value x = getInput();
@@ -151,9 +160,8 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 // a loss that depends on them is refused.
 LogicalResult BatchNormTrainingOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                                   SmallVectorImpl<Value> &operandGrads) {
-  if (resultGrads[1] || resultGrads[2])
-    return emitOpError("has no gradient rule for its mean and variance results; only the "
-                       "normalized output may feed the loss");
+  if (failed(refuseStatisticGradients(*this, resultGrads, "mean and variance")))
+    return failure();
   Location loc = getLoc();
   Value g = resultGrads[0], x = getInput();
   RankedTensorType type = typeOf(x);
