@@ -127,6 +127,50 @@ struct PaddingConcatLowering : OpRewritePattern<ConcatOp> {
   }
 };
 
+// A concat of tensors one element thick along the axis (the gradient rules
+// interleave stride phases this way: [N, C, Q, 1, Q, 1] side by side along
+// a unit axis) is a generic over the output that reads, at position j of
+// the axis, input j (each input's map holds the axis at 0). Copying each
+// input in with insert_slice wrote every other element, one input at a
+// time, on one thread; the generic is split over the threads and its
+// inputs' producers fuse into it.
+struct InterleavingConcatLowering : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t axis = op.getAxis(), rank = type.getRank();
+    if (op.getInputs().size() < 2 ||
+        llvm::any_of(op.getInputs().getTypes(), [&](Type input) {
+          return llvm::cast<RankedTensorType>(input).getDimSize(axis) != 1;
+        }))
+      return failure();
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineExpr> inputExprs;
+    for (int64_t i = 0; i < rank; ++i)
+      inputExprs.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps(op.getInputs().size(), AffineMap::get(rank, 0, inputExprs, ctx));
+    maps.push_back(rewriter.getMultiDimIdentityMap(rank));
+    Location loc = op.getLoc();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, op.getInputs(), emptyTensor(rewriter, loc, type), maps,
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location nloc, ValueRange args) {
+          Value position = linalg::IndexOp::create(b, nloc, axis);
+          size_t count = op.getInputs().size();
+          Value value = args[count - 1];
+          for (size_t i = count - 1; i-- > 0;) {
+            Value here = arith::CmpIOp::create(b, nloc, arith::CmpIPredicate::eq, position,
+                                               arith::ConstantIndexOp::create(b, nloc, i));
+            value = arith::SelectOp::create(b, nloc, here, args[i], value);
+          }
+          linalg::YieldOp::create(b, nloc, value);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 struct ConcatLowering : OpRewritePattern<ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ConcatOp op,
@@ -532,7 +576,8 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
                GatherLowering, GatherElementsLowering, GatherNDLowering,
                ScatterElementsLowering, ScatterNDLowering>(patterns.getContext());
   // Tried before the general concat lowering.
-  patterns.add<PaddingConcatLowering>(patterns.getContext(), /*benefit=*/2);
+  patterns.add<PaddingConcatLowering, InterleavingConcatLowering>(patterns.getContext(),
+                                                                /*benefit=*/2);
 }
 
 } // namespace kiln

@@ -140,6 +140,29 @@ func.func @concat(%x: tensor<2x3xf32>, %y: tensor<2x1xf32>) -> tensor<2x4xf32> {
 
 // -----
 
+// Tensors one element thick along the axis, side by side (stride phases
+// interleaved): a generic over the output whose inputs hold the axis at 0,
+// choosing input j at position j of the axis.
+// CHECK-DAG: #[[PHASE:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func @interleaving_concat
+// CHECK-SAME: (%[[A:.*]]: tensor<2x4x3x1xf32>, %[[B:.*]]: tensor<2x4x3x1xf32>, %[[C:.*]]: tensor<2x4x3x1xf32>)
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.generic {indexing_maps = [#[[PHASE]], #[[PHASE]], #[[PHASE]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[A]], %[[B]], %[[C]] : {{.*}}) outs(%{{.*}} : tensor<2x4x3x3xf32>)
+// CHECK: ^bb0(%[[VA:.*]]: f32, %[[VB:.*]]: f32, %[[VC:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[J:.*]] = linalg.index 3
+// CHECK: %[[IS1:.*]] = arith.cmpi eq, %[[J]], %c1
+// CHECK: %[[BC:.*]] = arith.select %[[IS1]], %[[VB]], %[[VC]]
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[J]], %c0
+// CHECK: %[[R:.*]] = arith.select %[[IS0]], %[[VA]], %[[BC]]
+// CHECK: linalg.yield %[[R]]
+func.func @interleaving_concat(%a: tensor<2x4x3x1xf32>, %b: tensor<2x4x3x1xf32>, %c: tensor<2x4x3x1xf32>) -> tensor<2x4x3x3xf32> {
+  %0 = kiln.concat %a, %b, %c {axis = 3 : i64} : (tensor<2x4x3x1xf32>, tensor<2x4x3x1xf32>, tensor<2x4x3x1xf32>) -> tensor<2x4x3x3xf32>
+  return %0 : tensor<2x4x3x3xf32>
+}
+
+// -----
+
 // A concat of one tensor and splat constants is padding: a generic over the
 // output that reads the tensor (clamped, since the select evaluates it
 // everywhere) between offsets 1 and 4 of the axis and the constants around
