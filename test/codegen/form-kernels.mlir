@@ -634,3 +634,19 @@ func.func @elementwise_siblings(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tens
   }
   return %0#0, %0#1 : tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// Three images on two threads: a tile per image would leave one thread two
+// of them, so the 64 output channels are split in two as well (6 tiles).
+// CHECK-LABEL: func.func @conv_odd_batch
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (3, 64) step (1, 32)
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<1x32x20x20xf32>)
+func.func @conv_odd_batch(%x: tensor<3x16x20x20xf32>, %w: tensor<64x16x3x3xf32>) -> tensor<3x64x20x20xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<3x16x20x20xf32>, tensor<64x16x3x3xf32>) -> tensor<3x64x20x20xf32> {
+  ^bb0(%a: tensor<3x16x20x20xf32>, %f: tensor<64x16x3x3xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<3x16x20x20xf32>, tensor<64x16x3x3xf32>) -> tensor<3x64x20x20xf32>
+    kiln.yield %y : tensor<3x64x20x20xf32>
+  }
+  return %0 : tensor<3x64x20x20xf32>
+}
