@@ -285,8 +285,9 @@ private:
       return false;
     auto rootType = dyn_cast<RankedTensorType>(root->getResult(0).getType());
     bool any = false, all = true;
-    // Ops of the body itself: another result's tiles (a second sum of the
-    // same channels) are already in a loop of their own.
+    // Ops of the body itself: another result's tiles (a sum that could not
+    // share the root's loop because it reads the root) are already in a
+    // loop of their own.
     for (auto op : fusion.getBody().front().getOps<linalg::LinalgOp>()) {
       if (op.getNumReductionLoops() == 0)
         continue;
