@@ -206,7 +206,9 @@ linalg::GenericOp mergeSiblings(linalg::GenericOp earlier, linalg::GenericOp lat
         }
         linalg::YieldOp::create(nested, loc, yielded);
       });
-  for (Operation *user : *usersToMove(earlier, later))
+  // Held in a variable: the loop would outlive a temporary's vector.
+  SmallVector<Operation *> moved = *usersToMove(earlier, later);
+  for (Operation *user : moved)
     user->moveAfter(merged);
   unsigned first = earlier->getNumResults();
   earlier->replaceAllUsesWith(merged->getResults().take_front(first));

@@ -163,9 +163,8 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
                        AddOp::create(rewriter, loc, variance,
                                      splat(rewriter, loc, type.getElementType(),
                                            op.getEpsilon().convertToDouble()))));
-    Value y = MulOp::create(rewriter, loc,
-                            SubOp::create(rewriter, loc, op.getInput(), param(mean)),
-                            param(factor));
+    Value centered = SubOp::create(rewriter, loc, op.getInput(), param(mean));
+    Value y = MulOp::create(rewriter, loc, centered, param(factor));
     rewriter.replaceOp(op, AddOp::create(rewriter, loc, y, param(op.getBias())));
     return success();
   }
@@ -188,8 +187,9 @@ struct DecomposeBatchNormTraining : OpRewritePattern<BatchNormTrainingOp> {
     auto flatType = RankedTensorType::get({type.getDimSize(1)}, element);
     auto [mean, centered, variance] = momentsOver(rewriter, loc, x, allButChannels(type.getRank()));
     Value inverse = inverseStdDev(rewriter, loc, variance, op.getEpsilon());
-    Value y = MulOp::create(rewriter, loc, MulOp::create(rewriter, loc, centered, inverse),
-                            ReshapeOp::create(rewriter, loc, channelType, op.getScale()));
+    Value normalized = MulOp::create(rewriter, loc, centered, inverse);
+    Value scale = ReshapeOp::create(rewriter, loc, channelType, op.getScale());
+    Value y = MulOp::create(rewriter, loc, normalized, scale);
     y = AddOp::create(rewriter, loc, y,
                       ReshapeOp::create(rewriter, loc, channelType, op.getBias()));
     rewriter.replaceOp(op, {y, ReshapeOp::create(rewriter, loc, flatType, mean),

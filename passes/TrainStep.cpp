@@ -184,8 +184,10 @@ void trainBatchNorm(BatchNormOp norm, func::FuncOp main, SmallVectorImpl<State> 
         index, stat.getType(),
         b.getDictionaryAttr(b.getNamedAttr("kiln.name", b.getStringAttr(name))), stat.getLoc());
     Value arg = main.getArgument(index);
-    Value next = e.add(e.mul(arg, e.scalar(element, momentum)),
-                       e.mul(batch, e.scalar(element, (1 - momentum) * factor)));
+    // One op at a time: the order of a call's arguments is the compiler's.
+    Value kept = e.mul(arg, e.scalar(element, momentum));
+    Value added = e.mul(batch, e.scalar(element, (1 - momentum) * factor));
+    Value next = e.add(kept, added);
     states.push_back({name, kind, arg, next});
   };
   update(norm.getMean(), training.getMean(), 1.0, "running_mean");

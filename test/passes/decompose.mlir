@@ -17,8 +17,8 @@
 // CHECK: %[[VE:.*]] = kiln.add %[[V]], %[[EPS]]
 // CHECK: %[[SD:.*]] = kiln.sqrt %[[VE]]
 // CHECK: %[[R:.*]] = kiln.reciprocal %[[SD]]
-// CHECK: %[[SC:.*]] = kiln.reshape %[[S]] : tensor<3xf32> -> tensor<1x3x1xf32>
 // CHECK: %[[XHAT:.*]] = kiln.mul %[[C]], %[[R]]
+// CHECK: %[[SC:.*]] = kiln.reshape %[[S]] : tensor<3xf32> -> tensor<1x3x1xf32>
 // CHECK: %[[SCALED:.*]] = kiln.mul %[[XHAT]], %[[SC]]
 // CHECK: %[[BC:.*]] = kiln.reshape %[[B]] : tensor<3xf32> -> tensor<1x3x1xf32>
 // CHECK: %[[Y:.*]] = kiln.add %[[SCALED]], %[[BC]]
@@ -40,9 +40,9 @@ func.func @batch_norm_training(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>, %b: ten
 // CHECK: %[[VE:.*]] = kiln.add %[[C]], %[[EPS]]
 // CHECK: %[[SD:.*]] = kiln.sqrt %[[VE]]
 // CHECK: %[[F:.*]] = kiln.div %[[C]], %[[SD]]
-// CHECK: %[[FC:.*]] = kiln.reshape %[[F]] : tensor<3xf32> -> tensor<3x1xf32>
 // CHECK: %[[MC:.*]] = kiln.reshape %[[C]] : tensor<3xf32> -> tensor<3x1xf32>
 // CHECK: %[[D:.*]] = kiln.sub %[[X]], %[[MC]]
+// CHECK: %[[FC:.*]] = kiln.reshape %[[F]] : tensor<3xf32> -> tensor<3x1xf32>
 // CHECK: %[[P:.*]] = kiln.mul %[[D]], %[[FC]]
 // CHECK: %[[BC:.*]] = kiln.reshape %[[C]] : tensor<3xf32> -> tensor<3x1xf32>
 // CHECK: %[[Y:.*]] = kiln.add %[[P]], %[[BC]]

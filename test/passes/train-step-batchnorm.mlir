@@ -15,10 +15,11 @@
 // CHECK-SAME: %[[VAR:[^:]*]]: tensor<2xf32> {kiln.name = "bn.running_var", kiln.state = "running_var"}
 // CHECK-NOT: kiln.batch_norm %
 // CHECK: %[[Y:.*]], %[[M:.*]], %[[V:.*]] = kiln.batch_norm_training %[[X]], %[[SCALE]], %{{.*}} : (tensor<4x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x3x3xf32>, tensor<2xf32>, tensor<2xf32>)
-// CHECK: %[[NEW:.*]] = kiln.constant dense<0.100000024> : tensor<f32>
-// CHECK: kiln.mul %[[M]], %[[NEW]]
 // CHECK: %[[KEEP:.*]] = kiln.constant dense<0.899999976> : tensor<f32>
 // CHECK: kiln.mul %[[MEAN]], %[[KEEP]]
+// CHECK: %[[NEW:.*]] = kiln.constant dense<0.100000024> : tensor<f32>
+// CHECK: kiln.mul %[[M]], %[[NEW]]
+// CHECK: kiln.mul %[[VAR]], %{{.*}}
 // CHECK: %[[UNBIASED:.*]] = kiln.constant dense<0.102857165> : tensor<f32>
 // CHECK: kiln.mul %[[V]], %[[UNBIASED]]
 // CHECK: kiln.reduce_mean %[[Y]]

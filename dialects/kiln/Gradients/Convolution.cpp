@@ -384,9 +384,10 @@ static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, ArrayRef<int
       Value view = SliceOp::create(b, loc, outLike, padded,
                                    ArrayRef<int64_t>{0, 0, i * dilations[0], j * dilations[1]},
                                    ArrayRef<int64_t>{1, 1, strides[0], strides[1]});
-      Value candidate = WhereOp::create(b, loc, EqualOp::create(b, loc, view, y),
-                                        scalar(b, loc, element, double(i * kw + j)),
-                                        scalar(b, loc, element, double(kh * kw)));
+      Value isMax = EqualOp::create(b, loc, view, y);
+      Value position = scalar(b, loc, element, double(i * kw + j));
+      Value none = scalar(b, loc, element, double(kh * kw));
+      Value candidate = WhereOp::create(b, loc, isMax, position, none);
       first = first ? Value(MinOp::create(b, loc, first, candidate)) : candidate;
     }
 
@@ -413,12 +414,13 @@ static Value overlappingMaxPoolGradient(OpBuilder &b, MaxPoolOp op, ArrayRef<int
       SmallVector<int64_t> start{0, 0}, unit(4, 1);
       for (int a = 0; a < 2; ++a)
         start.push_back(shift[a] - at[a] / strides[a]);
-      Value chosen = EqualOp::create(
-          b, loc, SliceOp::create(b, loc, phaseType, firstShifted, start, unit),
-          scalar(b, loc, element, double(i * kw + j)));
-      Value share = WhereOp::create(b, loc, chosen,
-                                    SliceOp::create(b, loc, phaseType, gShifted, start, unit),
-                                    scalar(b, loc, element, 0.0));
+      // One op per statement, so that the IR's order is not the compiler's
+      // order of a call's arguments.
+      Value position = SliceOp::create(b, loc, phaseType, firstShifted, start, unit);
+      Value tap = scalar(b, loc, element, double(i * kw + j));
+      Value chosen = EqualOp::create(b, loc, position, tap);
+      Value cotangent = SliceOp::create(b, loc, phaseType, gShifted, start, unit);
+      Value share = WhereOp::create(b, loc, chosen, cotangent, scalar(b, loc, element, 0.0));
       Value &phase = phases[(at[0] % strides[0]) * strides[1] + at[1] % strides[1]];
       phase = phase ? Value(AddOp::create(b, loc, phase, share)) : share;
     }

@@ -177,18 +177,22 @@ LogicalResult BatchNormTrainingOp::buildGradients(OpBuilder &b, ValueRange resul
     return reshapeTo(b, loc, value, RankedTensorType::get(perChannel, element));
   };
   double epsilon = getEpsilon().convertToDouble();
-  Value inverse = ReciprocalOp::create(
-      b, loc,
-      SqrtOp::create(b, loc, AddOp::create(b, loc, channel(getVariance()),
-                                           scalar(b, loc, element, epsilon))));
-  Value normalized = MulOp::create(b, loc, SubOp::create(b, loc, x, channel(getMean())), inverse);
+  // One op per statement: the order of a call's arguments is the
+  // compiler's, and the IR's order should not be.
+  Value variance = channel(getVariance());
+  Value shifted = AddOp::create(b, loc, variance, scalar(b, loc, element, epsilon));
+  Value inverse = ReciprocalOp::create(b, loc, SqrtOp::create(b, loc, shifted));
+  Value mean = channel(getMean());
+  Value normalized = MulOp::create(b, loc, SubOp::create(b, loc, x, mean), inverse);
   Value sum = ReduceSumOp::create(b, loc, g, axes, /*keepdims=*/true);
   Value sumNormalized = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g, normalized), axes,
                                             /*keepdims=*/true);
   Value perElement = scalar(b, loc, element, 1.0 / double(count));
-  Value centered = SubOp::create(
-      b, loc, SubOp::create(b, loc, g, MulOp::create(b, loc, sum, perElement)),
-      MulOp::create(b, loc, normalized, MulOp::create(b, loc, sumNormalized, perElement)));
+  Value meanG = MulOp::create(b, loc, sum, perElement);
+  Value meanGNormalized = MulOp::create(b, loc, sumNormalized, perElement);
+  Value deviation = SubOp::create(b, loc, g, meanG);
+  Value centered =
+      SubOp::create(b, loc, deviation, MulOp::create(b, loc, normalized, meanGNormalized));
   operandGrads.push_back(
       MulOp::create(b, loc, centered, MulOp::create(b, loc, inverse, channel(getScale()))));
   operandGrads.push_back(reshapeTo(b, loc, sumNormalized, typeOf(getScale())));
