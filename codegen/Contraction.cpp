@@ -71,7 +71,25 @@ std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op, bool witho
   int64_t first = parallel;
   while (first > 0 && !inFilter[first - 1] && inImage[first - 1])
     --first;
-  for (int64_t i = first; i < parallel; ++i)
+  int64_t spatialFrom = first;
+  if (first > 0 && inFilter[first - 1] && !inImage[first - 1]) {
+    // Channel-first (a weight gradient's output in the filter's layout):
+    // the loops after the channel that index the image's dimensions before
+    // its first window dimension are batch loops, not output positions.
+    auto firstWindow = llvm::find_if(imageMap.getResults(), [&](AffineExpr expr) {
+      for (int64_t loop = parallel; loop < loops; ++loop)
+        if (expr.isFunctionOfDim(loop))
+          return true;
+      return false;
+    });
+    auto beforeWindow = [&](int64_t loop) {
+      return llvm::none_of(llvm::make_range(firstWindow, imageMap.getResults().end()),
+                           [&](AffineExpr expr) { return expr.isFunctionOfDim(loop); });
+    };
+    while (spatialFrom < parallel && beforeWindow(spatialFrom))
+      ++spatialFrom;
+  }
+  for (int64_t i = spatialFrom; i < parallel; ++i)
     result.spatial.push_back(i);
   if (result.spatial.empty() ? !(withoutPositions && windowed)
                              : (!windowed && result.spatial.size() < 2))
@@ -83,6 +101,8 @@ std::optional<ConvolutionLoops> matchConvolution(linalg::LinalgOp op, bool witho
       return std::nullopt;
     result.batch.push_back(i);
   }
+  for (int64_t i = first + (result.channel ? 1 : 0); i < spatialFrom; ++i)
+    result.batch.push_back(i);
 
   // The filter reads batch loops, then the channel, then every window loop.
   size_t position = 0;

@@ -25,6 +25,9 @@ bool isMultiplyAccumulate(mlir::linalg::LinalgOp op);
 /// im2col(input)[window][spatial]`, one product per batch index.
 struct ConvolutionLoops {
   /// Parallel loops outside the matrix product (image, group), in order.
+  /// They come before the channel loop, or after it in a channel-first
+  /// output `output[channel][batch][spatial]` (a weight gradient written in
+  /// the filter's layout), where they index the image before its window.
   llvm::SmallVector<int64_t> batch;
   /// The output-channel loop (the matrix rows); absent when unit-folded.
   std::optional<int64_t> channel;
@@ -39,7 +42,8 @@ struct ConvolutionLoops {
 /// of an output loop and a window loop, or by two or more trailing output
 /// loops that the second operand (the filter) does not use. The output must
 /// be indexed by the parallel loops in order and the filter by plain loops
-/// ordered batch, channel, window. With `withoutPositions`, a strided
+/// ordered batch, channel, window; the channel loop may also come before
+/// the batch loops (channel-first). With `withoutPositions`, a strided
 /// image read by no output loop matches too, with no spatial loops: the
 /// weight gradient of a 1x1 convolution at stride 2, whose one output
 /// position the unit-dimension folding removed.

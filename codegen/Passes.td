@@ -47,12 +47,18 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     With `fold-transposes`, a matmul operand computed by a transpose of its
     last two dimensions is read in place through a transposed indexing map,
     so `X^T W` (the weight gradient of a dense layer) copies nothing; the CPU
-    pipeline sets it, as its BLAS calls take transposed operands.
+    pipeline sets it, as its BLAS calls take transposed operands. A
+    convolution whose only user swaps its batch and channel dimensions (a
+    weight gradient on its way back to the filter's layout) is computed
+    channel-first instead, its loops ordered (group, channel, batch, ...),
+    and stands for the transpose; kiln-contractions-to-blas then writes each
+    output channel's row of the product straight into it.
   }];
   let options = [
     Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"false",
            "Read matmul operands that transpose their last two dimensions through "
-           "transposed indexing maps instead of copying them">
+           "transposed indexing maps, and compute convolutions whose results are "
+           "transposed batch for channel channel-first, instead of copying">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
@@ -558,6 +564,14 @@ def KilnContractionsToBlasPass
     element: `out[f, oh * ow] += filter[f, c * kh * kw] x col[c * kh * kw, oh
     * ow]`. This needs the filter's window and the output's spatial
     dimensions to be dense; otherwise the convolution keeps its loops.
+    Batch elements with few positions each (a weight gradient: one per
+    input channel, a position per filter tap) are the columns of one
+    product instead, summed back into the output; a channel-first output
+    `out[f, batch.., kh, kw]` (the weight gradient in the filter's layout)
+    is that product itself and is accumulated in place. When such a tile is
+    followed by an optimizer's `w - lr * g` into the step's output, the
+    output starts as `w` and the products add `-lr` times the gradient, as
+    for a dense layer's weight gradient.
 
     Kiln owns the threads: kernels split matmuls into per-thread tiles, so
     the function first sets the library to one thread

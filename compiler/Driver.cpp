@@ -605,6 +605,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   GraphOptions graphOptions = options.graph;
   graphOptions.trainStep = options.train;
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
+  graphOptions.channelFirstConvolutions = targets.cuda.empty();
   PlacementOptions &placement = graphOptions.placement.emplace();
   placement.rules = placeRules;
   placement.defaultDevice = !options.defaultDevice.empty() ? options.defaultDevice

@@ -58,6 +58,7 @@ mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptio
   }
   KilnFusePassOptions fuse;
   fuse.report = options.fusionReport;
+  fuse.channelFirstConvolutions = options.channelFirstConvolutions;
   if (!options.fusion && options.fuseOneOpEach)
     fuse.maxOps = 1;
   if (options.fusion || options.fuseOneOpEach) {

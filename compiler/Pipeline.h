@@ -51,6 +51,10 @@ struct GraphOptions {
   /// With fusion off, still put each op in a fusion of its own (GPU code is
   /// formed from fusions).
   bool fuseOneOpEach = false;
+  /// Fuse a weight gradient's transpose into its convolution, which the CPU
+  /// lowering then writes channel-first (kiln-fuse
+  /// channel-first-convolutions); only when every kernel is CPU code.
+  bool channelFirstConvolutions = false;
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization

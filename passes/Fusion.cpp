@@ -382,8 +382,17 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
         group->members.insert(producer);
         groupOf[producer] = group.get();
       }
-    ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
     Operation *tail = op;
+    // A weight gradient's transpose back to the filter's layout, which the
+    // CPU lowering folds into the convolution (channelFirstTranspose).
+    if (auto conv = dyn_cast<ConvOp>(op); conv && channelFirstConvolutions)
+      if (TransposeOp transpose = channelFirstTranspose(conv);
+          transpose && isFusible(transpose) && !groupOf.count(transpose)) {
+        group->members.insert(transpose);
+        groupOf[transpose] = group.get();
+        tail = transpose;
+      }
+    ArrayRef<int64_t> shape = shapeOf(tail->getResult(0));
     while (static_cast<int64_t>(group->members.size()) < maxOps &&
            tail->getResult(0).hasOneUse()) {
       Operation *user = *tail->getResult(0).getUsers().begin();

@@ -92,7 +92,13 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     * **output (epilogue) fusion**: a matmul or convolution fuses into a
       consumer fusion made only of elementwise ops over its result's shape
       (bias, activation, residual add); the epilogue runs on each tile of
-      the result;
+      the result. With `channel-first-convolutions`, a transpose that swaps
+      a convolution's batch and channel dimensions (a weight gradient's way
+      back to the filter's layout) joins its output fusion too, and the
+      epilogue continues over the transposed shape: the CPU lowering writes
+      such a convolution channel-first (kiln-lower-to-linalg
+      `fold-transposes`), so the optimizer update runs on each tile of the
+      gradient;
     * **multi-output (sibling) fusion**: two independent loop or input
       fusions over the same shape that read a common input merge into one
       fusion with several results, so the input is read once.
@@ -145,7 +151,12 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
            /*default=*/"16",
            "Constants with at most this many elements are copied into fusions">,
     Option<"report", "report", "bool", /*default=*/"false",
-           "Print every fusion with its member ops and ONNX node names to stderr">
+           "Print every fusion with its member ops and ONNX node names to stderr">,
+    Option<"channelFirstConvolutions", "channel-first-convolutions", "bool",
+           /*default=*/"false",
+           "Put a transpose that swaps a convolution's batch and channel dimensions "
+           "into the convolution's output fusion (for a lowering that writes the "
+           "convolution channel-first)">
   ];
 }
 

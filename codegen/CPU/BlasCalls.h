@@ -85,6 +85,37 @@ void callSgemm(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp sgemm,
                mlir::Value a, mlir::Value lda, bool transB, mlir::Value bMatrix, mlir::Value ldb,
                mlir::Value c, mlir::Value ldc, mlir::Value alpha = {}, mlir::Value beta = {});
 
+/// The linalg.fill of +0.0 into `c` that the product `op` accumulates onto:
+/// the op that last wrote `c` before it, with only ops that touch no memory
+/// in between; null if there is none.
+mlir::linalg::FillOp zeroFillBefore(mlir::Operation *op, mlir::Value c);
+
+/// An optimizer's update of a weight by its gradient, when the gradient is
+/// this product's tile: `out = start - scale * C` (or `+`), C a private tile
+/// buffer that starts at zero and is read by nothing else. It runs as
+/// `out = start` and then one sgemm with alpha = -scale (or scale) and beta
+/// = 1, which saves zeroing C and the pass that reads it back.
+struct UpdateEpilogue {
+  mlir::linalg::GenericOp op;
+  mlir::linalg::FillOp fill;
+  mlir::Value start, out;
+  /// The scale: an f32 value defined before the product, or a rank-0
+  /// buffer to load it from.
+  mlir::Value scale;
+  bool subtract;
+
+  /// Sets `out = start` at `b`'s insertion point and returns the products'
+  /// alpha (-scale, or scale): each then adds alpha * A B onto `out`.
+  mlir::Value begin(mlir::OpBuilder &b, mlir::Location loc) const;
+  /// Erases the update and the zero fill, once the product is erased, and
+  /// the tile buffer they wrote and read with its deallocation.
+  void erase();
+};
+
+/// The update that follows the product `gemm` into its tile buffer `c`, if
+/// any (see UpdateEpilogue).
+std::optional<UpdateEpilogue> matchUpdateEpilogue(mlir::linalg::GenericOp gemm, mlir::Value c);
+
 /// Where calls of the runtime's kernels go: the module, its symbols (while
 /// the pass runs) and each call site's own state.
 class CallSites {

@@ -173,120 +173,6 @@ Value matrixAt(OpBuilder &b, Location loc, Value operand, ArrayRef<int64_t> batc
                                    sizes, strides);
 }
 
-/// The linalg.fill of +0.0 into `c` that the product `op` accumulates onto:
-/// the op that last wrote `c` before it, with only ops that touch no memory
-/// in between; null if there is none.
-linalg::FillOp zeroFillBefore(Operation *op, Value c) {
-  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (auto fill = dyn_cast<linalg::FillOp>(prev))
-      return fill.getOutputs()[0] == c && matchPattern(fill.getInputs()[0], m_PosZeroFloat())
-                 ? fill
-                 : linalg::FillOp();
-    if (!isMemoryEffectFree(prev))
-      return {};
-  }
-  return {};
-}
-
-/// An optimizer's update of a weight by its gradient, when the gradient is
-/// this product's tile: `out = start - scale * C` (or `+`), C a private tile
-/// buffer that starts at zero and is read by nothing else. It runs as
-/// `out = start` and then one sgemm with alpha = -scale (or scale) and beta
-/// = 1, which saves zeroing C and the pass that reads it back.
-struct UpdateEpilogue {
-  linalg::GenericOp op;
-  linalg::FillOp fill;
-  Value start, out;
-  /// The scale: an f32 value defined before the product, or a rank-0
-  /// buffer to load it from.
-  Value scale;
-  bool subtract;
-};
-
-std::optional<UpdateEpilogue> matchUpdateEpilogue(linalg::GenericOp gemm, Value c) {
-  if (!isa_and_nonnull<memref::AllocOp, memref::AllocaOp>(c.getDefiningOp()))
-    return std::nullopt;
-  UpdateEpilogue update;
-  update.fill = zeroFillBefore(gemm, c);
-  if (!update.fill)
-    return std::nullopt;
-  Operation *next = gemm->getNextNode();
-  while (next && isMemoryEffectFree(next))
-    next = next->getNextNode();
-  auto epilogue = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!epilogue || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInits() != 1 ||
-      epilogue.getNumParallelLoops() != epilogue.getNumLoops())
-    return std::nullopt;
-  update.op = epilogue;
-  for (Operation *user : c.getUsers())
-    if (user != gemm && user != update.fill && user != epilogue && !isa<memref::DeallocOp>(user))
-      return std::nullopt;
-  auto cType = cast<MemRefType>(c.getType());
-  // Operands: C and the start, whole and in order; the output likewise; and
-  // perhaps the scale as a rank-0 buffer.
-  Block &body = epilogue.getRegion().front();
-  Value gradient, start, scaleArg;
-  for (OpOperand &operand : epilogue->getOpOperands()) {
-    AffineMap map = epilogue.getMatchingIndexingMap(&operand);
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    Value arg = body.getArgument(operand.getOperandNumber());
-    if (type && type.getRank() == 0 && map.getNumResults() == 0 &&
-        !epilogue.isDpsInit(&operand) && !scaleArg) {
-      scaleArg = arg;
-      update.scale = operand.get();
-    } else if (type && map.isIdentity() && type.getShape() == cType.getShape()) {
-      if (epilogue.isDpsInit(&operand))
-        update.out = operand.get();
-      else if (operand.get() == c && !gradient)
-        gradient = arg;
-      else if (!start) {
-        start = arg;
-        update.start = operand.get();
-      } else {
-        return std::nullopt;
-      }
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (!gradient || !start || !update.out || body.getOperations().size() != 3)
-    return std::nullopt;
-  // yield(start -/+ gradient * scale), in either operand order.
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Operation *combine = yield.getValues()[0].getDefiningOp();
-  if (!isa_and_nonnull<arith::SubFOp, arith::AddFOp>(combine))
-    return std::nullopt;
-  update.subtract = isa<arith::SubFOp>(combine);
-  Value lhs = combine->getOperand(0), rhs = combine->getOperand(1);
-  if (!update.subtract && rhs == start)
-    std::swap(lhs, rhs);
-  auto product = rhs.getDefiningOp<arith::MulFOp>();
-  if (lhs != start || !product)
-    return std::nullopt;
-  Value factor = product.getLhs() == gradient ? product.getRhs()
-                 : product.getRhs() == gradient ? product.getLhs()
-                                                : Value();
-  if (!factor)
-    return std::nullopt;
-  if (factor != scaleArg) {
-    // A scalar from outside the body, available where the product runs.
-    if (scaleArg || factor.getParentRegion() == &epilogue.getRegion() ||
-        !factor.getType().isF32())
-      return std::nullopt;
-    if (Operation *def = factor.getDefiningOp();
-        def && def->getBlock() == gemm->getBlock() && !def->isBeforeInBlock(gemm))
-      return std::nullopt;
-    update.scale = factor;
-  }
-  // The output is written before the product reads its operands: it must be
-  // a caller's buffer (an out-parameter), which no operand can share.
-  Value outRoot = rootOf(update.out);
-  if (!isa<BlockArgument>(outRoot) || rootOf(gemm.getDpsInputs()[0]) == outRoot ||
-      rootOf(gemm.getDpsInputs()[1]) == outRoot)
-    return std::nullopt;
-  return update;
-}
-
 struct KilnContractionsToBlasPass
     : impl::KilnContractionsToBlasPassBase<KilnContractionsToBlasPass> {
   using KilnContractionsToBlasPassBase::KilnContractionsToBlasPassBase;
@@ -405,11 +291,7 @@ struct KilnContractionsToBlasPass
       callWithConstantB(b, loc, match.transB, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
     } else if (update) {
       // out = start, then out += alpha * A B.
-      memref::CopyOp::create(b, loc, update->start, update->out);
-      Value scale = update->scale;
-      if (isa<MemRefType>(scale.getType()))
-        scale = memref::LoadOp::create(b, loc, scale);
-      Value alpha = update->subtract ? arith::NegFOp::create(b, loc, scale) : scale;
+      Value alpha = update->begin(b, loc);
       callSgemm(b, loc, sgemm, mSize, nSize, kSize, match.transA, pa, lda, match.transB, pb, ldb,
                 pc, ldc, alpha);
     } else {
@@ -427,15 +309,8 @@ struct KilnContractionsToBlasPass
     op->erase();
     if (zeroFill)
       zeroFill->erase();
-    if (update) {
-      update->op->erase();
-      update->fill->erase();
-      // The tile buffer is left with its deallocation alone.
-      Operation *alloc = c.getDefiningOp();
-      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
-        user->erase();
-      alloc->erase();
-    }
+    if (update)
+      update->erase();
   }
 
   /// oneDNN's sgemm packs a B that is not transposed, and an A that is,

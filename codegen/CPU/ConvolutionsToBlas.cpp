@@ -262,8 +262,11 @@ public:
   /// images) that keep `col` within kJoinedIm2colBytes, then added into the
   /// output. `col` holds each column's window as a row (read transposed)
   /// when the window's rows are longer than the output's, so that im2col
-  /// copies long runs. Returns false, changing nothing, for any other
-  /// convolution.
+  /// copies long runs. A channel-first output [channel, batch..., spatial...]
+  /// (matchConvolution) is laid out as the product and is accumulated in
+  /// place, and a following SGD update of the weights (matchUpdateEpilogue)
+  /// is folded into the products. Returns false, changing nothing, for any
+  /// other convolution.
   static bool joinBatch(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm) {
     if (!joinsBatchIntoColumns(op, loops))
       return false;
@@ -333,12 +336,35 @@ public:
     auto sizesOf = [&](ArrayRef<int64_t> loopList) {
       return llvm::map_to_vector(loopList, [&](int64_t loop) { return sizes[loop]; });
     };
-    Value col = allocF32(b, loc, colSizes);
     SmallVector<int64_t> productLoops{*loops.channel};
     llvm::append_range(productLoops, columnLoops);
-    Value result = allocF32(b, loc, sizesOf(productLoops));
-    Value zero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
-    linalg::FillOp::create(b, loc, zero, result);
+    // A channel-first output (a weight gradient in the filter's layout) is
+    // the product itself when its columns are dense: the product
+    // accumulates into it.
+    unsigned outputRank = maps[2].getNumResults();
+    bool direct = llvm::equal(productLoops, llvm::seq<int64_t>(0, outputRank)) &&
+                  isDenseTrailing(output, outputRank - 1);
+    // When an optimizer's update of the weights follows in the tile, the
+    // products add -lr times the gradient onto the weights instead (no
+    // zeroed tile, no pass reading it back). The update's output view may
+    // be made after the convolution: the calls go where the update was.
+    std::optional<UpdateEpilogue> update;
+    if (direct)
+      update = matchUpdateEpilogue(op, output);
+    if (update && !isDenseTrailing(update->out, outputRank - 1))
+      update.reset();
+    Value alpha;
+    if (update) {
+      b.setInsertionPoint(update->op);
+      alpha = update->begin(b, loc);
+    }
+    Value col = allocF32(b, loc, colSizes);
+    Value result = update ? update->out : output;
+    if (!direct) {
+      result = allocF32(b, loc, sizesOf(productLoops));
+      Value zero = arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(0.0f));
+      linalg::FillOp::create(b, loc, zero, result);
+    }
 
     OpFoldResult m = sizes[*loops.channel];
     OpFoldResult n = product(b, loc, sizesOf(columnLoops));
@@ -360,8 +386,10 @@ public:
       Value lda = isConstantIntValue(m, 1)
                       ? i32(k)
                       : asInteger(b, loc, b.getI32Type(), filterStrides[filterChannel]);
+      auto [pc, resultStrides] = addressOf(b, loc, result);
+      Value ldc = direct ? asInteger(b, loc, b.getI32Type(), resultStrides.front()) : i32(n);
       callSgemm(b, loc, sgemm, m, n, k, false, pa, lda, windowRows, addressOf(b, loc, col).first,
-                i32(windowRows ? k : n), addressOf(b, loc, result).first, i32(n));
+                i32(windowRows ? k : n), pc, ldc, alpha);
     };
     if (chunk < ranges[outer]) {
       OpBuilder::InsertionGuard guard(b);
@@ -374,22 +402,26 @@ public:
       multiplyChunk(Value());
     }
 
-    // output[batch..., channel, spatial...] += result[channel, batch..., spatial...].
-    unsigned outputRank = maps[2].getNumResults();
-    SmallVector<AffineExpr> resultExprs = llvm::map_to_vector(
-        productLoops, [&](int64_t loop) { return getAffineDimExpr(loop, ctx); });
-    linalg::GenericOp::create(
-        b, loc, ValueRange{result}, ValueRange{output},
-        SmallVector<AffineMap>{AffineMap::get(outputRank, 0, resultExprs, ctx),
-                               b.getMultiDimIdentityMap(outputRank)},
-        SmallVector<utils::IteratorType>(outputRank, utils::IteratorType::parallel),
-        [](OpBuilder &nb, Location nloc, ValueRange args) {
-          linalg::YieldOp::create(nb, nloc,
-                                  ValueRange{arith::AddFOp::create(nb, nloc, args[1], args[0])});
-        });
+    if (!direct) {
+      // output[batch..., channel, spatial...] += result[channel, batch..., spatial...].
+      SmallVector<AffineExpr> resultExprs = llvm::map_to_vector(
+          productLoops, [&](int64_t loop) { return getAffineDimExpr(loop, ctx); });
+      linalg::GenericOp::create(
+          b, loc, ValueRange{result}, ValueRange{output},
+          SmallVector<AffineMap>{AffineMap::get(outputRank, 0, resultExprs, ctx),
+                                 b.getMultiDimIdentityMap(outputRank)},
+          SmallVector<utils::IteratorType>(outputRank, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location nloc, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nloc, ValueRange{arith::AddFOp::create(nb, nloc, args[1], args[0])});
+          });
+    }
     memref::DeallocOp::create(b, loc, col);
-    memref::DeallocOp::create(b, loc, result);
+    if (!direct)
+      memref::DeallocOp::create(b, loc, result);
     op->erase();
+    if (update)
+      update->erase();
     return true;
   }
 

@@ -132,8 +132,17 @@ Value padTrailing(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> beg
 // Grouped convolution: input N x (G*C) x H x W is viewed as N x G x C x H x W
 // and the filter (G*F) x C x KH x KW as G x F x C x KH x KW; one generic over
 // (n, g, f, oh, ow, c, kh, kw) accumulates into a bias-initialized output.
+// A convolution is one generic over (n, g, f, oh, ow | c, kh, kw), its
+// result [n, g, f, oh, ow] collapsed to [n, g f, oh, ow]. With
+// `foldTransposes`, a convolution whose only user swaps its batch and
+// channel dimensions (channelFirstTranspose: a weight gradient) runs over
+// (g, f, n, oh, ow | c, kh, kw) instead and stands for that transpose: its
+// result is [g f, n, oh, ow], each output channel's plane a contiguous row.
 struct ConvLowering : OpRewritePattern<ConvOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ConvLowering(MLIRContext *context, bool foldTransposes)
+      : OpRewritePattern(context), foldTransposes(foldTransposes) {}
+  bool foldTransposes;
+
   LogicalResult matchAndRewrite(ConvOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -148,6 +157,9 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
     int64_t oh = resultType.getDimSize(2), ow = resultType.getDimSize(3);
     ArrayRef<int64_t> pads = op.getPads();
+    TransposeOp transpose = foldTransposes ? channelFirstTranspose(op) : TransposeOp();
+    if (transpose && transpose->getBlock() != op->getBlock())
+      transpose = {};
 
     Value zero = scalarConstant(rewriter, loc, element, 0);
     Value padded = padTrailing(rewriter, loc, op.getInput(), pads.take_front(2),
@@ -162,8 +174,17 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     auto filter5 = tensor::ExpandShapeOp::create(
         rewriter, loc, RankedTensorType::get({groups, f, c, kh, kw}, element),
         op.getFilter(), ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
-    auto out5Type = RankedTensorType::get({n, groups, f, oh, ow}, element);
+    // Loops 0-4 are the output's dimensions in order; (batch, group,
+    // channel) are loops (0, 1, 2), or (2, 0, 1) channel-first.
+    int64_t nLoop = transpose ? 2 : 0, gLoop = transpose ? 0 : 1, fLoop = transpose ? 1 : 2;
+    SmallVector<int64_t> outShape(3);
+    outShape[nLoop] = n;
+    outShape[gLoop] = groups;
+    outShape[fLoop] = f;
+    outShape.append({oh, ow});
+    auto out5Type = RankedTensorType::get(outShape, element);
 
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     Value init;
     if (Value bias = op.getBias()) {
       auto bias2 = tensor::ExpandShapeOp::create(
@@ -172,9 +193,8 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       init = linalg::GenericOp::create(
                  rewriter, loc, out5Type, ValueRange{bias2},
                  emptyTensor(rewriter, loc, out5Type),
-                 SmallVector<AffineMap>{
-                     AffineMap::get(5, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(2, ctx)}, ctx),
-                     rewriter.getMultiDimIdentityMap(5)},
+                 SmallVector<AffineMap>{AffineMap::get(5, 0, {d(gLoop), d(fLoop)}, ctx),
+                                        rewriter.getMultiDimIdentityMap(5)},
                  SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
                  [](OpBuilder &b, Location loc, ValueRange args) {
                    linalg::YieldOp::create(b, loc, args[0]);
@@ -184,15 +204,14 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       init = filledTensor(rewriter, loc, out5Type, zero);
     }
 
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    // Loops: 0 n, 1 g, 2 f, 3 oh, 4 ow, 5 c, 6 kh, 7 kw.
+    // Loops 5-7: c, kh, kw.
     ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
     AffineMap inputMap = AffineMap::get(
         8, 0,
-        {d(0), d(1), d(5), d(3) * strides[0] + d(6) * dilations[0],
+        {d(nLoop), d(gLoop), d(5), d(3) * strides[0] + d(6) * dilations[0],
          d(4) * strides[1] + d(7) * dilations[1]},
         ctx);
-    AffineMap filterMap = AffineMap::get(8, 0, {d(1), d(2), d(5), d(6), d(7)}, ctx);
+    AffineMap filterMap = AffineMap::get(8, 0, {d(gLoop), d(fLoop), d(5), d(6), d(7)}, ctx);
     AffineMap outMap = AffineMap::get(8, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx);
     SmallVector<utils::IteratorType> iterators(8, utils::IteratorType::parallel);
     for (int i = 5; i < 8; ++i)
@@ -204,9 +223,16 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
           linalg::YieldOp::create(b, loc,
                                   multiplyAdd(b, loc, args[0], args[1], args[2]));
         });
+    if (!transpose) {
+      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+          op, resultType, conv.getResult(0),
+          ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+      return success();
+    }
     rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
-        op, resultType, conv.getResult(0),
-        ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+        transpose, transpose.getType(), conv.getResult(0),
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -395,9 +421,8 @@ struct EinsumLowering : OpRewritePattern<EinsumOp> {
 } // namespace
 
 void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns, bool foldTransposes) {
-  patterns.add<MatMulLowering>(patterns.getContext(), foldTransposes);
-  patterns.add<ConvLowering, MaxPoolLowering, AveragePoolLowering, EinsumLowering>(
-      patterns.getContext());
+  patterns.add<MatMulLowering, ConvLowering>(patterns.getContext(), foldTransposes);
+  patterns.add<MaxPoolLowering, AveragePoolLowering, EinsumLowering>(patterns.getContext());
 }
 
 } // namespace kiln

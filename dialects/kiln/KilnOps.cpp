@@ -44,6 +44,17 @@ bool kiln::swapsLastTwo(ArrayRef<int64_t> perm) {
   return true;
 }
 
+TransposeOp kiln::channelFirstTranspose(ConvOp conv) {
+  if (conv.getGroup() != 1 || conv.getBias() || !conv->hasOneUse())
+    return {};
+  auto transpose = dyn_cast<TransposeOp>(*conv->getUsers().begin());
+  ArrayRef<int64_t> shape = conv.getType().getShape();
+  if (!transpose || shape.size() != 4 || shape[2] * shape[3] < 2 ||
+      transpose.getPerm() != ArrayRef<int64_t>{1, 0, 2, 3})
+    return {};
+  return transpose;
+}
+
 int64_t kiln::windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                                int64_t kernel, int64_t stride,
                                int64_t dilation, bool ceilMode) {

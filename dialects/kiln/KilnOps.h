@@ -30,6 +30,16 @@ llvm::LogicalResult broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shap
 /// others: a transpose of matrices, which matrix products read in place.
 bool swapsLastTwo(llvm::ArrayRef<int64_t> perm);
 
+/// The transpose that swaps the batch and channel dimensions of `conv`'s
+/// result, when it is the result's only user and the convolution can write
+/// that layout itself: one group, no bias, a 2-D window with more than one
+/// output position per channel pair. A weight gradient is such a
+/// convolution (its batch is the input's channels, its channels the
+/// cotangent's) followed by the transpose back to the filter's layout;
+/// computed channel-first, each output channel's row is one row of the
+/// product the CPU code generator forms, in the filter's order.
+TransposeOp channelFirstTranspose(ConvOp conv);
+
 /// Output extent of a window op along one dimension, ONNX's formula.
 int64_t windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                          int64_t kernel, int64_t stride, int64_t dilation,

@@ -110,6 +110,52 @@ func.func @sgd_update(%x: memref<256x784xf32>, %dy: memref<256x512xf32>, %w: mem
 
 // -----
 
+// A channel-first convolution weight gradient (a tile of 4 of 8 input
+// channels, 3x3 taps) updated by SGD: the output starts as the weights and
+// one sgemm (M=16 N=4*9 K=2*8*8) adds -lr times the gradient onto it, with
+// the output's row stride (72); no tile buffer, fill or update loop is left.
+// CHECK-LABEL: func.func @conv_sgd_update
+// CHECK-SAME:    (%[[X:.*]]: memref<4x2x10x10xf32>, %[[G:.*]]: memref<16x2x8x8xf32>, %[[W:.*]]: memref<16x8x3x3xf32>, %[[OUT:.*]]: memref<16x8x3x3xf32>)
+// CHECK-DAG:     %[[WT:.*]] = memref.subview %[[W]][0, 4, 0, 0] [16, 4, 3, 3] [1, 1, 1, 1]
+// CHECK-DAG:     %[[OT:.*]] = memref.subview %[[OUT]][0, 4, 0, 0] [16, 4, 3, 3] [1, 1, 1, 1]
+// CHECK-DAG:     %[[ALPHA:.*]] = arith.constant -0.00999999977 : f32
+// CHECK-NOT:     linalg.fill
+// CHECK:         memref.copy %[[WT]], %[[OT]]
+// CHECK:         call @dnnl_sgemm({{.*}}, %c16_i64, %c36_i64, %c128_i64, %[[ALPHA]], {{.*}}, %c72_i64)
+// CHECK-NOT:     linalg.generic
+// CHECK-NOT:     memref<16x4x3x3xf32>
+#cu_image = affine_map<(f, c, p, q, n, a, b) -> (c, n, p + a, q + b)>
+#cu_filter = affine_map<(f, c, p, q, n, a, b) -> (f, n, a, b)>
+#cu_out = affine_map<(f, c, p, q, n, a, b) -> (f, c, p, q)>
+#cu_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @conv_sgd_update(%x: memref<4x2x10x10xf32>, %g: memref<16x2x8x8xf32>, %w: memref<16x8x3x3xf32>, %out: memref<16x8x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %lr = arith.constant 0.01 : f32
+  %grad = memref.alloc() {alignment = 64 : i64} : memref<16x4x3x3xf32>
+  linalg.fill ins(%zero : f32) outs(%grad : memref<16x4x3x3xf32>)
+  linalg.generic {indexing_maps = [#cu_image, #cu_filter, #cu_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %g : memref<4x2x10x10xf32>, memref<16x2x8x8xf32>) outs(%grad : memref<16x4x3x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  %wt = memref.subview %w[0, 4, 0, 0] [16, 4, 3, 3] [1, 1, 1, 1] : memref<16x8x3x3xf32> to memref<16x4x3x3xf32, strided<[72, 9, 3, 1], offset: 36>>
+  %ot = memref.subview %out[0, 4, 0, 0] [16, 4, 3, 3] [1, 1, 1, 1] : memref<16x8x3x3xf32> to memref<16x4x3x3xf32, strided<[72, 9, 3, 1], offset: 36>>
+  linalg.generic {indexing_maps = [#cu_id, #cu_id, #cu_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%wt, %grad : memref<16x4x3x3xf32, strided<[72, 9, 3, 1], offset: 36>>, memref<16x4x3x3xf32>)
+      outs(%ot : memref<16x4x3x3xf32, strided<[72, 9, 3, 1], offset: 36>>) {
+  ^bb0(%wv: f32, %gv: f32, %o: f32):
+    %step = arith.mulf %gv, %lr : f32
+    %new = arith.subf %wv, %step : f32
+    linalg.yield %new : f32
+  }
+  memref.dealloc %grad : memref<16x4x3x3xf32>
+  return
+}
+
+// -----
+
 // A learning rate read from a rank-0 buffer (a schedule) is loaded once,
 // and `w + (lr * g)` keeps its sign.
 // CHECK-LABEL: func.func @scheduled_rate

@@ -380,6 +380,34 @@ func.func @weight_gradient(%x: memref<8x16x34x34xf32>, %g: memref<16x16x32x32xf3
 
 // -----
 
+// The same weight gradient written channel-first, in the filter's layout
+// [f, c, p, q]: each output channel's row is the product's row, so the
+// sgemm accumulates into the output itself (ldc = its row stride, 144) and
+// nothing is transposed back.
+// DNNL-LABEL: func.func @channel_first_weight_gradient
+// DNNL-SAME: %[[DW:[a-z0-9]+]]: memref<16x8x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>
+// DNNL-NOT: memref<16x8x3x3xf32>
+// DNNL: scf.for
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c1024_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c144_i64)
+// DNNL: }
+// DNNL-NOT: linalg.generic
+// DNNL-NOT: arith.addf
+#cf_image = affine_map<(f, c, p, q, n, a, b) -> (c, n, p + a, q + b)>
+#cf_filter = affine_map<(f, c, p, q, n, a, b) -> (f, n, a, b)>
+#cf_out = affine_map<(f, c, p, q, n, a, b) -> (f, c, p, q)>
+func.func @channel_first_weight_gradient(%x: memref<8x16x34x34xf32>, %g: memref<16x16x32x32xf32>, %dw: memref<16x8x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#cf_image, #cf_filter, #cf_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+      ins(%x, %g : memref<8x16x34x34xf32>, memref<16x16x32x32xf32>) outs(%dw : memref<16x8x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Four 4x4 images by 3x3 filters: 16 positions each, so the images join the
 // columns too (M=16 N=4*16 K=8*3*3). The output's rows (4) are longer than
 // the filter's (3), so the im2col buffer keeps the usual layout, window by

@@ -40,3 +40,37 @@ func.func @other_permutation(%a: tensor<2x5x6xf32>, %b: tensor<6x2x7xf32>) -> te
   %y = kiln.matmul %a, %bt : (tensor<2x5x6xf32>, tensor<2x6x7xf32>) -> tensor<2x5x7xf32>
   return %y : tensor<2x5x7xf32>
 }
+
+// -----
+
+// A weight gradient's transpose back to the filter's layout: the
+// convolution runs over (g, f, n, oh, ow | c, kh, kw) and writes
+// [g, f, n, oh, ow] itself, collapsed to the transpose's [f, n, oh, ow].
+// CHECK-DAG: #[[IMAGE:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d2, d0, d5, d3 + d6, d4 + d7)>
+// CHECK-DAG: #[[FILTER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d6, d7)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+// CHECK-LABEL: func.func @channel_first_convolution
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {indexing_maps = [#[[IMAGE]], #[[FILTER]], #[[OUT]]]{{.*}} outs(%{{.*}} : tensor<1x16x4x3x3xf32>)
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3], [4]] : tensor<1x16x4x3x3xf32> into tensor<16x4x3x3xf32>
+// COPY-LABEL: func.func @channel_first_convolution
+// COPY: linalg.transpose
+func.func @channel_first_convolution(%xt: tensor<4x8x6x6xf32>, %gt: tensor<16x8x4x4xf32>) -> tensor<16x4x3x3xf32> {
+  %g = kiln.conv %xt, %gt {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x8x4x4xf32>) -> tensor<4x16x3x3xf32>
+  %dw = kiln.transpose %g {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
+  return %dw : tensor<16x4x3x3xf32>
+}
+
+// -----
+
+// Grouped, or with another user of the result: the transpose stays a copy.
+// CHECK-LABEL: func.func @not_channel_first
+// CHECK: linalg.transpose
+// CHECK: linalg.transpose
+func.func @not_channel_first(%x: tensor<4x8x6x6xf32>, %w: tensor<16x4x4x4xf32>, %v: tensor<16x8x4x4xf32>) -> (tensor<16x4x3x3xf32>, tensor<16x4x3x3xf32>, tensor<4x16x3x3xf32>) {
+  %g = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x4x4x4xf32>) -> tensor<4x16x3x3xf32>
+  %t = kiln.transpose %g {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
+  %h = kiln.conv %x, %v {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x8x4x4xf32>) -> tensor<4x16x3x3xf32>
+  %u = kiln.transpose %h {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
+  return %t, %u, %h : tensor<16x4x3x3xf32>, tensor<16x4x3x3xf32>, tensor<4x16x3x3xf32>
+}

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-decompose,canonicalize,kiln-fuse,cse))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-decompose,canonicalize,kiln-fuse{channel-first-convolutions=1},cse))' | FileCheck %s --check-prefix=CHANNELS
 
 // Loop fusion: an elementwise chain with a broadcast, a transpose, a reshape
 // and a cast becomes one fusion.
@@ -270,4 +271,56 @@ func.func @transposed_operands(%x: tensor<8x4xf32>, %g: tensor<8x3xf32>, %w: ten
   %dx = kiln.matmul %g, %wt : (tensor<8x3xf32>, tensor<3x4xf32>) -> tensor<8x4xf32>
   %e = kiln.exp %wt : tensor<3x4xf32>
   return %dw, %dx, %e : tensor<4x3xf32>, tensor<8x4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// A weight gradient: the convolution of the input's channels (batch) by the
+// cotangent's, transposed back to the filter's layout, then SGD. With
+// channel-first-convolutions (the CPU pipeline) the transpose and the update
+// join the convolution's output fusion; without it the transpose is a
+// loop fusion's with the update.
+// CHECK-LABEL: func.func @weight_gradient_update
+// CHECK: kiln.fusion output
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.conv
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion loop
+// CHECK: kiln.transpose
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.sub
+// CHANNELS-LABEL: func.func @weight_gradient_update
+// CHANNELS: kiln.fusion output
+// CHANNELS: kiln.conv
+// CHANNELS-NEXT: kiln.transpose
+// CHANNELS-NEXT: kiln.mul
+// CHANNELS-NEXT: kiln.sub
+// CHANNELS-NEXT: kiln.yield
+// CHANNELS-NOT: kiln.fusion
+func.func @weight_gradient_update(%xt: tensor<4x8x6x6xf32>, %gt: tensor<16x8x4x4xf32>, %w: tensor<16x4x3x3xf32>) -> tensor<16x4x3x3xf32> {
+  %lr = kiln.constant dense<0.01> : tensor<f32>
+  %g = kiln.conv %xt, %gt {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x8x4x4xf32>) -> tensor<4x16x3x3xf32>
+  %dw = kiln.transpose %g {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
+  %step = kiln.mul %dw, %lr : (tensor<16x4x3x3xf32>, tensor<f32>) -> tensor<16x4x3x3xf32>
+  %new = kiln.sub %w, %step : (tensor<16x4x3x3xf32>, tensor<16x4x3x3xf32>) -> tensor<16x4x3x3xf32>
+  return %new : tensor<16x4x3x3xf32>
+}
+
+// -----
+
+// A convolution with a bias cannot write channel-first: the transpose stays
+// out of its fusion.
+// CHANNELS-LABEL: func.func @biased_not_channel_first
+// CHANNELS: kiln.fusion output
+// CHANNELS-NEXT: ^bb0
+// CHANNELS-NEXT: kiln.conv
+// CHANNELS-NEXT: kiln.yield
+// CHANNELS: kiln.fusion loop
+// CHANNELS-NEXT: ^bb0
+// CHANNELS-NEXT: kiln.transpose
+func.func @biased_not_channel_first(%x: tensor<4x8x6x6xf32>, %f: tensor<16x8x4x4xf32>, %b: tensor<16xf32>) -> tensor<16x4x3x3xf32> {
+  %y = kiln.conv %x, %f, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x8x4x4xf32>, tensor<16xf32>) -> tensor<4x16x3x3xf32>
+  %t = kiln.transpose %y {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
+  %e = kiln.exp %t : tensor<16x4x3x3xf32>
+  return %e : tensor<16x4x3x3xf32>
 }
