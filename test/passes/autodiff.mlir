@@ -174,3 +174,18 @@ func.func @main(%x: tensor<1x2x5x5xf32> {kiln.name = "wx"}, %w: tensor<3x2x3x3xf
   %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x3x3x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// An even input at stride 2: the last row and column of the input (past the
+// end pad) meet no window, so the weight gradient's correlation drops them
+// from its end padding (pads 1, 1, 0, 0) and has the kernel's size; nothing
+// is computed to be cut away.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[DW:.*]] = kiln.conv %{{.*}}, %{{.*}} {dilations = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x1x6x6xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x3x3xf32>
+// CHECK-NEXT: kiln.transpose %[[DW]] {perm = array<i64: 1, 0, 2, 3>} : (tensor<2x3x3x3xf32>) -> tensor<3x2x3x3xf32>
+func.func @main(%x: tensor<1x2x6x6xf32> {kiln.name = "wx"}, %w: tensor<3x2x3x3xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %y = kiln.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x6x6xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x3x3x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

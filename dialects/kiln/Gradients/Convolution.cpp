@@ -187,7 +187,8 @@ static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
 //             pads d (K - 1) - p, and what the last window left uncovered),
 //        or, strided and undilated, one such convolution per stride phase
 //        (stridedInputGradient);
-//   dW = conv(X^T, dY^T, stride d, dilation s, pads p) cut to K, per group;
+//   dW = conv(X^T, dY^T, stride d, dilation s, pads p less the rows no
+//        window reached) cut to K, per group;
 //   dbias = sum of dY over batch and space.
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
@@ -240,17 +241,29 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                           dilations, static_cast<uint64_t>(groups)));
   }
 
-  // dW, one group at a time: batch and channels trade places.
+  // dW, one group at a time: batch and channels trade places. Rows that
+  // the forward windows left uncovered at the end would make the
+  // correlation longer than the kernel; they are dropped from its end
+  // padding where it has them, so that no output is computed to be cut.
   SmallVector<int64_t> swapBatch{1, 0};
   for (int64_t i = 0; i < spatial; ++i)
     swapBatch.push_back(2 + i);
+  SmallVector<int64_t> dwPads(pads);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t extent = (gType.getDimSize(2 + i) - 1) * strides[i] + 1;
+    int64_t full = (xType.getDimSize(2 + i) + pads[i] + pads[spatial + i] - extent) /
+                       dilations[i] + 1;
+    int64_t extra = (full - kernel[i]) * dilations[i];
+    if (extra > 0 && pads[spatial + i] >= extra)
+      dwPads[spatial + i] -= extra;
+  }
   SmallVector<Value> perGroup;
   for (int64_t group = 0; group < groups; ++group) {
     Value xs = TransposeOp::create(b, loc, channels(b, loc, x, group * inPerGroup, inPerGroup),
                                    swapBatch);
     Value gs = TransposeOp::create(b, loc, channels(b, loc, g, group * outPerGroup, outPerGroup),
                                    swapBatch);
-    Value full = ConvOp::create(b, loc, xs, gs, Value(), dilations, pads, strides, 1);
+    Value full = ConvOp::create(b, loc, xs, gs, Value(), dilations, dwPads, strides, 1);
     SmallVector<int64_t> cut{inPerGroup, outPerGroup};
     cut.append(kernel);
     SmallVector<int64_t> start(cut.size(), 0), step(cut.size(), 1);
