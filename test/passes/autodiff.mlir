@@ -189,3 +189,22 @@ func.func @main(%x: tensor<1x2x6x6xf32> {kiln.name = "wx"}, %w: tensor<3x2x3x3xf
   %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x3x3x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A filter over four times the cotangent and the input together: the
+// input gradient flips the cotangent, correlates it with the filter
+// unflipped (channels swapped, the pads' ends traded) and flips the result
+// back.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<1x8x2x3xf32> {kiln.name = "wx"}, %[[W:.*]]: tensor<6x8x3x3xf32> {kiln.name = "w"})
+// CHECK-NOT: kiln.slice %[[W]]
+// CHECK: %[[GF:.*]] = kiln.slice %{{.*}} {start = array<i64: 0, 0, 1, 2>, step = array<i64: 1, 1, -1, -1>} : tensor<1x6x2x3xf32> -> tensor<1x6x2x3xf32>
+// CHECK: %[[DXF:.*]] = kiln.conv %[[GF]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 0, 1, 2>, strides = array<i64: 1, 1>} : (tensor<1x6x2x3xf32>, tensor<8x6x3x3xf32>) -> tensor<1x8x2x3xf32>
+// CHECK: %[[DX:.*]] = kiln.slice %[[DXF]] {start = array<i64: 0, 0, 1, 2>, step = array<i64: 1, 1, -1, -1>} : tensor<1x8x2x3xf32> -> tensor<1x8x2x3xf32>
+// CHECK: return %{{.*}}, %[[DX]], %{{.*}}
+func.func @main(%x: tensor<1x8x2x3xf32> {kiln.name = "wx"}, %w: tensor<6x8x3x3xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 0, 1, 2>, dilations = array<i64: 1, 1>} : (tensor<1x8x2x3xf32>, tensor<6x8x3x3xf32>) -> tensor<1x6x2x3xf32>
+  %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x6x2x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -625,6 +625,29 @@ func.func @main(%x: tensor<2x2x5x5xf64> {kiln.name = "x"}, %x2: tensor<3x2x3x3xf
 
 // -----
 
+// case: conv_filter_outweighs_activations
+// A filter over four times the activations: the input gradient correlates
+// the flipped cotangent with the unflipped filter and flips the result
+// back, its asymmetric pads trading ends.
+func.func @main(%x: tensor<1x8x2x3xf64> {kiln.name = "x"}, %x2: tensor<6x8x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x6x2x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 1, 1>, pads = array<i64: 1, 0, 1, 2>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x8x2x3xf64>, tensor<6x8x3x3xf64>) -> tensor<1x6x2x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x6x2x3xf64>, tensor<1x6x2x3xf64>) -> tensor<1x6x2x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x6x2x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
+// case: conv_filter_outweighs_dilated_grouped
+func.func @main(%x: tensor<1x8x2x2xf64> {kiln.name = "x"}, %x2: tensor<16x4x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x16x2x2xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2 {strides = array<i64: 1, 1>, pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 2, 2>, group = 2 : i64} : (tensor<1x8x2x2xf64>, tensor<16x4x3x3xf64>) -> tensor<1x16x2x2xf64>
+  %p = kiln.mul %y, %c : (tensor<1x16x2x2xf64>, tensor<1x16x2x2xf64>) -> tensor<1x16x2x2xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x16x2x2xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
 // case: conv_stride2_asymmetric_pads
 func.func @main(%x: tensor<1x2x5x5xf64> {kiln.name = "x"}, %x2: tensor<2x2x3x3xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x3x2xf64> {kiln.name = "c"}) -> tensor<f64> {
   %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x5x5xf64>, tensor<2x2x3x3xf64>, tensor<2xf64>) -> tensor<1x2x3x2xf64>
