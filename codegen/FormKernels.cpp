@@ -459,6 +459,19 @@ private:
             ranges[inner] / llvm::divideCeil(kTilesPerThread * threadCount(), outer));
         int64_t perThread = llvm::divideCeil(ranges[inner], innerTiles);
         sizes[inner] = evenTileSize(ranges[inner], std::min(wanted, perThread));
+        // A few batch elements that the threads cannot share evenly (an RGB
+        // stem's weight gradient: three input channels) stay together as
+        // the columns of one product, whose rows (output channels) the
+        // threads split: the stem of ResNet-18 ran 5.3 ms in six tiles of
+        // 32 rows by 49 columns, 4.2 ms in two of 32 by 147.
+        int64_t channels = ranges[*loops->channel];
+        if (outer == 1 && ranges[inner] < kTilesPerThread * threadCount() &&
+            ranges[inner] % threadCount() != 0 &&
+            channels % (threadCount() * kMatmulTileMultiple) == 0) {
+          sizes[inner] = ranges[inner];
+          sizes[*loops->channel] = channels / threadCount();
+          return sizes;
+        }
         balance();
         return sizes;
       }

@@ -637,6 +637,22 @@ func.func @elementwise_siblings(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tens
 
 // -----
 
+// A weight gradient of an RGB stem: its three batch elements (input
+// channels) have nine positions each and join the columns of one product;
+// the two threads could not share three tiles, so all three stay in one
+// tile and the 64 output channels (the product's rows) are split in two.
+// CHECK-LABEL: func.func @stem_weight_gradient
+// CHECK: scf.forall (%{{.*}}) = (0) to (64) step (32)
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<3x32x3x3xf32>)
+func.func @stem_weight_gradient(%x: tensor<3x8x34x34xf32>, %g: tensor<64x8x32x32xf32>) -> tensor<3x64x3x3xf32> {
+  %0 = kiln.fusion output(%x, %g) : (tensor<3x8x34x34xf32>, tensor<64x8x32x32xf32>) -> tensor<3x64x3x3xf32> {
+  ^bb0(%a: tensor<3x8x34x34xf32>, %f: tensor<64x8x32x32xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<3x8x34x34xf32>, tensor<64x8x32x32xf32>) -> tensor<3x64x3x3xf32>
+    kiln.yield %y : tensor<3x64x3x3xf32>
+  }
+  return %0 : tensor<3x64x3x3xf32>
+}
+
 // Three images on two threads: a tile per image would leave one thread two
 // of them, so the 64 output channels are split in two as well (6 tiles).
 // CHECK-LABEL: func.func @conv_odd_batch
