@@ -10,6 +10,7 @@ the same CPUs with the same thread count, one after the other.
 
     python3 bench/train.py                        # every graph, 2 threads
     python3 bench/train.py --graphs lenet --frameworks kiln,torch
+    python3 bench/train.py --graphs resnet18 --rounds 3   # interleaved rounds on a busy machine
 
 Needs numpy and onnx, plus torch and jax[cpu] for the peers (a missing peer is reported and
 skipped). Kiln's kilnc and kiln-run come from build/bin (--kiln-bin). Writes
@@ -64,6 +65,9 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=50, help="timed steps per framework")
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every framework this many times, interleaved, and report the median "
+                        "of the rounds' medians (a shared machine's load moves single runs)")
     p.add_argument("--kiln-bin", default=str(HERE.parent / "build" / "bin"))
     p.add_argument("--out", default=str(HERE / "out" / "train"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -367,20 +371,30 @@ def main():
     rows, everything = [], {}
     for graph_name in args.graphs.split(","):
         results = {}
-        for framework in selected:
-            cmd = [sys.executable, __file__, "--worker", framework, "--graph", graph_name,
-                   "--threads", str(args.threads), "--steps", str(args.steps), "--warmup",
-                   str(args.warmup), "--kiln-bin", args.kiln_bin, "--out", args.out]
-            done = subprocess.run(cmd, capture_output=True, text=True)
-            if done.returncode != 0:
-                reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
-                results[framework] = {"error": reason[:200]}
-                print(f"{graph_name}: {framework} failed: {reason[:200]}", file=sys.stderr)
-                continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            result["median_ms"] = statistics.median(result["times_ms"])
-            results[framework] = result
-            print(f"{graph_name}: {framework} {result['median_ms']:.3f} ms/step", file=sys.stderr)
+        # Rounds interleave the frameworks (each round starting one later), so
+        # that a shared machine's slow minutes fall on all of them alike.
+        for round_index in range(args.rounds):
+            order = selected[round_index % len(selected):] + selected[:round_index % len(selected)]
+            for framework in order:
+                if "error" in results.get(framework, {}):
+                    continue
+                cmd = [sys.executable, __file__, "--worker", framework, "--graph", graph_name,
+                       "--threads", str(args.threads), "--steps", str(args.steps), "--warmup",
+                       str(args.warmup), "--kiln-bin", args.kiln_bin, "--out", args.out]
+                done = subprocess.run(cmd, capture_output=True, text=True)
+                if done.returncode != 0:
+                    reason = (done.stderr.strip().splitlines() or ["failed"])[-1]
+                    results[framework] = {"error": reason[:200]}
+                    print(f"{graph_name}: {framework} failed: {reason[:200]}", file=sys.stderr)
+                    continue
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                rounds = results.get(framework, {}).get("round_medians_ms", [])
+                rounds.append(statistics.median(result["times_ms"]))
+                result["round_medians_ms"] = rounds
+                result["median_ms"] = statistics.median(rounds)
+                results[framework] = result
+                print(f"{graph_name}: {framework} {rounds[-1]:.3f} ms/step (round {round_index + 1})",
+                      file=sys.stderr)
         everything[graph_name] = results
         rows.append((graph_name, results))
 
@@ -416,8 +430,9 @@ def main():
         lines.append("| " + " | ".join([graph_name] + mem + comp) + " |")
     command = "python3 bench/train.py " + " ".join(sys.argv[1:])
     meta = (f"Command: `{command}`  \n{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, "
-            f"{args.threads} threads, {args.steps} timed steps after {args.warmup} warm-ups, load "
-            f"{os.getloadavg()[0]:.2f}; versions {versions()}.  \n"
+            f"{args.threads} threads, {args.steps} timed steps after {args.warmup} warm-ups"
+            + (f", the median of {args.rounds} interleaved rounds' medians" if args.rounds > 1 else "")
+            + f", load {os.getloadavg()[0]:.2f}; versions {versions()}.  \n"
             f"A ratio above 1 means Kiln's step is faster. Each step: forward, loss, backward, SGD update.")
     text = meta + "\n\n" + "\n".join(lines) + "\n"
     (out / "results.md").write_text(text)
