@@ -117,9 +117,11 @@ struct KilnCollapseContiguousLoopsPass
       if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
         if (generic.hasIndexSemantics())
           return;
-      // Each operand indexed by loops, not by sums of them (a window).
+      // Each operand indexed by loops, not by sums of them (a window) or
+      // constants (a unit dimension read at 0, which
+      // linalg::areDimSequencesPreserved cannot take).
       if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-            return map.isProjectedPermutation(/*allowZeroInResults=*/true);
+            return map.isProjectedPermutation(/*allowZeroInResults=*/false);
           }))
         return;
       candidates.push_back(op);

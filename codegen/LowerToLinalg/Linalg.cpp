@@ -136,8 +136,8 @@ Value padTrailing(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> beg
 // result [n, g, f, oh, ow] collapsed to [n, g f, oh, ow]. With
 // `foldTransposes`, a convolution whose only user swaps its batch and
 // channel dimensions (channelFirstTranspose: a weight gradient) runs over
-// (g, f, n, oh, ow | c, kh, kw) instead and stands for that transpose: its
-// result is [g f, n, oh, ow], each output channel's plane a contiguous row.
+// (g, f, n, oh, ow | c, kh, kw) instead, its result [g f, n, oh, ow] with
+// each output channel's plane a contiguous row: the transpose's value.
 struct ConvLowering : OpRewritePattern<ConvOp> {
   ConvLowering(MLIRContext *context, bool foldTransposes)
       : OpRewritePattern(context), foldTransposes(foldTransposes) {}
@@ -229,10 +229,17 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
           ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
       return success();
     }
-    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
-        transpose, transpose.getType(), conv.getResult(0),
+    // The convolution's own result is the channel-first one transposed
+    // back; the user's transpose, lowered after it, composes with that into
+    // the identity, which canonicalization folds away. (The user is not
+    // replaced here: the conversion has yet to visit it.)
+    Value channelFirst = tensor::CollapseShapeOp::create(
+        rewriter, loc, transpose.getType(), conv.getResult(0),
         ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
-    rewriter.eraseOp(op);
+    auto back = linalg::TransposeOp::create(rewriter, loc, channelFirst,
+                                            emptyTensor(rewriter, loc, resultType),
+                                            ArrayRef<int64_t>{1, 0, 2, 3});
+    rewriter.replaceOp(op, back->getResults());
     return success();
   }
 };

@@ -153,3 +153,22 @@ func.func @left_alone(%a: memref<4x8x16xf32>, %bias: memref<8xf32>, %b: memref<4
   }
   return
 }
+
+// -----
+
+// An operand read at a constant index (a unit dimension kept in a kernel
+// that was not fused) is left alone: the op keeps its loops.
+// CHECK-LABEL: func.func @constant_index
+// CHECK-NOT: memref.reinterpret_cast
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
+#unit = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+#whole = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @constant_index(%a: memref<1x8x16xf32>, %b: memref<4x8x16xf32>) {
+  linalg.generic {indexing_maps = [#unit, #whole], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a : memref<1x8x16xf32>) outs(%b : memref<4x8x16xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %r = arith.addf %y, %x : f32
+    linalg.yield %r : f32
+  }
+  return
+}
