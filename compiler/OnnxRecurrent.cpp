@@ -108,6 +108,9 @@ Results Recurrence::run() {
   if (batchMajor)
     x = transpose(x, {1, 0, 2});
   steps = typeOf(x).getDimSize(0);
+  if (steps < 1)
+    return im.failNode(n, ImportFailure::Invalid,
+                       "X has no time steps (" + describeShape(typeOf(x).getShape()) + ")");
   if (steps > kMaxSteps)
     return im.failNode(n, ImportFailure::Unsupported,
                        "a sequence of " + std::to_string(steps) + " steps is longer than the " +

@@ -75,6 +75,11 @@ split = lambda name, sizes, outputs=2: save(
     [info(f"y{i}", ["a", "b"]) for i in range(outputs)], [ints("s", sizes)])
 split("split_negative", [-1, 4])
 split("split_overflow", [2**62 + 3, 2**62, 2**62, 2**62], outputs=4)
+# A recurrent layer over a sequence of no steps.
+save("gru_no_steps", [h.make_node("GRU", ["x", "w", "r"], ["y"], hidden_size=2)],
+     [info("x", [0, 1, 3])], [info("y", [0, 1, 1, 2])],
+     [nh.from_array(np.ones((1, 6, 3), np.float32), "w"),
+      nh.from_array(np.ones((1, 6, 2), np.float32), "r")])
 save("huge_input", [h.make_node("Relu", ["x"], ["y"])], [info("x", [2**40, 2**40])], any2)
 save("huge_expand", [h.make_node("Expand", ["x", "s"], ["y"])], [x23], any2, [ints("s", [2**50, 2, 3])])
 
