@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <sched.h>
 
 extern "C" int kiln_test_c_api_add_one(const char *path);
 extern "C" int kiln_test_c_api_cpu_device(const char *path);
@@ -89,6 +90,30 @@ TEST(Artifact, CloseKeepsThreadedDependenciesLoaded) {
   EXPECT_NE(pool, nullptr) << "the thread pool's library was unloaded with the artifact";
   if (pool)
     dlclose(pool);
+}
+
+// GCC's OpenMP runtime, which oneDNN links, binds the thread that loads it to one CPU when
+// OMP_PROC_BIND or OMP_PLACES is set, and the kernels' OpenMP runtime later takes its CPUs from
+// that thread: every kernel thread would run on one core. Opening an artifact leaves the calling
+// thread's CPUs as they were.
+TEST(Artifact, OpenKeepsTheCallersCpus) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (CPU_COUNT(&before) < 2)
+    GTEST_SKIP() << "this thread may run on one CPU only: there is nothing to narrow";
+  OpenResult opened = open(KILN_FAKE_BINDS);
+  ASSERT_EQ(opened.status, KILN_OK) << opened.message;
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after))
+      << CPU_COUNT(&after) << " of " << CPU_COUNT(&before) << " CPUs left after the open";
+  // The dependency did narrow the mask when it loaded (1 is added), so the case was exercised.
+  alignas(64) float x[6] = {0, 1, 2, 3, 4, 5};
+  alignas(64) float y[6] = {};
+  void *inputs[] = {x};
+  void *outputs[] = {y};
+  ASSERT_EQ(kiln_artifact_run(opened.artifact.get(), inputs, outputs), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(y[5], 6.0f);
 }
 
 // Artifacts opened and closed on many threads at once, each a different file (so each dlopen

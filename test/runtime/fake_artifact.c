@@ -68,6 +68,15 @@ void kiln_entry(void **buffers) {
   for (int i = 0; i < 6; ++i)
     y[i] = x[i] + (float)kiln_fake_pool_size();
 }
+#elif defined(KILN_FAKE_BINDS)
+/* Adds 1 if its dependency bound the loading thread to one CPU when it loaded. */
+extern int kiln_fake_binder_narrowed(void);
+void kiln_entry(void **buffers) {
+  const float *x = (const float *)buffers[0];
+  float *y = (float *)buffers[1];
+  for (int i = 0; i < 6; ++i)
+    y[i] = x[i] + (float)kiln_fake_binder_narrowed();
+}
 #elif !defined(KILN_FAKE_NO_ENTRY)
 void kiln_entry(void **buffers) {
   const float *x = (const float *)buffers[0];
