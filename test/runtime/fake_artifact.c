@@ -59,23 +59,20 @@ void kiln_entry(void **buffers) {
   for (int i = 0; i < 6; ++i)
     y[i] = kiln_fake_missing_helper(x[i]);
 }
-#elif defined(KILN_FAKE_THREADS)
-/* Adds the size of a thread pool its dependency started at load: 1. */
-extern int kiln_fake_pool_size(void);
+#elif defined(KILN_FAKE_THREADS) || defined(KILN_FAKE_BINDS)
+/* Adds what its dependency reports: the size of the thread pool it started at load (1), or
+ * whether it bound the loading thread to one CPU when it loaded (1 if it did). */
+#ifdef KILN_FAKE_THREADS
+#define KILN_FAKE_DEPENDENCY kiln_fake_pool_size
+#else
+#define KILN_FAKE_DEPENDENCY kiln_fake_binder_narrowed
+#endif
+extern int KILN_FAKE_DEPENDENCY(void);
 void kiln_entry(void **buffers) {
   const float *x = (const float *)buffers[0];
   float *y = (float *)buffers[1];
   for (int i = 0; i < 6; ++i)
-    y[i] = x[i] + (float)kiln_fake_pool_size();
-}
-#elif defined(KILN_FAKE_BINDS)
-/* Adds 1 if its dependency bound the loading thread to one CPU when it loaded. */
-extern int kiln_fake_binder_narrowed(void);
-void kiln_entry(void **buffers) {
-  const float *x = (const float *)buffers[0];
-  float *y = (float *)buffers[1];
-  for (int i = 0; i < 6; ++i)
-    y[i] = x[i] + (float)kiln_fake_binder_narrowed();
+    y[i] = x[i] + (float)KILN_FAKE_DEPENDENCY();
 }
 #elif !defined(KILN_FAKE_NO_ENTRY)
 void kiln_entry(void **buffers) {
