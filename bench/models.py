@@ -13,6 +13,13 @@ number of threads and the same input:
     jax           JAX/XLA on the ONNX graph converted by bench/onnx_jax.py, jit-compiled
     iree          IREE: iree-import-onnx, iree-compile for llvm-cpu (host CPU), local-task
 
+and, only when --frameworks names it, a diagnostic configuration:
+
+    onnxruntime-nchw  ONNX Runtime without its layout transformer (ORT_ENABLE_EXTENDED): the
+                      convolutions stay in NCHW rather than in the blocked NCHWc layout kept
+                      from layer to layer, so its time against onnxruntime's is what that
+                      layout is worth on the model
+
 and checks Kiln's outputs against ONNX Runtime's. Each framework runs in its own process, one
 after another. Batch-norm statistics are calibrated on random batches before export, so the
 activations are not degenerate (with the default running statistics a deep ResNet's output is
@@ -44,6 +51,8 @@ from selection import choose
 HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
 FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile", "jax", "iree"]
+# Run only when named: not a peer users choose, a measure of what a peer's layout is worth.
+DIAGNOSTICS = ["onnxruntime-nchw"]
 
 
 def _vision(lib, name, size=224):
@@ -183,21 +192,28 @@ def worker_export(args, mdir):
     return {"export_s": time.perf_counter() - t0}
 
 
-def worker_onnxruntime(args, mdir):
+def worker_onnxruntime(args, mdir, nchwc=True):
+    """ONNX Runtime with every graph optimization, whose output the others are checked against;
+    without `nchwc`, every one but the layout transformer, checked like the others."""
     import numpy as np
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = args.threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if not nchwc:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     t0 = time.perf_counter()
     sess = ort.InferenceSession(str(mdir / "model.onnx"), opts, providers=["CPUExecutionProvider"])
     setup = time.perf_counter() - t0
     feeds = dict(np.load(mdir / "inputs.npz"))
     out = sess.run(None, feeds)[0]
-    np.save(mdir / "ort_output.npy", out)
+    if nchwc:
+        np.save(mdir / "ort_output.npy", out)
     res = time_loop(lambda: sess.run(None, feeds), args.budget)
     res["setup_s"] = setup
+    if not nchwc:
+        res["rel_err"] = rel_err(out, np.load(mdir / "ort_output.npy"))
     return res
 
 
@@ -316,6 +332,8 @@ def worker_main(args):
             res = worker_export(args, mdir)
         elif args.worker == "onnxruntime":
             res = worker_onnxruntime(args, mdir)
+        elif args.worker == "onnxruntime-nchw":
+            res = worker_onnxruntime(args, mdir, nchwc=False)
         elif args.worker == "openvino":
             res = worker_openvino(args, mdir)
         elif args.worker == "jax":
@@ -393,7 +411,9 @@ def main(argv):
     p.add_argument("--models", default="all", help="comma-separated model names (default all; --list)")
     p.add_argument("--batches", default="1,8", help="batch sizes (default 1,8: latency and throughput)")
     p.add_argument("--threads", type=int, default=2, help="threads for every framework (default 2)")
-    p.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="subset of " + ",".join(FRAMEWORKS))
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS),
+                   help="subset of " + ",".join(FRAMEWORKS + DIAGNOSTICS) + " (default: all but " +
+                        ",".join(DIAGNOSTICS) + ")")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs per measurement")
     p.add_argument("--timeout", type=int, default=900, help="seconds allowed per step")
     p.add_argument("--kiln-bin", type=Path, default=HERE.parent / "build" / "bin")
@@ -412,6 +432,9 @@ def main(argv):
         return 0
     models = choose(args.models, MODELS, "model", p)
     frameworks = args.frameworks.split(",")
+    unknown = [fw for fw in frameworks if fw not in FRAMEWORKS + DIAGNOSTICS]
+    if unknown:
+        p.error(f"unknown framework {', '.join(unknown)} (known: {', '.join(FRAMEWORKS + DIAGNOSTICS)})")
     batches = [int(b) for b in args.batches.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     command = "bench/models.py " + " ".join(argv)
@@ -467,7 +490,8 @@ def render(results, frameworks, command, args, load_before, load_after):
              f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {args.threads} threads, "
              f"load average {load_before[0]:.2f} before and {load_after[0]:.2f} after.", "",
              "Median ms per run; `x` columns are the peer's time over Kiln's (above 1: Kiln is faster). "
-             "`best peer` is the fastest peer and Kiln's ratio to it.", ""]
+             "`best peer` is the fastest peer and Kiln's ratio to it (diagnostic configurations such as "
+             "onnxruntime-nchw are not peers).", ""]
     header = ["model", "batch", "kiln ms"] + [f"{p} ms" for p in peers] + [f"vs {p}" for p in peers] + ["best peer", "kiln compile s"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
@@ -482,7 +506,8 @@ def render(results, frameworks, command, args, load_before, load_after):
         for p in peers:
             pr = row.get(p) or {}
             cells.append(f"{pr['median_ms'] / kiln['median_ms']:.2f}x" if pr.get("ok") and kiln.get("ok") else "-")
-        ok_peers = [(row[p]["median_ms"], p) for p in peers if (row.get(p) or {}).get("ok")]
+        ok_peers = [(row[p]["median_ms"], p) for p in peers
+                    if p not in DIAGNOSTICS and (row.get(p) or {}).get("ok")]
         if ok_peers and kiln.get("ok"):
             best_ms, best = min(ok_peers)
             cells.append(f"{best} ({best_ms / kiln['median_ms']:.2f}x)")
