@@ -37,13 +37,8 @@ constexpr int64_t kFlipActivationsRatio = 4;
 
 /// `value` [N, C, ...] read backwards along each spatial dimension.
 static Value flipSpatial(OpBuilder &b, Location loc, Value value) {
-  RankedTensorType type = typeOf(value);
-  SmallVector<int64_t> start(type.getRank(), 0), step(type.getRank(), 1);
-  for (int64_t i = 2; i < type.getRank(); ++i) {
-    start[i] = type.getDimSize(i) - 1;
-    step[i] = -1;
-  }
-  return SliceOp::create(b, loc, type, value, start, step);
+  return reverseAlong(b, loc, value,
+                      llvm::to_vector(llvm::seq<int64_t>(2, typeOf(value).getRank())));
 }
 
 /// A filter [F, C/g, K...] (already flipped) as the filter of the

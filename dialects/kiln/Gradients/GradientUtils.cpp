@@ -91,6 +91,17 @@ Value spreadAlong(OpBuilder &b, Location loc, Value value, int64_t axis, int64_t
                          step);
 }
 
+/// `value` read backwards along each of `axes`.
+Value reverseAlong(OpBuilder &b, Location loc, Value value, ArrayRef<int64_t> axes) {
+  RankedTensorType type = typeOf(value);
+  SmallVector<int64_t> start(type.getRank(), 0), step(type.getRank(), 1);
+  for (int64_t axis : axes) {
+    start[axis] = type.getDimSize(axis) - 1;
+    step[axis] = -1;
+  }
+  return SliceOp::create(b, loc, type, value, start, step);
+}
+
 /// `value` with `before` and `after` elements of `fill` added along `axis`.
 Value padAlong(OpBuilder &b, Location loc, Value value, int64_t axis, int64_t before,
                       int64_t after, double fill) {

@@ -41,6 +41,10 @@ mlir::Value selectOrZero(mlir::OpBuilder &b, mlir::Location loc, mlir::Value con
 mlir::Value spreadAlong(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, int64_t axis,
                         int64_t stride);
 
+/// `value` read backwards along each of `axes` (one slice with step -1).
+mlir::Value reverseAlong(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                         llvm::ArrayRef<int64_t> axes);
+
 /// `value` with `before` and `after` elements of `fill` added along `axis`.
 mlir::Value padAlong(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value, int64_t axis,
                      int64_t before, int64_t after, double fill);

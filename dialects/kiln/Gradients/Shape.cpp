@@ -85,19 +85,14 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Location loc = getLoc();
   RankedTensorType inputType = typeOf(getInput());
   Value g = resultGrads[0];
-  int64_t rank = inputType.getRank();
   for (auto [axis, start, step] : llvm::enumerate(getStart(), getStep())) {
     int64_t taken = typeOf(g).getDimSize(axis);
     int64_t size = inputType.getDimSize(axis);
     if (taken == size && step == 1)
       continue;
     int64_t stride = step < 0 ? -step : step;
-    if (step < 0) {
-      SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
-      starts[axis] = taken - 1;
-      steps[axis] = -1;
-      g = SliceOp::create(b, loc, g.getType(), g, starts, steps);
-    }
+    if (step < 0)
+      g = reverseAlong(b, loc, g, static_cast<int64_t>(axis));
     g = spreadAlong(b, loc, g, axis, stride);
     int64_t extent = typeOf(g).getDimSize(axis);
     int64_t first = step > 0 ? start : start - (extent - 1);
