@@ -10,6 +10,8 @@
 #ifndef KILN_CODEGEN_CONTRACTION_H
 #define KILN_CODEGEN_CONTRACTION_H
 
+#include "dialects/kiln/KilnOps.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -65,10 +67,9 @@ constexpr int64_t kMinColumnsPerProduct = 64;
 /// fewer than kMinColumnsPerProduct output positions.
 bool joinsBatchIntoColumns(mlir::linalg::LinalgOp op, const ConvolutionLoops &loops);
 
-/// Channels per block of oneDNN's blocked layout (nChw16c, AVX-512 lanes):
-/// input and output channels come in whole blocks, or its Winograd kernels
-/// fall back to a direct convolution no faster than im2col and sgemm.
-constexpr int64_t kChannelBlock = 16;
+// kChannelBlock (KilnOps.h): input and output channels come in whole
+// blocks, or oneDNN's Winograd kernels fall back to a direct convolution no
+// faster than im2col and sgemm.
 /// Fewest input and output channels for which the blocked layout pays.
 /// Winograd's element-wise products are batched matrix products over
 /// channels: measured per thread on a band of 4x48 outputs it beats a

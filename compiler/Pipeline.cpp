@@ -46,6 +46,8 @@ mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptio
     pm.addPass(createKilnFormStagesPass());
   }
   pm.addNestedPass<mlir::func::FuncOp>(createKilnDecomposePass());
+  if (options.blockedConvolutions)
+    pm.addNestedPass<mlir::func::FuncOp>(createKilnBlockedLayoutPass());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   if (options.trainStep) {

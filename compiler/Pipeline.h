@@ -55,6 +55,10 @@ struct GraphOptions {
   /// lowering then writes channel-first (kiln-fuse
   /// channel-first-convolutions); only when every kernel is CPU code.
   bool channelFirstConvolutions = false;
+  /// Keep images in blocks of 16 channels between convolutions by constant
+  /// filters (kiln-blocked-layout); only for CPU inference with the
+  /// runtime's oneDNN kernels.
+  bool blockedConvolutions = false;
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization

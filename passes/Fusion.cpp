@@ -208,8 +208,10 @@ private:
   bool isFusible(Operation *op) const {
     return op && isa<KilnDialect>(op->getDialect()) &&
            !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1 &&
-           // Collectives are calls into the runtime, not kernels.
-           !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>(op);
+           // Collectives and blocked convolutions are calls into the
+           // runtime, not kernels.
+           !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp,
+                BlockedConvOp>(op);
   }
 
   bool isClonedConstant(Value value) const {

@@ -75,6 +75,45 @@ def KilnDecomposePass : Pass<"kiln-decompose", "mlir::func::FuncOp"> {
   }];
 }
 
+def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
+  let summary = "Keeps images in blocks of 16 channels between convolutions";
+  let description = [{
+    Rewrites each convolution by constant filters whose input and output
+    channels are multiples of 16 (one group, or depthwise) into a
+    `kiln.blocked_conv`, which takes and gives its image as
+    `N x C/16 x H x W x 16` (oneDNN's `nChw16c`, one AVX-512 vector of
+    channels per pixel). A Relu, or a Clip's max and min by constants, that
+    is the convolution's only user becomes its clamp.
+
+    Elementwise ops whose operands are such images, per-channel vectors
+    (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)
+    or scalars run on the blocked images too, so a network's chain of
+    convolutions, activations and residual sums keeps the layout from one
+    convolution to the next. The reorders (a reshape and a transpose) come
+    in only where an image enters that chain from an op that needs NCHW
+    (pooling, a reduction, a reshape) or leaves it for one, each at most
+    once per image.
+
+    The CPU code generator makes each `kiln.blocked_conv` one call of the
+    runtime (oneDNN's convolution primitives with the filters packed once,
+    threads of their own); kilnc runs this pass for CPU inference only.
+
+    Before:
+    ```mlir
+    %y = kiln.conv %x, %w, %b {...} : (tensor<1x32x28x28xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x64x28x28xf32>
+    %r = kiln.relu %y : tensor<1x64x28x28xf32>
+    ```
+    After:
+    ```mlir
+    %e = kiln.reshape %x : tensor<1x32x28x28xf32> -> tensor<1x2x16x28x28xf32>
+    %t = kiln.transpose %e {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<1x2x16x28x28xf32>) -> tensor<1x2x28x28x16xf32>
+    %c = kiln.blocked_conv %t, %w, %b {..., clamp_min = 0.0 : f32} : (...) -> tensor<1x4x28x28x16xf32>
+    %u = kiln.transpose %c {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x4x28x28x16xf32>) -> tensor<1x4x16x28x28xf32>
+    %r = kiln.reshape %u : tensor<1x4x16x28x28xf32> -> tensor<1x64x28x28xf32>
+    ```
+  }];
+}
+
 def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
   let summary = "Groups kiln ops into kiln.fusion ops, each compiled as one kernel";
   let description = [{

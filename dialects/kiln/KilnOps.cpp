@@ -294,14 +294,15 @@ LogicalResult GemmOp::verify() {
   return success();
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &results) {
-  RankedTensorType input = rankedType(adaptor.getInput());
+/// The NCHW shape of a convolution's result from its input's NCHW shape
+/// (`image`) and the attributes and operands of `adaptor` (a kiln.conv's or
+/// a kiln.blocked_conv's), or failure after emitting why.
+template <typename Adaptor>
+static FailureOr<SmallVector<int64_t>> convResultShape(std::optional<Location> loc,
+                                                       ArrayRef<int64_t> image, Adaptor adaptor) {
   RankedTensorType filter = rankedType(adaptor.getFilter());
-  if (input.getRank() != 4 || filter.getRank() != 4)
-    return emitOptionalError(loc, "input and filter must be 4-D (NCHW, "
-                             "MCHW), got ", input, " and ", filter);
+  if (filter.getRank() != 4)
+    return emitOptionalError(loc, "filter must be 4-D (MCHW), got ", filter);
   if (adaptor.getStrides().size() != 2 || adaptor.getDilations().size() != 2 ||
       adaptor.getPads().size() != 4)
     return emitOptionalError(loc, "expected 2 strides, 2 dilations, 4 pads");
@@ -310,7 +311,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
       llvm::any_of(adaptor.getPads(), [](int64_t p) { return p < 0; }))
     return emitOptionalError(loc, "strides and dilations must be >= 1, pads >= 0");
   int64_t group = adaptor.getGroup();
-  int64_t channels = input.getDimSize(1), filters = filter.getDimSize(0);
+  int64_t channels = image[1], filters = filter.getDimSize(0);
   if (group < 1 || channels % group != 0 || filters % group != 0 ||
       filter.getDimSize(1) != channels / group)
     return emitOptionalError(loc, "with group = ", group, ", input channels ",
@@ -322,13 +323,58 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
       return emitOptionalError(loc, "bias must have ", filters,
                                " elements, got ", biasType);
   }
-  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
+  SmallVector<int64_t> shape = {image[0], filters};
   for (int i = 0; i < 2; ++i)
     shape.push_back(windowOutputSize(
-        input.getDimSize(2 + i), adaptor.getPads()[i], adaptor.getPads()[2 + i],
+        image[2 + i], adaptor.getPads()[i], adaptor.getPads()[2 + i],
         filter.getDimSize(2 + i), adaptor.getStrides()[i],
         adaptor.getDilations()[i], /*ceilMode=*/false));
-  results.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return shape;
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  RankedTensorType filter = rankedType(adaptor.getFilter());
+  if (input.getRank() != 4 || filter.getRank() != 4)
+    return emitOptionalError(loc, "input and filter must be 4-D (NCHW, "
+                             "MCHW), got ", input, " and ", filter);
+  FailureOr<SmallVector<int64_t>> shape = convResultShape(loc, input.getShape(), adaptor);
+  if (failed(shape))
+    return failure();
+  results.push_back(RankedTensorType::get(*shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  RankedTensorType input = rankedType(adaptor.getInput());
+  if (input.getRank() != 5 || input.getDimSize(4) != kChannelBlock)
+    return emitOptionalError(loc, "input must be 5-D in blocks of ", kChannelBlock,
+                             " channels (N x C/", kChannelBlock, " x H x W x ", kChannelBlock,
+                             "), got ", input);
+  SmallVector<int64_t> image = {input.getDimSize(0), input.getDimSize(1) * kChannelBlock,
+                                input.getDimSize(2), input.getDimSize(3)};
+  FailureOr<SmallVector<int64_t>> shape = convResultShape(loc, image, adaptor);
+  if (failed(shape))
+    return failure();
+  int64_t group = adaptor.getGroup(), filters = (*shape)[1];
+  if (filters % kChannelBlock != 0)
+    return emitOptionalError(loc, "filter count ", filters, " is not a multiple of ",
+                             kChannelBlock);
+  if (group != 1 && (group != image[1] || filters != image[1]))
+    return emitOptionalError(loc, "a grouped blocked convolution must be depthwise (group = "
+                             "channels = filters), got group ", group, " with ", image[1],
+                             " channels and ", filters, " filters");
+  FloatAttr low = adaptor.getClampMinAttr(), high = adaptor.getClampMaxAttr();
+  if (low && high && !(low.getValueAsDouble() <= high.getValueAsDouble()))
+    return emitOptionalError(loc, "clamp_min ", low.getValueAsDouble(), " exceeds clamp_max ",
+                             high.getValueAsDouble());
+  results.push_back(RankedTensorType::get(
+      {(*shape)[0], filters / kChannelBlock, (*shape)[2], (*shape)[3], kChannelBlock},
+      input.getElementType()));
   return success();
 }
 

@@ -22,6 +22,11 @@
 
 namespace kiln {
 
+/// Channels per block of the blocked image layout (oneDNN's nChw16c: one
+/// AVX-512 vector of channels per pixel) that kiln.blocked_conv takes and
+/// gives.
+constexpr int64_t kChannelBlock = 16;
+
 /// The NumPy broadcast of `shapes`, or failure when two dimensions disagree.
 llvm::LogicalResult broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                                     llvm::SmallVectorImpl<int64_t> &result);

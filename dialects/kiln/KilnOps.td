@@ -354,6 +354,41 @@ def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor, Kiln_Differentiable]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
+  let summary = "2-D convolution of channel-blocked images, clamp fused";
+  let description = [{
+    `kiln.conv` with its images in blocks of 16 channels (oneDNN's
+    `nChw16c`): `input` is `N x C/16 x H x W x 16`, channel `c` of pixel
+    `(y, x)` at `[n, c / 16, y, x, c % 16]`, and the result is
+    `N x M/16 x OH x OW x 16`. `filter` (`M x C/group x KH x KW`) and the
+    optional `bias` (`M`) are as for `kiln.conv`; `C` and `M` are multiples
+    of 16, and a grouped convolution is depthwise (`group = C = M`). The
+    result is clamped to `[clamp_min, clamp_max]` where they are given (a
+    fused Relu or Clip).
+
+    kiln-blocked-layout makes these from convolutions by constant filters;
+    on the CPU each is one call of the runtime (oneDNN's convolution
+    primitives, which take and give the blocked layout as it is), so
+    consecutive convolutions and the elementwise ops between them pass
+    their images on without reordering them.
+
+    ```mlir
+    %y = kiln.blocked_conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, clamp_min = 0.0 : f32}
+        : (tensor<1x2x28x28x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x28x28x16xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$filter,
+                   Optional<RankedTensorOf<[F32]>>:$bias,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "1">:$group,
+                   OptionalAttr<F32Attr>:$clamp_min,
+                   OptionalAttr<F32Attr>:$clamp_max);
+  let results = (outs RankedTensorOf<[F32]>:$output);
+  let assemblyFormat =
+    "operands attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,253 @@
+//===- BlockedLayout.cpp - Convolutions on channel-blocked images ---------===//
+//
+// kiln-blocked-layout: convolutions by constant filters become
+// kiln.blocked_conv, whose images are N x C/16 x H x W x 16, and the
+// elementwise ops between them follow, so that a chain of convolutions
+// passes its images on in that layout. The walk goes in program order and
+// keeps, for each NCHW value, its blocked form where one exists: a
+// converted op's result is the blocked value, and its old users read an
+// NCHW view made from it (a transpose and a reshape), which later
+// converted ops see through and which dies when none is left.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNBLOCKEDLAYOUTPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// Whether `type` is a static f32 NCHW image whose channels fill blocks.
+bool isBlockableImage(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
+         tensor.getElementType().isF32() && tensor.getDimSize(1) % kChannelBlock == 0;
+}
+
+/// Whether `conv` can run on blocked images: constant filters, channels in
+/// whole blocks, one group or depthwise.
+bool isBlockable(ConvOp conv) {
+  if (!isBlockableImage(conv.getInput().getType()) || !isBlockableImage(conv.getType()) ||
+      !conv.getFilter().getDefiningOp<ConstantOp>())
+    return false;
+  int64_t channels = conv.getInput().getType().getDimSize(1);
+  int64_t filters = conv.getType().getDimSize(1);
+  int64_t group = conv.getGroup();
+  return group == 1 || (group == channels && filters == channels);
+}
+
+/// The value of a splat f32 constant, if `value` is one.
+std::optional<float> splatValue(Value value) {
+  DenseElementsAttr elements;
+  if (!matchPattern(value, m_Constant(&elements)) || !elements.isSplat() ||
+      !elements.getElementType().isF32())
+    return std::nullopt;
+  return elements.getSplatValue<float>();
+}
+
+/// The reorders between NCHW images and their blocked forms, each made once.
+class Reorders {
+public:
+  explicit Reorders(OpBuilder &builder) : b(builder) {}
+
+  /// The blocked form of the NCHW image `image` made by a reorder (or the
+  /// one already made), placed right after `image` is defined.
+  Value blocked(Value image) {
+    if (Value known = blockedOf.lookup(image))
+      return known;
+    OpBuilder::InsertionGuard guard(b);
+    if (Operation *def = image.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(image).getOwner());
+    auto type = cast<RankedTensorType>(image.getType());
+    ArrayRef<int64_t> s = type.getShape();
+    Location loc = image.getLoc();
+    Value split = ReshapeOp::create(
+        b, loc, type.clone({s[0], s[1] / kChannelBlock, kChannelBlock, s[2], s[3]}), image);
+    Value result = TransposeOp::create(b, loc, split, ArrayRef<int64_t>{0, 1, 3, 4, 2});
+    blockedOf[image] = result;
+    return result;
+  }
+
+  /// The NCHW view of the blocked image `blockedImage`, at the builder's
+  /// insertion point; later conversions read `blockedImage` for it.
+  Value plain(Value blockedImage, Location loc) {
+    auto type = cast<RankedTensorType>(blockedImage.getType());
+    ArrayRef<int64_t> s = type.getShape();
+    Value channelsFirst =
+        TransposeOp::create(b, loc, blockedImage, ArrayRef<int64_t>{0, 1, 4, 2, 3});
+    Value result = ReshapeOp::create(
+        b, loc, type.clone({s[0], s[1] * kChannelBlock, s[2], s[3]}), channelsFirst);
+    blockedOf[result] = blockedImage;
+    views.insert(result);
+    return result;
+  }
+
+  /// Whether `value` has a blocked form that costs nothing: it is the view
+  /// of one.
+  bool isView(Value value) const { return views.contains(value); }
+
+  /// An operand of an elementwise op whose result is the NCHW image
+  /// `resultType`, as an operand of the same op on the blocked image: the
+  /// blocked form of an image of the result's shape, of a per-channel
+  /// vector (`[N] x C x 1 x 1`, or `C x 1 x 1`), or a value the same in
+  /// every channel, reshaped to broadcast against the blocked image. None
+  /// for any other operand.
+  Value asBlockedOperand(Value operand, RankedTensorType resultType) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.hasStaticShape() || type.getRank() > 4 ||
+        type.getElementType() != resultType.getElementType())
+      return {};
+    SmallVector<int64_t> shape(4 - type.getRank(), 1);
+    llvm::append_range(shape, type.getShape());
+    ArrayRef<int64_t> full = resultType.getShape();
+    if (ArrayRef<int64_t>(shape) == full)
+      return blocked(operand);
+    bool perPixelOnce = shape[2] == 1 && shape[3] == 1 && (shape[0] == 1 || shape[0] == full[0]);
+    if (!perPixelOnce)
+      return {};
+    OpBuilder::InsertionGuard guard(b);
+    if (Operation *def = operand.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(operand).getOwner());
+    Location loc = operand.getLoc();
+    if (shape[1] == 1) {
+      // The same in every channel: a trailing unit dimension for the lanes.
+      if (type.getRank() == 0)
+        return operand;
+      return ReshapeOp::create(b, loc, type.clone({shape[0], 1, 1, 1, 1}), operand);
+    }
+    if (shape[1] != full[1])
+      return {};
+    Value image = operand;
+    if (type.getRank() != 4)
+      image = ReshapeOp::create(b, loc, type.clone(shape), operand);
+    return blocked(image);
+  }
+
+private:
+  OpBuilder &b;
+  DenseMap<Value, Value> blockedOf;
+  DenseSet<Value> views;
+};
+
+/// Elementwise ops that keep their meaning on blocked images: every unary
+/// one, and the binary arithmetic whose operands broadcast.
+bool isElementwise(Operation *op) {
+  if (op->getNumResults() != 1)
+    return false;
+  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() == 1)
+    return true;
+  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp>(op);
+}
+
+struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayoutPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    OpBuilder b(&getContext());
+    Reorders reorders(b);
+    // The ops as they were: a conversion erases the clamp after a
+    // convolution along with it.
+    SmallVector<Operation *> ops = llvm::map_to_vector(
+        func.getBody().front(), [](Operation &op) { return &op; });
+    DenseSet<Operation *> erased;
+    for (Operation *op : ops) {
+      if (erased.contains(op))
+        continue;
+      if (auto conv = dyn_cast<ConvOp>(op)) {
+        if (isBlockable(conv))
+          convert(b, reorders, conv, erased);
+        continue;
+      }
+      if (isElementwise(op))
+        convertElementwise(b, reorders, op);
+    }
+  }
+
+  /// Replaces `conv`, and the Relu or Clip that is its only user, by a
+  /// kiln.blocked_conv; adds the ops it erases to `erased`.
+  static void convert(OpBuilder &b, Reorders &reorders, ConvOp conv,
+                      DenseSet<Operation *> &erased) {
+    b.setInsertionPoint(conv);
+    Value input = reorders.blocked(conv.getInput());
+    float low = -std::numeric_limits<float>::infinity();
+    float high = std::numeric_limits<float>::infinity();
+    // The clamp: Relu or max by a constant, then min by a constant (ONNX
+    // Clip), each the only user of what it reads.
+    SmallVector<Operation *> absorbed;
+    Value result = conv.getResult();
+    while (result.hasOneUse()) {
+      Operation *user = *result.getUsers().begin();
+      if (user->getBlock() != conv->getBlock() || user->getResult(0).getType() != conv.getType())
+        break;
+      std::optional<float> bound;
+      if (isa<MaxOp, MinOp>(user))
+        bound = splatValue(user->getOperand(user->getOperand(0) == result ? 1 : 0));
+      if (isa<ReluOp>(user) && high == std::numeric_limits<float>::infinity())
+        low = std::max(low, 0.0f);
+      else if (isa<MaxOp>(user) && bound && high == std::numeric_limits<float>::infinity())
+        low = std::max(low, *bound);
+      else if (isa<MinOp>(user) && bound && *bound >= low)
+        high = std::min(high, *bound);
+      else
+        break;
+      absorbed.push_back(user);
+      result = user->getResult(0);
+    }
+    auto bound = [&](float value) {
+      return std::isinf(value) ? FloatAttr() : b.getF32FloatAttr(value);
+    };
+    auto blocked = BlockedConvOp::create(
+        b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), conv.getStridesAttr(),
+        conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(), bound(low), bound(high));
+    Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
+    b.setInsertionPointAfter(last);
+    result.replaceAllUsesWith(reorders.plain(blocked, last->getLoc()));
+    for (Operation *op : llvm::reverse(absorbed)) {
+      erased.insert(op);
+      op->erase();
+    }
+    conv->erase();
+  }
+
+  /// Replaces the elementwise `op` by the same op on blocked images when one
+  /// of its operands is a blocked image's view and the others can follow.
+  static void convertElementwise(OpBuilder &b, Reorders &reorders, Operation *op) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !isBlockableImage(type) ||
+        llvm::none_of(op->getOperands(), [&](Value v) { return reorders.isView(v); }))
+      return;
+    b.setInsertionPoint(op);
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      Value blocked = reorders.asBlockedOperand(operand, type);
+      if (!blocked)
+        return;
+      operands.push_back(blocked);
+    }
+    ArrayRef<int64_t> s = type.getShape();
+    auto blockedType =
+        type.clone({s[0], s[1] / kChannelBlock, s[2], s[3], kChannelBlock});
+    OperationState state(op->getLoc(), op->getName(), operands, TypeRange{blockedType},
+                         op->getAttrs());
+    Operation *blocked = b.create(state);
+    op->getResult(0).replaceAllUsesWith(reorders.plain(blocked->getResult(0), op->getLoc()));
+    op->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,117 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout,canonicalize))' | FileCheck %s
+
+// A chain: each convolution takes the one before it's blocked image, the
+// first one's input is reordered once and the last one's result reordered
+// back; the Relu becomes the first convolution's clamp.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.*]]: tensor<1x32x8x8xf32>)
+// CHECK: %[[S:.*]] = kiln.reshape %[[X]] : tensor<1x32x8x8xf32> -> tensor<1x2x16x8x8xf32>
+// CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<1x2x16x8x8xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK: %[[C1:.*]] = kiln.blocked_conv %[[B]], %{{.*}}, %{{.*}} {clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x8x8x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x8x8x16xf32>
+// CHECK-NOT: kiln.relu
+// CHECK: %[[C2:.*]] = kiln.blocked_conv %[[C1]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8x16xf32>, tensor<16x64x1x1xf32>) -> tensor<1x1x8x8x16xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[C2]] {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x1x8x8x16xf32>) -> tensor<1x1x16x8x8xf32>
+// CHECK: %[[Y:.*]] = kiln.reshape %[[T]] : tensor<1x1x16x8x8xf32> -> tensor<1x16x8x8xf32>
+// CHECK: return %[[Y]]
+func.func @chain(%x: tensor<1x32x8x8xf32>) -> tensor<1x16x8x8xf32> {
+  %w1 = kiln.constant dense<1.0> : tensor<64x32x3x3xf32>
+  %b1 = kiln.constant dense<0.5> : tensor<64xf32>
+  %w2 = kiln.constant dense<2.0> : tensor<16x64x1x1xf32>
+  %0 = kiln.conv %x, %w1, %b1 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x64x8x8xf32>
+  %1 = kiln.relu %0 : tensor<1x64x8x8xf32>
+  %2 = kiln.conv %1, %w2 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x8x8xf32>, tensor<16x64x1x1xf32>) -> tensor<1x16x8x8xf32>
+  return %2 : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// ONNX Clip (a max, then a min, by constants) becomes the clamp; a
+// depthwise convolution is blocked too.
+// CHECK-LABEL: func.func @clip_depthwise
+// CHECK: kiln.blocked_conv %{{.*}}, %{{.*}} {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x1x9x9x16xf32>, tensor<16x1x3x3xf32>) -> tensor<2x1x5x5x16xf32>
+// CHECK-NOT: kiln.max
+// CHECK-NOT: kiln.min
+// CHECK: return
+func.func @clip_depthwise(%x: tensor<2x16x9x9xf32>) -> tensor<2x16x5x5xf32> {
+  %w = kiln.constant dense<1.0> : tensor<16x1x3x3xf32>
+  %lo = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<6.0> : tensor<f32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x16x9x9xf32>, tensor<16x1x3x3xf32>) -> tensor<2x16x5x5xf32>
+  %1 = kiln.max %0, %lo : (tensor<2x16x5x5xf32>, tensor<f32>) -> tensor<2x16x5x5xf32>
+  %2 = kiln.min %1, %hi : (tensor<2x16x5x5xf32>, tensor<f32>) -> tensor<2x16x5x5xf32>
+  return %2 : tensor<2x16x5x5xf32>
+}
+
+// -----
+
+// A residual block: the sum and its Relu run on blocked images, the block's
+// input is reordered once for both of its users.
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[B:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 1, 3, 4, 2>}
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]]
+// CHECK: %[[SUM:.*]] = kiln.add %[[C]], %[[B]] : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+// CHECK: %[[R:.*]] = kiln.relu %[[SUM]] : tensor<1x1x4x4x16xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[R]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[Y:.*]] = kiln.reshape %[[T]]
+// CHECK: return %[[Y]]
+func.func @residual(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = kiln.constant dense<1.0> : tensor<16x16x3x3xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %1 = kiln.add %0, %x : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %2 = kiln.relu %1 : tensor<1x16x4x4xf32>
+  return %2 : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// Squeeze-and-excitation: a per-image, per-channel scale and a scalar
+// follow the blocked image; the pooling that computes the scale reads NCHW.
+// CHECK-LABEL: func.func @excitation
+// CHECK-DAG: %[[HALF:.*]] = kiln.constant dense<5.000000e-01> : tensor<1x1x1x1x1xf32>
+// CHECK: %[[C:.*]] = kiln.blocked_conv
+// CHECK: %[[T:.*]] = kiln.transpose %[[C]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[V:.*]] = kiln.reshape %[[T]] : tensor<2x2x16x4x4xf32> -> tensor<2x32x4x4xf32>
+// CHECK: %[[M:.*]] = kiln.reduce_mean %[[V]]
+// CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<2x32x1x1xf32>
+// CHECK: %[[GS:.*]] = kiln.reshape %[[G]] : tensor<2x32x1x1xf32> -> tensor<2x2x16x1x1xf32>
+// CHECK: %[[GB:.*]] = kiln.transpose %[[GS]] {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<2x2x16x1x1xf32>) -> tensor<2x2x1x1x16xf32>
+// CHECK: %[[P:.*]] = kiln.mul %[[C]], %[[GB]] : (tensor<2x2x4x4x16xf32>, tensor<2x2x1x1x16xf32>) -> tensor<2x2x4x4x16xf32>
+// CHECK: %[[H:.*]] = kiln.mul %[[P]], %[[HALF]] : (tensor<2x2x4x4x16xf32>, tensor<1x1x1x1x1xf32>) -> tensor<2x2x4x4x16xf32>
+// CHECK: kiln.transpose %[[H]] {perm = array<i64: 0, 1, 4, 2, 3>}
+func.func @excitation(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
+  %w = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %half = kiln.constant dense<0.5> : tensor<1xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x32x4x4xf32>, tensor<32x32x1x1xf32>) -> tensor<2x32x4x4xf32>
+  %1 = kiln.reduce_mean %0 {axes = array<i64: 2, 3>, keepdims = true} : (tensor<2x32x4x4xf32>) -> tensor<2x32x1x1xf32>
+  %2 = kiln.sigmoid %1 : tensor<2x32x1x1xf32>
+  %3 = kiln.mul %0, %2 : (tensor<2x32x4x4xf32>, tensor<2x32x1x1xf32>) -> tensor<2x32x4x4xf32>
+  %4 = kiln.mul %3, %half : (tensor<2x32x4x4xf32>, tensor<1xf32>) -> tensor<2x32x4x4xf32>
+  return %4 : tensor<2x32x4x4xf32>
+}
+
+// -----
+
+// Left in NCHW: three input channels, filters that are not constants, two
+// groups that are not depthwise, and an elementwise op whose other operand
+// broadcasts along the rows (it reads the blocked convolution's NCHW view).
+// CHECK-LABEL: func.func @unchanged
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x8x8xf32>, %[[Y:[^:]*]]: tensor<1x32x8x8xf32>, %[[WY:[^:]*]]: tensor<16x32x1x1xf32>, %[[ROW:[^:]*]]: tensor<8xf32>)
+// CHECK: %[[A:.*]] = kiln.conv %[[X]], %{{.*}} {{.*}} -> tensor<1x16x8x8xf32>
+// CHECK: %[[B:.*]] = kiln.conv %[[Y]], %[[WY]] {{.*}} -> tensor<1x16x8x8xf32>
+// CHECK: %[[G:.*]] = kiln.conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, group = 2 : i64, {{.*}} -> tensor<1x32x8x8xf32>
+// CHECK: %[[C:.*]] = kiln.blocked_conv
+// CHECK: %[[T:.*]] = kiln.transpose %[[C]]
+// CHECK: %[[V:.*]] = kiln.reshape %[[T]] : tensor<1x2x16x8x8xf32> -> tensor<1x32x8x8xf32>
+// CHECK: %[[S:.*]] = kiln.add %[[V]], %[[ROW]] : (tensor<1x32x8x8xf32>, tensor<8xf32>) -> tensor<1x32x8x8xf32>
+// CHECK: return %[[A]], %[[B]], %[[S]]
+func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: tensor<16x32x1x1xf32>, %row: tensor<8xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x32x8x8xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<16x3x1x1xf32>
+  %wg = kiln.constant dense<1.0> : tensor<32x16x1x1xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<16x3x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %1 = kiln.conv %y, %wy {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %2 = kiln.conv %y, %wg {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x16x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %wc = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %3 = kiln.conv %2, %wc {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %4 = kiln.add %3, %row : (tensor<1x32x8x8xf32>, tensor<8xf32>) -> tensor<1x32x8x8xf32>
+  return %0, %1, %4 : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x32x8x8xf32>
+}
