@@ -69,6 +69,17 @@ void buildCPULoweringPipeline(mlir::OpPassManager &pm, const CPUPipelineOptions 
 /// runtime hooks that CPU artifacts link (runtime/kernels/Collective.c).
 void registerCollectiveBufferization(mlir::DialectRegistry &registry);
 
+/// Marks a call of a runtime kernel that reads and writes the buffers it
+/// is given (as memrefs or as addresses from
+/// memref.extract_aligned_pointer_as_index) during the call only:
+/// kiln-plan-buffers may then place them in the arena, live until the call.
+constexpr llvm::StringLiteral kNoCaptureCallAttr = "kiln.no_capture";
+
+/// Lets one-shot bufferization turn kiln.blocked_conv into calls of the
+/// runtime's oneDNN convolution on blocked images
+/// (runtime/kernels/BlockedConvolution.c).
+void registerBlockedConvolutionBufferization(mlir::DialectRegistry &registry);
+
 /// Registers the `kiln-cpu-lowering` pipeline for kiln-opt.
 void registerCodegenPipelines();
 

@@ -606,6 +606,10 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   graphOptions.trainStep = options.train;
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   graphOptions.channelFirstConvolutions = targets.cuda.empty();
+  // The blocked convolutions are calls of the runtime's oneDNN kernels.
+  graphOptions.blockedConvolutions = options.graph.blockedConvolutions && targets.cuda.empty() &&
+                                     !options.train && options.cpu.gemmLibrary == "onednn" &&
+                                     KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
   PlacementOptions &placement = graphOptions.placement.emplace();
   placement.rules = placeRules;
   placement.defaultDevice = !options.defaultDevice.empty() ? options.defaultDevice

@@ -20,6 +20,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
   registerCollectiveBufferization(registry);
+  registerBlockedConvolutionBufferization(registry);
 }
 
 void registerKilnPasses() {

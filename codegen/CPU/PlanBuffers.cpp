@@ -117,13 +117,24 @@ UseKind classifyUse(OpOperand &use, Value &alias) {
     return UseKind::Alias;
   }
 
+  // A runtime kernel that uses the buffer during the call only.
+  if (llvm::isa<CallOpInterface>(user) && user->hasAttr(kNoCaptureCallAttr))
+    return UseKind::Access;
   // Leaving the region (func.return, scf.yield, a branch) or the function.
   if (user->hasTrait<OpTrait::IsTerminator>() ||
       llvm::isa<CallOpInterface>(user))
     return UseKind::Escape;
-  // The address leaves as an integer and may be turned back into a pointer.
-  if (llvm::isa<memref::ExtractAlignedPointerAsIndexOp>(user))
+  // The address leaves as an integer and may be turned back into a pointer,
+  // unless it only goes to such kernels: then their calls are the uses.
+  if (auto address = llvm::dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
+    if (llvm::all_of(address->getUsers(), [](Operation *call) {
+          return llvm::isa<CallOpInterface>(call) && call->hasAttr(kNoCaptureCallAttr);
+        })) {
+      alias = address.getResult();
+      return UseKind::Alias;
+    }
     return UseKind::Escape;
+  }
   if (llvm::any_of(user->getResultTypes(), mayHoldAddress))
     return UseKind::Escape;
 

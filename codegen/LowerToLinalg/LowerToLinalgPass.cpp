@@ -33,8 +33,10 @@ struct KilnLowerToLinalgPass
     target.addIllegalDialect<KilnDialect>();
     // Fusions stay; their bodies are lowered like any other ops.
     target.addLegalOp<FusionOp, YieldOp>();
-    // Collectives become runtime calls at bufferization.
-    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp>();
+    // Collectives and blocked convolutions become runtime calls at
+    // bufferization.
+    target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp,
+                      BlockedConvOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();

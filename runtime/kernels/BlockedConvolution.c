@@ -1,0 +1,217 @@
+/*===- BlockedConvolution.c - Convolutions on channel-blocked images -------===
+ *
+ * A kiln.blocked_conv (kiln-blocked-layout): a whole 2-D convolution whose
+ * input and output are images in blocks of 16 channels, N x C/16 x H x W x
+ * 16 (oneDNN's nChw16c), by constant filters, with its bias and its clamp
+ * (a fused Relu or Clip) as the primitive's bias and eltwise post-op. One
+ * oneDNN primitive per call site, built at the first call, with the filters
+ * reordered into its layout once; the images go in and out as they are, so
+ * a chain of these reorders nothing between convolutions.
+ *
+ * The generated code calls this outside its parallel loops, and oneDNN
+ * spreads each convolution over all the threads. 3x3 filters at stride 1
+ * (one group) use Winograd's F(4x4, 3x3) where oneDNN has it, as
+ * kiln_conv2d_constant_w does; the rest, oneDNN's direct convolution
+ * (depthwise, 1x1 and strided kernels of their own).
+ *
+ * Any failure to build or run the primitive makes the site compute the
+ * convolution with plain loops, slowly but with the same result.
+ *
+ *===----------------------------------------------------------------------===*/
+#include "OneDnnSupport.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+enum { N, C, IH, IW, F, GROUP, KH, KW, OH, OW, SH, SW, DH, DW, PT, PL, PB, PR, SHAPE };
+enum { BLOCK = 16 };
+
+typedef struct BlockedSite {
+  KilnSite base;
+  int failed;
+  dnnl_primitive_t conv;
+  dnnl_memory_desc_t src, dst, userWeights, weights, bias, scratch;
+  KilnPackedWeights *packed;
+} BlockedSite;
+
+static void release(KilnSite *base) {
+  BlockedSite *site = (BlockedSite *)base;
+  kilnDnnlFreePacked(site->packed);
+  if (site->conv)
+    dnnl_primitive_destroy(site->conv);
+  free(site);
+}
+
+/* The filters' dimensions: (F, C, KH, KW), or (G, 1, 1, KH, KW) depthwise. */
+static int weightDimsOf(const int64_t *s, dnnl_dims_t dims) {
+  if (s[GROUP] == 1) {
+    dims[0] = s[F], dims[1] = s[C], dims[2] = s[KH], dims[3] = s[KW];
+    return 4;
+  }
+  dims[0] = s[GROUP], dims[1] = 1, dims[2] = 1, dims[3] = s[KH], dims[4] = s[KW];
+  return 5;
+}
+
+/* The eltwise post-op that clamps to [low, high], or none when both are
+ * infinite. */
+static dnnl_post_ops_t clampPostOps(float low, float high, int *ok) {
+  dnnl_post_ops_t postOps = NULL;
+  *ok = 1;
+  if (isinf(low) && isinf(high))
+    return NULL;
+  if (!kilnDnnlOk(dnnl_post_ops_create(&postOps))) {
+    *ok = 0;
+    return NULL;
+  }
+  if (low == 0.0f && isinf(high))
+    *ok = kilnDnnlOk(dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+  else
+    *ok = kilnDnnlOk(dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_clip,
+                                                  isinf(low) ? -FLT_MAX : low,
+                                                  isinf(high) ? FLT_MAX : high));
+  return postOps;
+}
+
+/* A primitive descriptor for the site's convolution by `algorithm`, or NULL. */
+static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int hasBias,
+                                      dnnl_alg_kind_t algorithm, float low, float high) {
+  dnnl_dims_t weightDims;
+  int weightRank = weightDimsOf(s, weightDims);
+  dnnl_memory_desc_t anyWeights;
+  dnnl_dims_t strides = {s[SH], s[SW]}, dilates = {s[DH] - 1, s[DW] - 1};
+  dnnl_dims_t padBegin = {s[PT], s[PL]}, padEnd = {s[PB], s[PR]};
+  dnnl_convolution_desc_t desc;
+  int ok = 0;
+  dnnl_post_ops_t postOps = clampPostOps(low, high, &ok);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_primitive_desc_t convDesc = NULL;
+  if (!ok ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyWeights, weightRank, weightDims, dnnl_f32,
+                                               dnnl_format_tag_any)) ||
+      !kilnDnnlOk(dnnl_dilated_convolution_forward_desc_init(
+          &desc, dnnl_forward_inference, algorithm, &site->src, &anyWeights,
+          hasBias ? &site->bias : NULL, &site->dst, strides, dilates, padBegin, padEnd)) ||
+      !(attr = kilnDnnlAttributes(postOps)) ||
+      !kilnDnnlOk(dnnl_primitive_desc_create(&convDesc, &desc, attr, kilnDnnlEngine, NULL)))
+    convDesc = NULL;
+  if (attr)
+    dnnl_primitive_attr_destroy(attr);
+  if (postOps)
+    dnnl_post_ops_destroy(postOps);
+  return convDesc;
+}
+
+/* With kilnDnnlLock held. */
+static void build(BlockedSite *site, const int64_t *s, int hasBias, float low, float high) {
+  dnnl_dims_t srcDims = {s[N], s[C], s[IH], s[IW]};
+  dnnl_dims_t dstDims = {s[N], s[F], s[OH], s[OW]};
+  dnnl_dims_t weightDims, biasDims = {s[F]};
+  int weightRank = weightDimsOf(s, weightDims);
+  site->failed = 1;
+  if (!kilnDnnlInit() ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->src, 4, srcDims, dnnl_f32, dnnl_nChw16c)) ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->dst, 4, dstDims, dnnl_f32, dnnl_nChw16c)) ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->bias, 1, biasDims, dnnl_f32, dnnl_a)) ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, weightRank, weightDims,
+                                               dnnl_f32, weightRank == 4 ? dnnl_oihw : dnnl_goihw)))
+    return;
+  int winograd = s[GROUP] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
+                 s[DH] == 1 && s[DW] == 1;
+  dnnl_primitive_desc_t convDesc =
+      winograd ? describe(site, s, hasBias, dnnl_convolution_winograd, low, high) : NULL;
+  if (!convDesc)
+    convDesc = describe(site, s, hasBias, dnnl_convolution_direct, low, high);
+  if (convDesc && kilnDnnlOk(dnnl_primitive_create(&site->conv, convDesc))) {
+    site->weights = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_weights_md, 0);
+    site->scratch = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_scratchpad_md, 0);
+    site->failed = 0;
+  }
+  if (convDesc)
+    dnnl_primitive_desc_destroy(convDesc);
+}
+
+/* The convolution by plain loops on the blocked images, for a site oneDNN
+ * could not build (not static: the runtime tests call it). */
+void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, const float *bias,
+                            float *out, float low, float high) {
+  int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP];
+  int64_t inBlocks = s[C] / BLOCK, outBlocks = s[F] / BLOCK;
+  for (int64_t n = 0; n < s[N]; ++n)
+    for (int64_t f = 0; f < s[F]; ++f)
+      for (int64_t y = 0; y < s[OH]; ++y)
+        for (int64_t x = 0; x < s[OW]; ++x) {
+          float sum = bias ? bias[f] : 0.0f;
+          int64_t first = f / filtersPerGroup * perGroup;
+          for (int64_t k = 0; k < perGroup; ++k) {
+            int64_t c = first + k;
+            for (int64_t i = 0; i < s[KH]; ++i) {
+              int64_t iy = y * s[SH] - s[PT] + i * s[DH];
+              if (iy < 0 || iy >= s[IH])
+                continue;
+              for (int64_t j = 0; j < s[KW]; ++j) {
+                int64_t ix = x * s[SW] - s[PL] + j * s[DW];
+                if (ix < 0 || ix >= s[IW])
+                  continue;
+                sum += in[(((n * inBlocks + c / BLOCK) * s[IH] + iy) * s[IW] + ix) * BLOCK +
+                          c % BLOCK] *
+                       w[((f * perGroup + k) * s[KH] + i) * s[KW] + j];
+              }
+            }
+          }
+          sum = sum < low ? low : sum;
+          sum = sum > high ? high : sum;
+          out[(((n * outBlocks + f / BLOCK) * s[OH] + y) * s[OW] + x) * BLOCK + f % BLOCK] = sum;
+        }
+}
+
+/* out = clamp(conv(in, w) + bias, low, high) for images in blocks of 16
+ * channels: `in` is n x c/16 x ih x iw x 16, `out` n x f/16 x oh x ow x 16,
+ * both dense; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL)
+ * are dense and constant for the artifact's lifetime; group is 1 or c (= f).
+ * Pads are top, left, bottom, right. `slot` is the call site's
+ * zero-initialized 8 bytes. */
+__attribute__((visibility("default"))) void
+kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
+                    int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+                    int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
+                    int64_t padBottom, int64_t padRight, const float *in, const float *w,
+                    const float *bias, float *out, float low, float high) {
+  const int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
+                                ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
+  pthread_mutex_lock(&kilnDnnlLock);
+  BlockedSite *site = (BlockedSite *)*slot;
+  if (!site && (site = calloc(1, sizeof(BlockedSite)))) {
+    site->base.release = release;
+    build(site, shape, bias != NULL, low, high);
+    kilnDnnlRegister(&site->base);
+    *slot = site;
+  }
+  KilnPackedWeights *weights =
+      site && !site->failed
+          ? kilnDnnlPack(&site->packed, w, &site->userWeights, &site->weights)
+          : NULL;
+  pthread_mutex_unlock(&kilnDnnlLock);
+
+  dnnl_memory_t src = NULL, dst = NULL, biasMemory = NULL;
+  int done = weights &&
+             kilnDnnlOk(dnnl_memory_create(&src, &site->src, kilnDnnlEngine, (void *)in)) &&
+             kilnDnnlOk(dnnl_memory_create(&dst, &site->dst, kilnDnnlEngine, out)) &&
+             (!bias || kilnDnnlOk(dnnl_memory_create(&biasMemory, &site->bias, kilnDnnlEngine,
+                                                     (void *)bias)));
+  if (done) {
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights->memory}, {DNNL_ARG_DST, dst}};
+    int count = 3;
+    if (biasMemory)
+      args[count++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasMemory};
+    done = kilnDnnlExecute(site->conv, &site->scratch, count, args);
+  }
+  dnnl_memory_t memories[] = {src, dst, biasMemory};
+  for (int i = 0; i < 3; ++i)
+    if (memories[i])
+      dnnl_memory_destroy(memories[i]);
+  if (!done)
+    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high);
+}

@@ -1,0 +1,58 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},canonicalize)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},buffer-results-to-out-params{hoist-static-allocs=1 modify-public-functions=1},func.func(kiln-plan-buffers))' | FileCheck %s --check-prefix=PLAN
+
+// A blocked convolution becomes one call of the runtime on its buffers'
+// addresses: the call site's state (a zeroed global of its own), the sizes
+// (n, c, ih, iw, f, group, kh, kw, oh, ow), strides, dilations and pads
+// (top, left, bottom, right), the input, the filters, the bias (0: none), a
+// fresh output buffer and the clamp (unbounded: infinities). The call is
+// marked as keeping no buffer after it returns.
+// CHECK-DAG: memref.global "private" @kiln_kernel_site : memref<1xi64> = dense<0> {alignment = 8 : i64}
+// CHECK-DAG: memref.global "private" @kiln_kernel_site_0 : memref<1xi64> = dense<0> {alignment = 8 : i64}
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.*]]: memref<1x2x8x8x16xf32>)
+// CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[NOBIAS:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : i64
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : i64
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : i64
+// CHECK: %[[MID:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8x16xf32>
+// CHECK: %[[SITE1:.*]] = memref.get_global @kiln_kernel_site : memref<1xi64>
+// CHECK: %[[S1:.*]] = memref.extract_aligned_pointer_as_index %[[SITE1]]
+// CHECK: %[[IN1:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: %[[W1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64x32x3x3xf32>
+// CHECK: %[[B1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64xf32>
+// CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
+// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[ZERO]], %[[INF]]) {kiln.no_capture}
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x8x16xf32>
+// CHECK: %[[SITE2:.*]] = memref.get_global @kiln_kernel_site_0 : memref<1xi64>
+// CHECK: %[[S2:.*]] = memref.extract_aligned_pointer_as_index %[[SITE2]]
+// CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
+// CHECK: %[[W2:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<16x64x1x1xf32>
+// CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[NINF]], %[[INF]]) {kiln.no_capture}
+// CHECK: return %[[OUT]]
+// CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, f32, f32)
+
+// The intermediate between the two calls goes in the arena, live until the
+// second call reads it: kiln-plan-buffers sees through the addresses to the
+// calls.
+// PLAN-LABEL: func.func @chain
+// PLAN-SAME: kiln.intermediate_buffers = 1 : i64
+// PLAN-SAME: kiln.unplanned_buffers = 0 : i64
+// PLAN: memref.alloc() {alignment = 64 : i64, kiln.arena} : memref<16384xi8>
+// PLAN-COUNT-2: call @kiln_conv2d_blocked
+func.func @chain(%x: tensor<1x2x8x8x16xf32>) -> tensor<1x1x8x8x16xf32> {
+  %w1 = arith.constant dense<1.0> : tensor<64x32x3x3xf32>
+  %b1 = arith.constant dense<0.5> : tensor<64xf32>
+  %w2 = arith.constant dense<2.0> : tensor<16x64x1x1xf32>
+  %0 = kiln.blocked_conv %x, %w1, %b1 {clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x8x8x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x8x8x16xf32>
+  %1 = kiln.blocked_conv %0, %w2 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8x16xf32>, tensor<16x64x1x1xf32>) -> tensor<1x1x8x8x16xf32>
+  return %1 : tensor<1x1x8x8x16xf32>
+}

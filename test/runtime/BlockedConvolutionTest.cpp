@@ -1,0 +1,133 @@
+// Tests for the convolution on channel-blocked images that CPU artifacts
+// call for kiln.blocked_conv (runtime/kernels/BlockedConvolution.c): the
+// oneDNN primitive and the plain loops a site falls back to, against a
+// float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
+// MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
+// dilated, asymmetric pads, bias or none, clamps).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+extern "C" {
+void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
+                         int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+                         int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t padTop,
+                         int64_t padLeft, int64_t padBottom, int64_t padRight, const float *in,
+                         const float *w, const float *bias, float *out, float low, float high);
+void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
+                            const float *bias, float *out, float low, float high);
+}
+
+namespace {
+
+constexpr int64_t kBlock = 16;
+
+struct Case {
+  int64_t n, c, ih, iw, f, group, kh, kw, sh, sw, dh, dw, top, left, bottom, right;
+  bool withBias = true;
+  float low = -INFINITY, high = INFINITY;
+
+  int64_t oh() const { return (ih + top + bottom - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t ow() const { return (iw + left + right - dw * (kw - 1) - 1) / sw + 1; }
+};
+
+// Element (n, c, y, x) of an image of `channels` channels, `h` x `w`, in
+// blocks of 16 channels.
+int64_t blockedIndex(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels, int64_t h,
+                     int64_t w) {
+  return (((n * (channels / kBlock) + c / kBlock) * h + y) * w + x) * kBlock + c % kBlock;
+}
+
+enum class Path { Primitive, Loops };
+
+void check(const Case &c, Path path, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  int64_t perGroup = c.c / c.group, oh = c.oh(), ow = c.ow();
+  std::vector<float> in(c.n * c.c * c.ih * c.iw), w(c.f * perGroup * c.kh * c.kw), bias(c.f),
+      out(c.n * c.f * oh * ow);
+  for (std::vector<float> *values : {&in, &w, &bias, &out})
+    for (float &v : *values)
+      v = value(rng);
+  const float *biasData = c.withBias ? bias.data() : nullptr;
+  if (path == Path::Primitive) {
+    // A site's state starts at zero; its primitive is built at the first
+    // call and reused by the second, on the same data.
+    void *slot = nullptr;
+    for (int call = 0; call < 2; ++call)
+      kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh,
+                          c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, in.data(), w.data(),
+                          biasData, out.data(), c.low, c.high);
+  } else {
+    const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,
+                             oh,   ow,   c.sh, c.sw, c.dh,  c.dw,    c.top,    c.left,
+                             c.bottom, c.right};
+    kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high);
+  }
+  int64_t filtersPerGroup = c.f / c.group;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t f = 0; f < c.f; ++f)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x) {
+          double expected = c.withBias ? bias[f] : 0.0, magnitude = std::fabs(expected);
+          for (int64_t k = 0; k < perGroup; ++k) {
+            int64_t channel = f / filtersPerGroup * perGroup + k;
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                int64_t iy = y * c.sh - c.top + i * c.dh, ix = x * c.sw - c.left + j * c.dw;
+                if (iy < 0 || iy >= c.ih || ix < 0 || ix >= c.iw)
+                  continue;
+                double product = double(w[((f * perGroup + k) * c.kh + i) * c.kw + j]) *
+                                 in[blockedIndex(n, channel, iy, ix, c.c, c.ih, c.iw)];
+                expected += product;
+                magnitude += std::fabs(product);
+              }
+          }
+          expected = std::min<double>(std::max<double>(expected, c.low), c.high);
+          // Winograd's transforms round differently from a direct sum: a
+          // few ulp of the largest partial sums.
+          ASSERT_NEAR(out[blockedIndex(n, f, y, x, c.f, oh, ow)], expected,
+                      1e-5 * (1 + magnitude))
+              << (path == Path::Primitive ? "primitive" : "loops") << ": " << c.n << "x" << c.c
+              << "x" << c.ih << "x" << c.iw << " by " << c.f << "x" << perGroup << "x" << c.kh
+              << "x" << c.kw << ", group " << c.group << ", strides " << c.sh << "x" << c.sw
+              << ", dilations " << c.dh << "x" << c.dw << ", pads " << c.top << "," << c.left
+              << "," << c.bottom << "," << c.right << ", at image " << n << " filter " << f
+              << " row " << y << " column " << x;
+        }
+}
+
+std::vector<Case> cases() {
+  Case resnet3x3{1, 64, 14, 14, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Case pointwise{2, 32, 9, 11, 48, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  Case strided{1, 32, 15, 15, 32, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  Case depthwise{1, 32, 12, 12, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Case depthwiseStrided{2, 16, 13, 13, 16, 16, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2};
+  Case dilated{1, 16, 11, 11, 32, 1, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2};
+  Case asymmetric{1, 16, 10, 9, 16, 1, 3, 2, 1, 2, 1, 1, 0, 1, 2, 0};
+  Case stem7x7{1, 16, 20, 20, 32, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3};
+  Case relu = resnet3x3, clip = depthwise, noBias = pointwise, lowOnly = strided;
+  relu.low = 0.0f;
+  clip.low = 0.0f, clip.high = 6.0f;
+  noBias.withBias = false;
+  lowOnly.low = -0.25f;
+  return {resnet3x3, pointwise, strided, depthwise, depthwiseStrided, dilated, asymmetric,
+          stem7x7,   relu,      clip,    noBias,    lowOnly};
+}
+
+TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {
+  std::mt19937 rng(11);
+  for (const Case &c : cases())
+    check(c, Path::Primitive, rng);
+}
+
+TEST(BlockedConvolutionTest, LoopsMatchReference) {
+  std::mt19937 rng(12);
+  for (const Case &c : cases())
+    check(c, Path::Loops, rng);
+}
+
+} // namespace
