@@ -26,15 +26,30 @@ namespace kiln {
 
 namespace {
 
+/// `channels` rounded up to whole blocks; the last one's lanes past them
+/// hold zeros.
+int64_t paddedChannels(int64_t channels) { return llvm::alignTo(channels, kChannelBlock); }
+
+/// Whether `channels` are worth blocks: whole ones, or a last one padded by
+/// at most half again the channels' work (24 in 32, 40 in 48; not an RGB
+/// image's 3 in 16).
+bool fillsBlocks(int64_t channels) {
+  return channels % kChannelBlock == 0 ||
+         (channels >= kChannelBlock && 2 * paddedChannels(channels) <= 3 * channels);
+}
+
 /// Whether `type` is a static f32 NCHW image whose channels fill blocks.
 bool isBlockableImage(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
-         tensor.getElementType().isF32() && tensor.getDimSize(1) % kChannelBlock == 0;
+         tensor.getElementType().isF32() && fillsBlocks(tensor.getDimSize(1));
 }
 
-/// Whether `conv` can run on blocked images: constant filters, channels in
-/// whole blocks, one group or depthwise.
+/// Whether the blocked form of the NCHW image `type` has padding lanes.
+bool isPadded(RankedTensorType type) { return type.getDimSize(1) % kChannelBlock != 0; }
+
+/// Whether `conv` can run on blocked images: constant filters, channels
+/// that fill blocks, one group or depthwise.
 bool isBlockable(ConvOp conv) {
   if (!isBlockableImage(conv.getInput().getType()) || !isBlockableImage(conv.getType()) ||
       !conv.getFilter().getDefiningOp<ConstantOp>())
@@ -72,22 +87,33 @@ public:
     auto type = cast<RankedTensorType>(image.getType());
     ArrayRef<int64_t> s = type.getShape();
     Location loc = image.getLoc();
+    int64_t channels = paddedChannels(s[1]);
+    Value padded = image;
+    if (channels != s[1])
+      padded = PadOp::create(b, loc, type.clone({s[0], channels, s[2], s[3]}), image, Value(),
+                             b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, channels - s[1], 0, 0}),
+                             b.getStringAttr("constant"));
     Value split = ReshapeOp::create(
-        b, loc, type.clone({s[0], s[1] / kChannelBlock, kChannelBlock, s[2], s[3]}), image);
+        b, loc, type.clone({s[0], channels / kChannelBlock, kChannelBlock, s[2], s[3]}), padded);
     Value result = TransposeOp::create(b, loc, split, ArrayRef<int64_t>{0, 1, 3, 4, 2});
     blockedOf[image] = result;
     return result;
   }
 
-  /// The NCHW view of the blocked image `blockedImage`, at the builder's
-  /// insertion point; later conversions read `blockedImage` for it.
-  Value plain(Value blockedImage, Location loc) {
+  /// The NCHW view, of `channels` channels, of the blocked image
+  /// `blockedImage`, at the builder's insertion point; later conversions
+  /// read `blockedImage` for it.
+  Value plain(Value blockedImage, int64_t channels, Location loc) {
     auto type = cast<RankedTensorType>(blockedImage.getType());
     ArrayRef<int64_t> s = type.getShape();
     Value channelsFirst =
         TransposeOp::create(b, loc, blockedImage, ArrayRef<int64_t>{0, 1, 4, 2, 3});
     Value result = ReshapeOp::create(
         b, loc, type.clone({s[0], s[1] * kChannelBlock, s[2], s[3]}), channelsFirst);
+    if (s[1] * kChannelBlock != channels)
+      result = SliceOp::create(b, loc, type.clone({s[0], channels, s[2], s[3]}), result,
+                               b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                               b.getDenseI64ArrayAttr({1, 1, 1, 1}));
     blockedOf[result] = blockedImage;
     views.insert(result);
     return result;
@@ -101,9 +127,11 @@ public:
   /// `resultType`, as an operand of the same op on the blocked image: the
   /// blocked form of an image of the result's shape, of a per-channel
   /// vector (`[N] x C x 1 x 1`, or `C x 1 x 1`), or a value the same in
-  /// every channel, reshaped to broadcast against the blocked image. None
-  /// for any other operand.
-  Value asBlockedOperand(Value operand, RankedTensorType resultType) {
+  /// every channel, reshaped to broadcast against the blocked image (and
+  /// then `uniform` is set: it meets the padding lanes too). None for any
+  /// other operand.
+  Value asBlockedOperand(Value operand, RankedTensorType resultType, bool &uniform) {
+    uniform = false;
     auto type = dyn_cast<RankedTensorType>(operand.getType());
     if (!type || !type.hasStaticShape() || type.getRank() > 4 ||
         type.getElementType() != resultType.getElementType())
@@ -124,6 +152,7 @@ public:
     Location loc = operand.getLoc();
     if (shape[1] == 1) {
       // The same in every channel: a trailing unit dimension for the lanes.
+      uniform = true;
       if (type.getRank() == 0)
         return operand;
       return ReshapeOp::create(b, loc, type.clone({shape[0], 1, 1, 1, 1}), operand);
@@ -150,6 +179,29 @@ bool isElementwise(Operation *op) {
   if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() == 1)
     return true;
   return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp>(op);
+}
+
+/// Whether the elementwise `op` leaves the padding lanes of blocked images
+/// zero: zero in, zero out, where `uniform` operands (the same in every
+/// channel) meet those lanes with their own value. A convolution reads the
+/// lanes, by zero filters: anything but a finite value there would leak
+/// into every channel.
+bool keepsZeros(Operation *op, ArrayRef<bool> uniform) {
+  if (op->getNumOperands() == 1)
+    return isa<ReluOp, NegOp, AbsOp, TanhOp, HardSwishOp>(op);
+  for (auto [operand, isUniform] : llvm::zip(op->getOperands(), uniform)) {
+    if (!isUniform)
+      continue;
+    std::optional<float> value = splatValue(operand);
+    bool keeps = value && (isa<AddOp, SubOp>(op) ? *value == 0.0f
+                           : isa<MulOp>(op)      ? std::isfinite(*value)
+                           : isa<MaxOp>(op)      ? *value <= 0.0f
+                           : isa<MinOp>(op)      ? *value >= 0.0f
+                                                 : false);
+    if (!keeps)
+      return false;
+  }
+  return !isa<DivOp>(op);
 }
 
 struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayoutPass> {
@@ -189,6 +241,9 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     // Clip), each the only user of what it reads.
     SmallVector<Operation *> absorbed;
     Value result = conv.getResult();
+    // The result's padding lanes stay zero: a clamp that moves zero stays
+    // an op of its own.
+    bool padded = isPadded(conv.getType());
     while (result.hasOneUse()) {
       Operation *user = *result.getUsers().begin();
       if (user->getBlock() != conv->getBlock() || user->getResult(0).getType() != conv.getType())
@@ -198,9 +253,10 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         bound = splatValue(user->getOperand(user->getOperand(0) == result ? 1 : 0));
       if (isa<ReluOp>(user) && high == std::numeric_limits<float>::infinity())
         low = std::max(low, 0.0f);
-      else if (isa<MaxOp>(user) && bound && high == std::numeric_limits<float>::infinity())
+      else if (isa<MaxOp>(user) && bound && high == std::numeric_limits<float>::infinity() &&
+               (!padded || *bound <= 0.0f))
         low = std::max(low, *bound);
-      else if (isa<MinOp>(user) && bound && *bound >= low)
+      else if (isa<MinOp>(user) && bound && *bound >= low && (!padded || *bound >= 0.0f))
         high = std::min(high, *bound);
       else
         break;
@@ -215,7 +271,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(), bound(low), bound(high));
     Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
     b.setInsertionPointAfter(last);
-    result.replaceAllUsesWith(reorders.plain(blocked, last->getLoc()));
+    result.replaceAllUsesWith(
+        reorders.plain(blocked, conv.getType().getDimSize(1), last->getLoc()));
     for (Operation *op : llvm::reverse(absorbed)) {
       erased.insert(op);
       op->erase();
@@ -232,19 +289,25 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       return;
     b.setInsertionPoint(op);
     SmallVector<Value> operands;
+    SmallVector<bool> uniform;
     for (Value operand : op->getOperands()) {
-      Value blocked = reorders.asBlockedOperand(operand, type);
+      bool isUniform;
+      Value blocked = reorders.asBlockedOperand(operand, type, isUniform);
       if (!blocked)
         return;
       operands.push_back(blocked);
+      uniform.push_back(isUniform);
     }
+    if (isPadded(type) && !keepsZeros(op, uniform))
+      return;
     ArrayRef<int64_t> s = type.getShape();
-    auto blockedType =
-        type.clone({s[0], s[1] / kChannelBlock, s[2], s[3], kChannelBlock});
+    auto blockedType = type.clone(
+        {s[0], llvm::divideCeil(s[1], kChannelBlock), s[2], s[3], kChannelBlock});
     OperationState state(op->getLoc(), op->getName(), operands, TypeRange{blockedType},
                          op->getAttrs());
     Operation *blocked = b.create(state);
-    op->getResult(0).replaceAllUsesWith(reorders.plain(blocked->getResult(0), op->getLoc()));
+    op->getResult(0).replaceAllUsesWith(
+        reorders.plain(blocked->getResult(0), s[1], op->getLoc()));
     op->erase();
   }
 };

@@ -100,9 +100,10 @@ struct BlockedConvModel
     ArrayRef<int64_t> in = conv.getInput().getType().getShape();
     ArrayRef<int64_t> w = conv.getFilter().getType().getShape();
     ArrayRef<int64_t> out = resultType.getShape();
-    SmallVector<int64_t> sizes = {in[0],  in[1] * kChannelBlock, in[2], in[3],
-                                  w[0],   static_cast<int64_t>(conv.getGroup()),       w[2],  w[3],
-                                  out[2], out[3]};
+    // The channels are the filter's; the image's last block may be padded.
+    int64_t group = static_cast<int64_t>(conv.getGroup());
+    SmallVector<int64_t> sizes = {in[0], group * w[1], in[2], in[3],  w[0],
+                                  group, w[2],         w[3],  out[2], out[3]};
     llvm::append_range(sizes, conv.getStrides());
     llvm::append_range(sizes, conv.getDilations());
     llvm::append_range(sizes, conv.getPads());

@@ -351,30 +351,37 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &results) {
   RankedTensorType input = rankedType(adaptor.getInput());
+  RankedTensorType filter = rankedType(adaptor.getFilter());
   if (input.getRank() != 5 || input.getDimSize(4) != kChannelBlock)
     return emitOptionalError(loc, "input must be 5-D in blocks of ", kChannelBlock,
                              " channels (N x C/", kChannelBlock, " x H x W x ", kChannelBlock,
                              "), got ", input);
-  SmallVector<int64_t> image = {input.getDimSize(0), input.getDimSize(1) * kChannelBlock,
-                                input.getDimSize(2), input.getDimSize(3)};
+  if (filter.getRank() != 4)
+    return emitOptionalError(loc, "filter must be 4-D (MCHW), got ", filter);
+  // The image's channels are the filter's: a last, partial block is
+  // padded with zeros.
+  int64_t group = adaptor.getGroup();
+  int64_t channels = group * filter.getDimSize(1);
+  if (input.getDimSize(1) != llvm::divideCeil(channels, kChannelBlock))
+    return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
+                             group, " reads ", channels, " channels, not the ",
+                             input.getDimSize(1), " blocks of ", kChannelBlock, " of ", input);
+  SmallVector<int64_t> image = {input.getDimSize(0), channels, input.getDimSize(2),
+                                input.getDimSize(3)};
   FailureOr<SmallVector<int64_t>> shape = convResultShape(loc, image, adaptor);
   if (failed(shape))
     return failure();
-  int64_t group = adaptor.getGroup(), filters = (*shape)[1];
-  if (filters % kChannelBlock != 0)
-    return emitOptionalError(loc, "filter count ", filters, " is not a multiple of ",
-                             kChannelBlock);
-  if (group != 1 && (group != image[1] || filters != image[1]))
+  int64_t filters = (*shape)[1];
+  if (group != 1 && (group != channels || filters != channels))
     return emitOptionalError(loc, "a grouped blocked convolution must be depthwise (group = "
-                             "channels = filters), got group ", group, " with ", image[1],
+                             "channels = filters), got group ", group, " with ", channels,
                              " channels and ", filters, " filters");
   FloatAttr low = adaptor.getClampMinAttr(), high = adaptor.getClampMaxAttr();
   if (low && high && !(low.getValueAsDouble() <= high.getValueAsDouble()))
-    return emitOptionalError(loc, "clamp_min ", low.getValueAsDouble(), " exceeds clamp_max ",
-                             high.getValueAsDouble());
-  results.push_back(RankedTensorType::get(
-      {(*shape)[0], filters / kChannelBlock, (*shape)[2], (*shape)[3], kChannelBlock},
-      input.getElementType()));
+    return emitOptionalError(loc, "clamp_min ", low, " exceeds clamp_max ", high);
+  results.push_back(RankedTensorType::get({(*shape)[0], llvm::divideCeil(filters, kChannelBlock),
+                                           (*shape)[2], (*shape)[3], kChannelBlock},
+                                          input.getElementType()));
   return success();
 }
 

@@ -358,13 +358,14 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
   let summary = "2-D convolution of channel-blocked images, clamp fused";
   let description = [{
     `kiln.conv` with its images in blocks of 16 channels (oneDNN's
-    `nChw16c`): `input` is `N x C/16 x H x W x 16`, channel `c` of pixel
-    `(y, x)` at `[n, c / 16, y, x, c % 16]`, and the result is
-    `N x M/16 x OH x OW x 16`. `filter` (`M x C/group x KH x KW`) and the
-    optional `bias` (`M`) are as for `kiln.conv`; `C` and `M` are multiples
-    of 16, and a grouped convolution is depthwise (`group = C = M`). The
-    result is clamped to `[clamp_min, clamp_max]` where they are given (a
-    fused Relu or Clip).
+    `nChw16c`): `input` is `N x ceil(C/16) x H x W x 16`, channel `c` of
+    pixel `(y, x)` at `[n, c / 16, y, x, c % 16]`, and the result is
+    `N x ceil(M/16) x OH x OW x 16`. `filter` (`M x C/group x KH x KW`) and
+    the optional `bias` (`M`) are as for `kiln.conv`, and a grouped
+    convolution is depthwise (`group = C = M`). Where `C` or `M` is not a
+    multiple of 16, the last block's lanes past it hold zeros, in the input
+    as in the result. The result is clamped to `[clamp_min, clamp_max]`
+    where they are given (a fused Relu or Clip).
 
     kiln-blocked-layout makes these from convolutions by constant filters;
     on the CPU each is one call of the runtime (oneDNN's convolution

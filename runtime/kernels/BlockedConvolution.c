@@ -137,11 +137,17 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, float low, f
 void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, const float *bias,
                             float *out, float low, float high) {
   int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP];
-  int64_t inBlocks = s[C] / BLOCK, outBlocks = s[F] / BLOCK;
+  int64_t inBlocks = (s[C] + BLOCK - 1) / BLOCK, outBlocks = (s[F] + BLOCK - 1) / BLOCK;
   for (int64_t n = 0; n < s[N]; ++n)
-    for (int64_t f = 0; f < s[F]; ++f)
+    for (int64_t f = 0; f < outBlocks * BLOCK; ++f)
       for (int64_t y = 0; y < s[OH]; ++y)
         for (int64_t x = 0; x < s[OW]; ++x) {
+          float *result = &out[(((n * outBlocks + f / BLOCK) * s[OH] + y) * s[OW] + x) * BLOCK +
+                               f % BLOCK];
+          if (f >= s[F]) {
+            *result = 0.0f; /* a padding lane */
+            continue;
+          }
           float sum = bias ? bias[f] : 0.0f;
           int64_t first = f / filtersPerGroup * perGroup;
           for (int64_t k = 0; k < perGroup; ++k) {
@@ -161,15 +167,15 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
             }
           }
           sum = sum < low ? low : sum;
-          sum = sum > high ? high : sum;
-          out[(((n * outBlocks + f / BLOCK) * s[OH] + y) * s[OW] + x) * BLOCK + f % BLOCK] = sum;
+          *result = sum > high ? high : sum;
         }
 }
 
 /* out = clamp(conv(in, w) + bias, low, high) for images in blocks of 16
- * channels: `in` is n x c/16 x ih x iw x 16, `out` n x f/16 x oh x ow x 16,
- * both dense; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL)
- * are dense and constant for the artifact's lifetime; group is 1 or c (= f).
+ * channels: `in` is n x ceil(c/16) x ih x iw x 16, `out` n x ceil(f/16) x
+ * oh x ow x 16, both dense, the lanes past c and f in their last blocks
+ * zero; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL) are
+ * dense and constant for the artifact's lifetime; group is 1 or c (= f).
  * Pads are top, left, bottom, right. `slot` is the call site's
  * zero-initialized 8 bytes. */
 __attribute__((visibility("default"))) void

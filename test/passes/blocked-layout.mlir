@@ -115,3 +115,33 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
   %4 = kiln.add %3, %row : (tensor<1x32x8x8xf32>, tensor<8xf32>) -> tensor<1x32x8x8xf32>
   return %0, %1, %4 : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x32x8x8xf32>
 }
+
+// -----
+
+// Channels that end in a padded block (MobileNetV2's 24): the reorders pad
+// the channels with zeros and slice them off again. Ops that keep zeros
+// (the residual sum) run on the blocked images; a clamp that moves zero
+// (here to 1) and a sigmoid (0.5 at zero) stay in NCHW, since a
+// convolution reads the padding lanes.
+// CHECK-LABEL: func.func @padded
+// CHECK-SAME: (%[[X:.*]]: tensor<1x24x4x4xf32>)
+// CHECK: %[[P:.*]] = kiln.pad %[[X]] {pads = array<i64: 0, 0, 0, 0, 0, 8, 0, 0>} : tensor<1x24x4x4xf32> -> tensor<1x32x4x4xf32>
+// CHECK: %[[S:.*]] = kiln.reshape %[[P]] : tensor<1x32x4x4xf32> -> tensor<1x2x16x4x4xf32>
+// CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>}
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]], %{{.*}} {{{.*}}} : (tensor<1x2x4x4x16xf32>, tensor<24x24x1x1xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK: %[[SUM:.*]] = kiln.add %[[C]], %[[B]] : (tensor<1x2x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[SUM]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[R:.*]] = kiln.reshape %[[T]] : tensor<1x2x16x4x4xf32> -> tensor<1x32x4x4xf32>
+// CHECK: %[[V:.*]] = kiln.slice %[[R]] {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>} : tensor<1x32x4x4xf32> -> tensor<1x24x4x4xf32>
+// CHECK: %[[M:.*]] = kiln.max %[[V]], %{{.*}} : (tensor<1x24x4x4xf32>, tensor<f32>) -> tensor<1x24x4x4xf32>
+// CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<1x24x4x4xf32>
+// CHECK: return %[[G]]
+func.func @padded(%x: tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32> {
+  %w = kiln.constant dense<1.0> : tensor<24x24x1x1xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x24x4x4xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x4x4xf32>
+  %1 = kiln.add %0, %x : (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
+  %2 = kiln.max %1, %one : (tensor<1x24x4x4xf32>, tensor<f32>) -> tensor<1x24x4x4xf32>
+  %3 = kiln.sigmoid %2 : tensor<1x24x4x4xf32>
+  return %3 : tensor<1x24x4x4xf32>
+}

@@ -3,7 +3,8 @@
 // oneDNN primitive and the plain loops a site falls back to, against a
 // float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
-// dilated, asymmetric pads, bias or none, clamps).
+// dilated, asymmetric pads, bias or none, clamps, channels that end in a
+// padded block).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,11 +36,13 @@ struct Case {
   int64_t ow() const { return (iw + left + right - dw * (kw - 1) - 1) / sw + 1; }
 };
 
+int64_t blocks(int64_t channels) { return (channels + kBlock - 1) / kBlock; }
+
 // Element (n, c, y, x) of an image of `channels` channels, `h` x `w`, in
-// blocks of 16 channels.
+// blocks of 16 channels, the last one padded.
 int64_t blockedIndex(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels, int64_t h,
                      int64_t w) {
-  return (((n * (channels / kBlock) + c / kBlock) * h + y) * w + x) * kBlock + c % kBlock;
+  return (((n * blocks(channels) + c / kBlock) * h + y) * w + x) * kBlock + c % kBlock;
 }
 
 enum class Path { Primitive, Loops };
@@ -47,11 +50,17 @@ enum class Path { Primitive, Loops };
 void check(const Case &c, Path path, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   int64_t perGroup = c.c / c.group, oh = c.oh(), ow = c.ow();
-  std::vector<float> in(c.n * c.c * c.ih * c.iw), w(c.f * perGroup * c.kh * c.kw), bias(c.f),
-      out(c.n * c.f * oh * ow);
+  std::vector<float> in(c.n * blocks(c.c) * kBlock * c.ih * c.iw),
+      w(c.f * perGroup * c.kh * c.kw), bias(c.f), out(c.n * blocks(c.f) * kBlock * oh * ow);
   for (std::vector<float> *values : {&in, &w, &bias, &out})
     for (float &v : *values)
       v = value(rng);
+  // The input's padding lanes are zero; the output's must come out so.
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t channel = c.c; channel < blocks(c.c) * kBlock; ++channel)
+      for (int64_t y = 0; y < c.ih; ++y)
+        for (int64_t x = 0; x < c.iw; ++x)
+          in[blockedIndex(n, channel, y, x, c.c, c.ih, c.iw)] = 0.0f;
   const float *biasData = c.withBias ? bias.data() : nullptr;
   if (path == Path::Primitive) {
     // A site's state starts at zero; its primitive is built at the first
@@ -68,6 +77,13 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
     kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high);
   }
   int64_t filtersPerGroup = c.f / c.group;
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          ASSERT_EQ(out[blockedIndex(n, f, y, x, c.f, oh, ow)], 0.0f)
+              << (path == Path::Primitive ? "primitive" : "loops") << ": padding lane " << f
+              << " of " << c.f << " filters, image " << n << " row " << y << " column " << x;
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t f = 0; f < c.f; ++f)
       for (int64_t y = 0; y < oh; ++y)
@@ -109,13 +125,21 @@ std::vector<Case> cases() {
   Case dilated{1, 16, 11, 11, 32, 1, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2};
   Case asymmetric{1, 16, 10, 9, 16, 1, 3, 2, 1, 2, 1, 1, 0, 1, 2, 0};
   Case stem7x7{1, 16, 20, 20, 32, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3};
+  // Channels in a last block of their own: MobileNetV2's and
+  // EfficientNet's 24 and 40, in and out, depthwise too.
+  Case paddedIn{1, 24, 10, 10, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  Case paddedOut{2, 32, 9, 9, 40, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Case paddedBoth{1, 40, 8, 8, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  Case paddedDepthwise{1, 24, 11, 11, 24, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
   Case relu = resnet3x3, clip = depthwise, noBias = pointwise, lowOnly = strided;
   relu.low = 0.0f;
   clip.low = 0.0f, clip.high = 6.0f;
   noBias.withBias = false;
   lowOnly.low = -0.25f;
-  return {resnet3x3, pointwise, strided, depthwise, depthwiseStrided, dilated, asymmetric,
-          stem7x7,   relu,      clip,    noBias,    lowOnly};
+  paddedDepthwise.low = 0.0f, paddedDepthwise.high = 6.0f;
+  return {resnet3x3, pointwise, strided,  depthwise, depthwiseStrided, dilated,
+          asymmetric, stem7x7,  relu,     clip,      noBias,           lowOnly,
+          paddedIn,  paddedOut, paddedBoth, paddedDepthwise};
 }
 
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {
