@@ -246,7 +246,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     bool padded = isPadded(conv.getType());
     while (result.hasOneUse()) {
       Operation *user = *result.getUsers().begin();
-      if (user->getBlock() != conv->getBlock() || user->getResult(0).getType() != conv.getType())
+      if (user->getBlock() != conv->getBlock() || user->getNumResults() != 1 ||
+          user->getResult(0).getType() != conv.getType())
         break;
       std::optional<float> bound;
       if (isa<MaxOp, MinOp>(user))
