@@ -303,7 +303,7 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       return;
     ArrayRef<int64_t> s = type.getShape();
     auto blockedType = type.clone(
-        {s[0], llvm::divideCeil(s[1], kChannelBlock), s[2], s[3], kChannelBlock});
+        {s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock});
     OperationState state(op->getLoc(), op->getName(), operands, TypeRange{blockedType},
                          op->getAttrs());
     Operation *blocked = b.create(state);

@@ -362,7 +362,7 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   // padded with zeros.
   int64_t group = adaptor.getGroup();
   int64_t channels = group * filter.getDimSize(1);
-  if (input.getDimSize(1) != llvm::divideCeil(channels, kChannelBlock))
+  if (input.getDimSize(1) != channelBlocks(channels))
     return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
                              group, " reads ", channels, " channels, not the ",
                              input.getDimSize(1), " blocks of ", kChannelBlock, " of ", input);
@@ -379,7 +379,7 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   FloatAttr low = adaptor.getClampMinAttr(), high = adaptor.getClampMaxAttr();
   if (low && high && !(low.getValueAsDouble() <= high.getValueAsDouble()))
     return emitOptionalError(loc, "clamp_min ", low, " exceeds clamp_max ", high);
-  results.push_back(RankedTensorType::get({(*shape)[0], llvm::divideCeil(filters, kChannelBlock),
+  results.push_back(RankedTensorType::get({(*shape)[0], channelBlocks(filters),
                                            (*shape)[2], (*shape)[3], kChannelBlock},
                                           input.getElementType()));
   return success();

@@ -27,6 +27,12 @@ namespace kiln {
 /// gives.
 constexpr int64_t kChannelBlock = 16;
 
+/// Blocks of kChannelBlock that `channels` channels take, the last one
+/// padded.
+constexpr int64_t channelBlocks(int64_t channels) {
+  return (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
 /// The NumPy broadcast of `shapes`, or failure when two dimensions disagree.
 llvm::LogicalResult broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,
                                     llvm::SmallVectorImpl<int64_t> &result);
