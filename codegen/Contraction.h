@@ -67,10 +67,10 @@ constexpr int64_t kMinColumnsPerProduct = 64;
 /// fewer than kMinColumnsPerProduct output positions.
 bool joinsBatchIntoColumns(mlir::linalg::LinalgOp op, const ConvolutionLoops &loops);
 
-// kChannelBlock (KilnOps.h): input and output channels come in whole
-// blocks, or oneDNN's Winograd kernels fall back to a direct convolution no
-// faster than im2col and sgemm.
-/// Fewest input and output channels for which the blocked layout pays.
+/// Fewest input and output channels for which the blocked layout pays
+/// (channels come in whole blocks of kChannelBlock, KilnOps.h, or oneDNN's
+/// Winograd kernels fall back to a direct convolution no faster than im2col
+/// and sgemm).
 /// Winograd's element-wise products are batched matrix products over
 /// channels: measured per thread on a band of 4x48 outputs it beats a
 /// direct convolution by 15 % at 16 channels, 50 % at 32 and 80 % at 64.

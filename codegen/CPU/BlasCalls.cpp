@@ -166,7 +166,7 @@ void callSgemm(OpBuilder &b, Location loc, func::FuncOp sgemm, OpFoldResult m, O
                                   ldc});
 }
 
-Value CallSites::slot(OpBuilder &b, Location loc) {
+Value CallSites::slotBuffer(OpBuilder &b, Location loc) {
   Type i64 = b.getI64Type();
   auto slotType = MemRefType::get({1}, i64);
   OpBuilder detached(b.getContext());
@@ -175,8 +175,11 @@ Value CallSites::slot(OpBuilder &b, Location loc) {
       DenseElementsAttr::get(RankedTensorType::get({1}, i64), b.getI64IntegerAttr(0)),
       /*constant=*/false, b.getI64IntegerAttr(8));
   symbols.insert(slot, module.getBody()->begin()); // renamed if taken
-  return addressOf(b, loc, memref::GetGlobalOp::create(b, loc, slotType, slot.getSymName()))
-      .first;
+  return memref::GetGlobalOp::create(b, loc, slotType, slot.getSymName());
+}
+
+Value CallSites::slot(OpBuilder &b, Location loc) {
+  return addressOf(b, loc, slotBuffer(b, loc)).first;
 }
 
 func::FuncOp CallSites::declareKernel(StringRef name, unsigned count,

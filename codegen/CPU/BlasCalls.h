@@ -123,8 +123,10 @@ public:
   CallSites(mlir::ModuleOp module, mlir::SymbolTable &symbols)
       : module(module), symbols(symbols) {}
 
-  /// The address of a new call site's state: a private, zeroed 8-byte
-  /// global of its own.
+  /// A new call site's state: a private, zeroed 8-byte global of its own,
+  /// as a memref<1xi64>.
+  mlir::Value slotBuffer(mlir::OpBuilder &b, mlir::Location loc);
+  /// The address of slotBuffer's global, as an LLVM pointer.
   mlir::Value slot(mlir::OpBuilder &b, mlir::Location loc);
 
   /// Declares the runtime kernel `name`, returning nothing and taking

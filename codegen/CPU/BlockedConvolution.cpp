@@ -88,14 +88,8 @@ struct BlockedConvModel
     func::FuncOp callee =
         blas::declare(module, kBlockedConvolution, FunctionType::get(ctx, argTypes, {}));
 
-    auto slotType = MemRefType::get({1}, i64);
-    OpBuilder detached(ctx);
-    auto global = memref::GlobalOp::create(
-        detached, loc, "kiln_kernel_site", rewriter.getStringAttr("private"), slotType,
-        DenseElementsAttr::get(RankedTensorType::get({1}, i64), rewriter.getI64IntegerAttr(0)),
-        /*constant=*/false, rewriter.getI64IntegerAttr(8));
-    SymbolTable(module).insert(global, module.getBody()->begin()); // renamed if taken
-    Value slot = memref::GetGlobalOp::create(rewriter, loc, slotType, global.getSymName());
+    SymbolTable symbols(module);
+    Value slot = blas::CallSites(module, symbols).slotBuffer(rewriter, loc);
 
     ArrayRef<int64_t> in = conv.getInput().getType().getShape();
     ArrayRef<int64_t> w = conv.getFilter().getType().getShape();
