@@ -607,9 +607,11 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   graphOptions.channelFirstConvolutions = targets.cuda.empty();
   // The blocked convolutions are calls of the runtime's oneDNN kernels.
-  graphOptions.blockedConvolutions = options.graph.blockedConvolutions && targets.cuda.empty() &&
-                                     !options.train && options.cpu.gemmLibrary == "onednn" &&
-                                     KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
+  bool blockedKernels = targets.cuda.empty() && !options.train &&
+                        options.cpu.gemmLibrary == "onednn" && KILN_CPU_KERNELS_ONEDNN &&
+                        !cpuKernelsArchive().empty();
+  if (!blockedKernels)
+    graphOptions.blockedLayout = BlockedLayout::Off;
   PlacementOptions &placement = graphOptions.placement.emplace();
   placement.rules = placeRules;
   placement.defaultDevice = !options.defaultDevice.empty() ? options.defaultDevice

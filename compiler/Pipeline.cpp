@@ -46,8 +46,11 @@ mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptio
     pm.addPass(createKilnFormStagesPass());
   }
   pm.addNestedPass<mlir::func::FuncOp>(createKilnDecomposePass());
-  if (options.blockedConvolutions)
-    pm.addNestedPass<mlir::func::FuncOp>(createKilnBlockedLayoutPass());
+  if (options.blockedLayout != BlockedLayout::Off) {
+    KilnBlockedLayoutPassOptions blocked;
+    blocked.everywhere = options.blockedLayout == BlockedLayout::All;
+    pm.addNestedPass<mlir::func::FuncOp>(createKilnBlockedLayoutPass(blocked));
+  }
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   if (options.trainStep) {

@@ -32,6 +32,16 @@ struct PlacementOptions {
   bool log = false;
 };
 
+/// Where kiln-blocked-layout puts images in blocks of 16 channels.
+enum class BlockedLayout {
+  /// Nowhere: every image stays NCHW.
+  Off,
+  /// Where the layout pays for its reorders: chains of convolutions.
+  Auto,
+  /// Around every convolution that can take it, even one alone.
+  All,
+};
+
 /// Choices that shape the graph-level pipeline.
 struct GraphOptions {
   /// Build a train step (kiln-train-step) first, with these pass options
@@ -55,10 +65,10 @@ struct GraphOptions {
   /// lowering then writes channel-first (kiln-fuse
   /// channel-first-convolutions); only when every kernel is CPU code.
   bool channelFirstConvolutions = false;
-  /// Keep images in blocks of 16 channels between convolutions by constant
-  /// filters (kiln-blocked-layout); only for CPU inference with the
+  /// Where images go in blocks of 16 channels around convolutions by
+  /// constant filters (kiln-blocked-layout); only for CPU inference with the
   /// runtime's oneDNN kernels.
-  bool blockedConvolutions = false;
+  BlockedLayout blockedLayout = BlockedLayout::Off;
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization

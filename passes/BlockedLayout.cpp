@@ -123,6 +123,9 @@ public:
   /// of one.
   bool isView(Value value) const { return views.contains(value); }
 
+  /// Whether `value` has a blocked form already, a view's or a reorder's.
+  bool hasBlocked(Value value) const { return blockedOf.contains(value); }
+
   /// An operand of an elementwise op whose result is the NCHW image
   /// `resultType`, as an operand of the same op on the blocked image: the
   /// blocked form of an image of the result's shape, of a per-channel
@@ -204,7 +207,40 @@ bool keepsZeros(Operation *op, ArrayRef<bool> uniform) {
   return !isa<DivOp>(op);
 }
 
+/// Whether the NCHW image `image` reaches, directly or through elementwise
+/// ops, a convolution that can run on blocked images.
+bool feedsBlockableConv(Value image) {
+  SmallVector<Value> work{image};
+  DenseSet<Value> seen{image};
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto conv = dyn_cast<ConvOp>(user)) {
+        if (use.getOperandNumber() == 0 && isBlockable(conv))
+          return true;
+        continue;
+      }
+      if (isElementwise(user) && isBlockableImage(user->getResult(0).getType()) &&
+          seen.insert(user->getResult(0)).second)
+        work.push_back(user->getResult(0));
+    }
+  }
+  return false;
+}
+
+/// Whether running `conv` on blocked images pays for its reorders: its input
+/// has a blocked form already, or its result reaches another convolution
+/// that takes it blocked. A convolution alone between NCHW images would pay
+/// a pass over each of its two images for a layout nothing else reads; the
+/// NCHW kernels run it as fast as that.
+bool worthBlocking(ConvOp conv, const Reorders &reorders) {
+  return reorders.hasBlocked(conv.getInput()) || feedsBlockableConv(conv.getResult());
+}
+
 struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayoutPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -220,7 +256,7 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       if (erased.contains(op))
         continue;
       if (auto conv = dyn_cast<ConvOp>(op)) {
-        if (isBlockable(conv))
+        if (isBlockable(conv) && (everywhere || worthBlocking(conv, reorders)))
           convert(b, reorders, conv, erased);
         continue;
       }

@@ -79,11 +79,18 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
   let summary = "Keeps images in blocks of 16 channels between convolutions";
   let description = [{
     Rewrites each convolution by constant filters whose input and output
-    channels are multiples of 16 (one group, or depthwise) into a
+    channels fill blocks of 16 (one group, or depthwise) into a
     `kiln.blocked_conv`, which takes and gives its image as
     `N x C/16 x H x W x 16` (oneDNN's `nChw16c`, one AVX-512 vector of
-    channels per pixel). A Relu, or a Clip's max and min by constants, that
-    is the convolution's only user becomes its clamp.
+    channels per pixel). Channels that are not a multiple of 16 (24, 40)
+    qualify when zeros padding the last block add at most half again the
+    work. A Relu, or a Clip's max and min by constants, that is the
+    convolution's only user becomes its clamp.
+
+    A convolution is rewritten only where the layout pays for its
+    reorders: its input has a blocked form already, or its result reaches,
+    directly or through elementwise ops, another convolution that can take
+    it blocked. One alone between NCHW images stays as it is.
 
     Elementwise ops whose operands are such images, per-channel vectors
     (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)
@@ -98,7 +105,7 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     runtime (oneDNN's convolution primitives with the filters packed once,
     threads of their own); kilnc runs this pass for CPU inference only.
 
-    Before:
+    Before (where `%r` goes on to another convolution):
     ```mlir
     %y = kiln.conv %x, %w, %b {...} : (tensor<1x32x28x28xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x64x28x28xf32>
     %r = kiln.relu %y : tensor<1x64x28x28xf32>
@@ -112,6 +119,11 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     %r = kiln.reshape %u : tensor<1x4x16x28x28xf32> -> tensor<1x64x28x28xf32>
     ```
   }];
+  let options = [
+    Option<"everywhere", "everywhere", "bool", /*default=*/"false",
+           "Rewrite every convolution that can run on blocked images, even one "
+           "alone between NCHW images (to test the blocked kernels on any graph)">
+  ];
 }
 
 def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {

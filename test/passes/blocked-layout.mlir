@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout,canonicalize))' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout{everywhere=true},canonicalize))' | FileCheck %s --check-prefix=ALL
 
 // A chain: each convolution takes the one before it's blocked image, the
 // first one's input is reordered once and the last one's result reordered
@@ -26,7 +27,7 @@ func.func @chain(%x: tensor<1x32x8x8xf32>) -> tensor<1x16x8x8xf32> {
 // -----
 
 // ONNX Clip (a max, then a min, by constants) becomes the clamp; a
-// depthwise convolution is blocked too.
+// depthwise convolution is blocked too (a 1x1 one reads its result).
 // CHECK-LABEL: func.func @clip_depthwise
 // CHECK: kiln.blocked_conv %{{.*}}, %{{.*}} {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x1x9x9x16xf32>, tensor<16x1x3x3xf32>) -> tensor<2x1x5x5x16xf32>
 // CHECK-NOT: kiln.max
@@ -39,19 +40,23 @@ func.func @clip_depthwise(%x: tensor<2x16x9x9xf32>) -> tensor<2x16x5x5xf32> {
   %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<2x16x9x9xf32>, tensor<16x1x3x3xf32>) -> tensor<2x16x5x5xf32>
   %1 = kiln.max %0, %lo : (tensor<2x16x5x5xf32>, tensor<f32>) -> tensor<2x16x5x5xf32>
   %2 = kiln.min %1, %hi : (tensor<2x16x5x5xf32>, tensor<f32>) -> tensor<2x16x5x5xf32>
-  return %2 : tensor<2x16x5x5xf32>
+  %w1 = kiln.constant dense<1.0> : tensor<16x16x1x1xf32>
+  %3 = kiln.conv %2, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x16x5x5xf32>, tensor<16x16x1x1xf32>) -> tensor<2x16x5x5xf32>
+  return %3 : tensor<2x16x5x5xf32>
 }
 
 // -----
 
 // A residual block: the sum and its Relu run on blocked images, the block's
-// input is reordered once for both of its users.
+// input is reordered once for both of its users, and the next block's
+// convolution reads the Relu's result as it is.
 // CHECK-LABEL: func.func @residual
 // CHECK: %[[B:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 1, 3, 4, 2>}
 // CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]]
 // CHECK: %[[SUM:.*]] = kiln.add %[[C]], %[[B]] : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
 // CHECK: %[[R:.*]] = kiln.relu %[[SUM]] : tensor<1x1x4x4x16xf32>
-// CHECK: %[[T:.*]] = kiln.transpose %[[R]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[N:.*]] = kiln.blocked_conv %[[R]]
+// CHECK: %[[T:.*]] = kiln.transpose %[[N]] {perm = array<i64: 0, 1, 4, 2, 3>}
 // CHECK: %[[Y:.*]] = kiln.reshape %[[T]]
 // CHECK: return %[[Y]]
 func.func @residual(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
@@ -59,7 +64,8 @@ func.func @residual(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
   %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
   %1 = kiln.add %0, %x : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   %2 = kiln.relu %1 : tensor<1x16x4x4xf32>
-  return %2 : tensor<1x16x4x4xf32>
+  %3 = kiln.conv %2, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  return %3 : tensor<1x16x4x4xf32>
 }
 
 // -----
@@ -77,7 +83,8 @@ func.func @residual(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
 // CHECK: %[[GB:.*]] = kiln.transpose %[[GS]] {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<2x2x16x1x1xf32>) -> tensor<2x2x1x1x16xf32>
 // CHECK: %[[P:.*]] = kiln.mul %[[C]], %[[GB]] : (tensor<2x2x4x4x16xf32>, tensor<2x2x1x1x16xf32>) -> tensor<2x2x4x4x16xf32>
 // CHECK: %[[H:.*]] = kiln.mul %[[P]], %[[HALF]] : (tensor<2x2x4x4x16xf32>, tensor<1x1x1x1x1xf32>) -> tensor<2x2x4x4x16xf32>
-// CHECK: kiln.transpose %[[H]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[N:.*]] = kiln.blocked_conv %[[H]]
+// CHECK: kiln.transpose %[[N]] {perm = array<i64: 0, 1, 4, 2, 3>}
 func.func @excitation(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
   %w = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
   %half = kiln.constant dense<0.5> : tensor<1xf32>
@@ -86,20 +93,22 @@ func.func @excitation(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
   %2 = kiln.sigmoid %1 : tensor<2x32x1x1xf32>
   %3 = kiln.mul %0, %2 : (tensor<2x32x4x4xf32>, tensor<2x32x1x1xf32>) -> tensor<2x32x4x4xf32>
   %4 = kiln.mul %3, %half : (tensor<2x32x4x4xf32>, tensor<1xf32>) -> tensor<2x32x4x4xf32>
-  return %4 : tensor<2x32x4x4xf32>
+  %5 = kiln.conv %4, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x32x4x4xf32>, tensor<32x32x1x1xf32>) -> tensor<2x32x4x4xf32>
+  return %5 : tensor<2x32x4x4xf32>
 }
 
 // -----
 
 // Left in NCHW: three input channels, filters that are not constants, two
 // groups that are not depthwise, and an elementwise op whose other operand
-// broadcasts along the rows (it reads the blocked convolution's NCHW view).
+// broadcasts along the rows (it reads the blocked convolutions' NCHW view).
 // CHECK-LABEL: func.func @unchanged
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x8x8xf32>, %[[Y:[^:]*]]: tensor<1x32x8x8xf32>, %[[WY:[^:]*]]: tensor<16x32x1x1xf32>, %[[ROW:[^:]*]]: tensor<8xf32>)
 // CHECK: %[[A:.*]] = kiln.conv %[[X]], %{{.*}} {{.*}} -> tensor<1x16x8x8xf32>
 // CHECK: %[[B:.*]] = kiln.conv %[[Y]], %[[WY]] {{.*}} -> tensor<1x16x8x8xf32>
 // CHECK: %[[G:.*]] = kiln.conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, group = 2 : i64, {{.*}} -> tensor<1x32x8x8xf32>
-// CHECK: %[[C:.*]] = kiln.blocked_conv
+// CHECK: %[[C0:.*]] = kiln.blocked_conv
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[C0]]
 // CHECK: %[[T:.*]] = kiln.transpose %[[C]]
 // CHECK: %[[V:.*]] = kiln.reshape %[[T]] : tensor<1x2x16x8x8xf32> -> tensor<1x32x8x8xf32>
 // CHECK: %[[S:.*]] = kiln.add %[[V]], %[[ROW]] : (tensor<1x32x8x8xf32>, tensor<8xf32>) -> tensor<1x32x8x8xf32>
@@ -111,7 +120,8 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
   %1 = kiln.conv %y, %wy {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x8x8xf32>
   %2 = kiln.conv %y, %wg {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x16x1x1xf32>) -> tensor<1x32x8x8xf32>
   %wc = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
-  %3 = kiln.conv %2, %wc {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %c = kiln.conv %2, %wc {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %3 = kiln.conv %c, %wc {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
   %4 = kiln.add %3, %row : (tensor<1x32x8x8xf32>, tensor<8xf32>) -> tensor<1x32x8x8xf32>
   return %0, %1, %4 : tensor<1x16x8x8xf32>, tensor<1x16x8x8xf32>, tensor<1x32x8x8xf32>
 }
@@ -122,7 +132,7 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
 // the channels with zeros and slice them off again. Ops that keep zeros
 // (the residual sum) run on the blocked images; a clamp that moves zero
 // (here to 1) and a sigmoid (0.5 at zero) stay in NCHW, since a
-// convolution reads the padding lanes.
+// convolution reads the padding lanes; the next convolution reads the sum.
 // CHECK-LABEL: func.func @padded
 // CHECK-SAME: (%[[X:.*]]: tensor<1x24x4x4xf32>)
 // CHECK: %[[P:.*]] = kiln.pad %[[X]] {pads = array<i64: 0, 0, 0, 0, 0, 8, 0, 0>} : tensor<1x24x4x4xf32> -> tensor<1x32x4x4xf32>
@@ -135,13 +145,50 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
 // CHECK: %[[V:.*]] = kiln.slice %[[R]] {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>} : tensor<1x32x4x4xf32> -> tensor<1x24x4x4xf32>
 // CHECK: %[[M:.*]] = kiln.max %[[V]], %{{.*}} : (tensor<1x24x4x4xf32>, tensor<f32>) -> tensor<1x24x4x4xf32>
 // CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<1x24x4x4xf32>
+// CHECK: %[[N:.*]] = kiln.blocked_conv %[[SUM]]
 // CHECK: return %[[G]]
-func.func @padded(%x: tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32> {
+func.func @padded(%x: tensor<1x24x4x4xf32>) -> (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) {
   %w = kiln.constant dense<1.0> : tensor<24x24x1x1xf32>
   %one = kiln.constant dense<1.0> : tensor<f32>
   %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x24x4x4xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x4x4xf32>
   %1 = kiln.add %0, %x : (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
   %2 = kiln.max %1, %one : (tensor<1x24x4x4xf32>, tensor<f32>) -> tensor<1x24x4x4xf32>
   %3 = kiln.sigmoid %2 : tensor<1x24x4x4xf32>
-  return %3 : tensor<1x24x4x4xf32>
+  %4 = kiln.conv %1, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x24x4x4xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x4x4xf32>
+  return %3, %4 : tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>
+}
+
+// -----
+
+// A convolution alone between NCHW images stays as it is: two reorders
+// would cost more than the layout saves. A sibling that reads an image
+// whose blocked form exists already (made for the chain beside it) is
+// blocked, since its input costs nothing more.
+// CHECK-LABEL: func.func @alone
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x32x8x8xf32>, %[[Y:[^:]*]]: tensor<1x32x8x8xf32>)
+// CHECK: %[[S:.*]] = kiln.reshape %[[Y]]
+// CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>}
+// CHECK: %[[A:.*]] = kiln.conv %[[X]], %{{.*}} {dilations = array<i64: 1, 1>, group = 32 : i64
+// CHECK: %[[R:.*]] = kiln.relu %[[A]]
+// CHECK: %[[C1:.*]] = kiln.blocked_conv %[[B]]
+// CHECK: %[[C2:.*]] = kiln.blocked_conv %[[C1]]
+// CHECK: %[[C3:.*]] = kiln.blocked_conv %[[B]]
+// CHECK-NOT: kiln.conv
+// CHECK: return %[[R]]
+// With everywhere=true, the lone depthwise convolution is blocked too, its
+// Relu the clamp.
+// ALL-LABEL: func.func @alone
+// ALL: kiln.blocked_conv %{{.*}}, %{{.*}} {clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 32 : i64
+// ALL-NOT: kiln.conv
+// ALL-NOT: kiln.relu
+// ALL: return
+func.func @alone(%x: tensor<1x32x8x8xf32>, %y: tensor<1x32x8x8xf32>) -> (tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>) {
+  %wd = kiln.constant dense<1.0> : tensor<32x1x3x3xf32>
+  %w = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %0 = kiln.conv %x, %wd {dilations = array<i64: 1, 1>, group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %1 = kiln.relu %0 : tensor<1x32x8x8xf32>
+  %2 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %3 = kiln.conv %2, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %4 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  return %1, %3, %4 : tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>
 }

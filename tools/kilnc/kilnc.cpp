@@ -202,14 +202,22 @@ int main(int argc, char **argv) {
                          cl::desc("Compile every op as its own kernel instead of fusing "
                                   "(to bisect a suspected fusion bug)"),
                          cl::cat(category));
-  cl::opt<bool> noBlockedLayout(
-      "no-blocked-layout",
-      cl::desc("Keep every image in NCHW. By default, CPU inference keeps the images between "
-               "convolutions by constant filters whose channels are multiples of 16 in blocks "
-               "of 16 channels (N x C/16 x H x W x 16, oneDNN's nChw16c), and each such "
-               "convolution is one oneDNN primitive on all threads (see docs/user-guide.md, "
-               "Performance)"),
-      cl::cat(category));
+  cl::opt<kiln::BlockedLayout> blockedLayout(
+      "blocked-layout",
+      cl::desc("Where CPU inference keeps images in blocks of 16 channels (N x C/16 x H x W x "
+               "16, oneDNN's nChw16c) around convolutions by constant filters whose channels "
+               "fill such blocks, each convolution then one oneDNN primitive on all threads "
+               "(see docs/user-guide.md, Performance):"),
+      cl::values(
+          clEnumValN(kiln::BlockedLayout::Auto, "auto",
+                     "where the layout pays for its reorders: a convolution whose input is "
+                     "blocked already or whose result reaches another one (default)"),
+          clEnumValN(kiln::BlockedLayout::All, "all",
+                     "around every such convolution, even one alone between NCHW images"),
+          clEnumValN(kiln::BlockedLayout::Off, "off", "nowhere: every image stays NCHW")),
+      cl::init(kiln::BlockedLayout::Auto), cl::cat(category));
+  cl::opt<bool> noBlockedLayout("no-blocked-layout",
+                                cl::desc("The same as --blocked-layout=off"), cl::cat(category));
   cl::opt<bool> fusionReport("fusion-report",
                              cl::desc("Print each fusion to stderr: its kind, member ops "
                                       "and the ONNX nodes they came from"),
@@ -343,7 +351,7 @@ int main(int argc, char **argv) {
   options.inputShapes.assign(inputShapes.begin(), inputShapes.end());
   options.frozenInputs.assign(freezeInputs.begin(), freezeInputs.end());
   options.graph.fusion = !noFusion;
-  options.graph.blockedConvolutions = !noBlockedLayout;
+  options.graph.blockedLayout = noBlockedLayout ? kiln::BlockedLayout::Off : blockedLayout;
   options.cpu.gemmLibrary = gemm == Gemm::OneDnn ? "onednn" : "openblas";
   options.graph.fusionReport = fusionReport;
   options.placeRules.assign(place.begin(), place.end());

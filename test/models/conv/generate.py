@@ -2,11 +2,12 @@
 """Writes a convolution model that exercises every way Kiln tiles a convolution.
 
 The paths named below are those of NCHW images (the models-nchw test, kilnc
---no-blocked-layout). By default, the convolutions whose input and output
-channels are multiples of 16 (y_wino, y_dw_dilated, y_1x1, y_direct_5x5,
-y_direct_s2, y_direct_7x1, y_direct_1x7 and any other such below) run as
-kiln.blocked_conv on images in blocks of 16 channels instead (the models
-test).
+--blocked-layout=off). With --blocked-layout=all (the models-blocked test), the
+convolutions whose input and output channels are multiples of 16 (y_wino,
+y_dw_dilated, y_1x1, y_direct_5x5, y_direct_s2, y_direct_7x1, y_direct_1x7 and
+any other such below) run as kiln.blocked_conv on images in blocks of 16
+channels instead; kilnc's default leaves most of them, alone between NCHW
+images, on the paths below (the models test).
 
 Outputs of one model, all on fixed pseudo-random data:
   y_rows:   Relu(Conv 3x3, pad 1) on 1x8x40x40 -> 1x16x40x40: one image, so the
