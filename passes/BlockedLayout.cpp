@@ -262,6 +262,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       }
       if (isElementwise(op))
         convertElementwise(b, reorders, op);
+      else if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
+        convertSpatialReduction(b, reorders, op);
     }
   }
 
@@ -315,6 +317,38 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       op->erase();
     }
     conv->erase();
+  }
+
+  /// Replaces the reduction `op` over an image's rows and columns (a global
+  /// pool, a squeeze-and-excitation's mean) by the same reduction of its
+  /// blocked form, when that is a view: the blocked result,
+  /// `N x C/16 x 1 x 1 x 16`, is a per-channel vector the image's
+  /// elementwise ops take as it is, and its NCHW view is small. A sum,
+  /// maximum or minimum of zero lanes is zero, so padding stays zero.
+  static void convertSpatialReduction(OpBuilder &b, Reorders &reorders, Operation *op) {
+    Value input = op->getOperand(0);
+    auto inputType = dyn_cast<RankedTensorType>(input.getType());
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    if (!reorders.isView(input) || !inputType || !isBlockableImage(inputType) || !axes ||
+        axes.asArrayRef() != ArrayRef<int64_t>{2, 3})
+      return;
+    bool uniform;
+    Value blockedInput = reorders.asBlockedOperand(input, inputType, uniform);
+    ArrayRef<int64_t> s = inputType.getShape();
+    auto blockedType =
+        inputType.clone({s[0], channelBlocks(s[1]), 1, 1, kChannelBlock});
+    b.setInsertionPoint(op);
+    NamedAttrList attrs(op->getAttrs());
+    attrs.set("keepdims", b.getBoolAttr(true));
+    OperationState state(op->getLoc(), op->getName(), ValueRange{blockedInput},
+                         TypeRange{blockedType}, attrs);
+    Operation *blocked = b.create(state);
+    Value result = reorders.plain(blocked->getResult(0), s[1], op->getLoc());
+    Type resultType = op->getResult(0).getType();
+    if (result.getType() != resultType)
+      result = ReshapeOp::create(b, op->getLoc(), resultType, result);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
   }
 
   /// Replaces the elementwise `op` by the same op on blocked images when one

@@ -70,21 +70,18 @@ func.func @residual(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
 
 // -----
 
-// Squeeze-and-excitation: a per-image, per-channel scale and a scalar
-// follow the blocked image; the pooling that computes the scale reads NCHW.
+// Squeeze-and-excitation: the mean over rows and columns, its sigmoid, the
+// per-image, per-channel scale and a scalar all stay on blocked images.
 // CHECK-LABEL: func.func @excitation
 // CHECK-DAG: %[[HALF:.*]] = kiln.constant dense<5.000000e-01> : tensor<1x1x1x1x1xf32>
 // CHECK: %[[C:.*]] = kiln.blocked_conv
-// CHECK: %[[T:.*]] = kiln.transpose %[[C]] {perm = array<i64: 0, 1, 4, 2, 3>}
-// CHECK: %[[V:.*]] = kiln.reshape %[[T]] : tensor<2x2x16x4x4xf32> -> tensor<2x32x4x4xf32>
-// CHECK: %[[M:.*]] = kiln.reduce_mean %[[V]]
-// CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<2x32x1x1xf32>
-// CHECK: %[[GS:.*]] = kiln.reshape %[[G]] : tensor<2x32x1x1xf32> -> tensor<2x2x16x1x1xf32>
-// CHECK: %[[GB:.*]] = kiln.transpose %[[GS]] {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<2x2x16x1x1xf32>) -> tensor<2x2x1x1x16xf32>
-// CHECK: %[[P:.*]] = kiln.mul %[[C]], %[[GB]] : (tensor<2x2x4x4x16xf32>, tensor<2x2x1x1x16xf32>) -> tensor<2x2x4x4x16xf32>
+// CHECK: %[[M:.*]] = kiln.reduce_mean %[[C]] {axes = array<i64: 2, 3>} : (tensor<2x2x4x4x16xf32>) -> tensor<2x2x1x1x16xf32>
+// CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<2x2x1x1x16xf32>
+// CHECK: %[[P:.*]] = kiln.mul %[[C]], %[[G]] : (tensor<2x2x4x4x16xf32>, tensor<2x2x1x1x16xf32>) -> tensor<2x2x4x4x16xf32>
 // CHECK: %[[H:.*]] = kiln.mul %[[P]], %[[HALF]] : (tensor<2x2x4x4x16xf32>, tensor<1x1x1x1x1xf32>) -> tensor<2x2x4x4x16xf32>
 // CHECK: %[[N:.*]] = kiln.blocked_conv %[[H]]
 // CHECK: kiln.transpose %[[N]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK-NOT: kiln.transpose
 func.func @excitation(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
   %w = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
   %half = kiln.constant dense<0.5> : tensor<1xf32>
@@ -191,4 +188,36 @@ func.func @alone(%x: tensor<1x32x8x8xf32>, %y: tensor<1x32x8x8xf32>) -> (tensor<
   %3 = kiln.conv %2, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
   %4 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
   return %1, %3, %4 : tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>, tensor<1x32x8x8xf32>
+}
+
+// -----
+
+// Reductions over rows and columns (global pools, a squeeze-and-excitation's
+// mean) read the blocked image and give a blocked per-channel vector, whose
+// small NCHW view the other users get (reshaped when the reduction drops
+// its dimensions). One over the channels reads the NCHW view.
+// CHECK-LABEL: func.func @spatial_reductions
+// CHECK: %[[C:.*]] = kiln.blocked_conv
+// CHECK: %[[CT:.*]] = kiln.transpose %[[C]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[CV:.*]] = kiln.reshape %[[CT]]
+// CHECK: %[[S:.*]] = kiln.reduce_sum %[[C]] {axes = array<i64: 2, 3>} : (tensor<1x2x8x8x16xf32>) -> tensor<1x2x1x1x16xf32>
+// CHECK: %[[D:.*]] = kiln.div %[[S]], %{{.*}} : (tensor<1x2x1x1x16xf32>, tensor<f32>) -> tensor<1x2x1x1x16xf32>
+// CHECK: %[[DT:.*]] = kiln.transpose %[[D]] {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x2x1x1x16xf32>) -> tensor<1x2x16x1x1xf32>
+// CHECK: %[[DV:.*]] = kiln.reshape %[[DT]] : tensor<1x2x16x1x1xf32> -> tensor<1x32x1x1xf32>
+// CHECK: %[[M:.*]] = kiln.reduce_max %[[C]] {axes = array<i64: 2, 3>} : (tensor<1x2x8x8x16xf32>) -> tensor<1x2x1x1x16xf32>
+// CHECK: %[[MT:.*]] = kiln.transpose %[[M]] {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x2x1x1x16xf32>) -> tensor<1x2x16x1x1xf32>
+// CHECK: %[[MV:.*]] = kiln.reshape %[[MT]] : tensor<1x2x16x1x1xf32> -> tensor<1x32xf32>
+// CHECK: %[[P:.*]] = kiln.reduce_sum %[[CV]] {axes = array<i64: 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x1x8x8xf32>
+// CHECK: kiln.blocked_conv %[[C]]
+// CHECK: return %[[DV]], %[[MV]], %[[P]]
+func.func @spatial_reductions(%x: tensor<1x32x8x8xf32>) -> (tensor<1x32x1x1xf32>, tensor<1x32xf32>, tensor<1x1x8x8xf32>, tensor<1x32x8x8xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %n = kiln.constant dense<64.0> : tensor<f32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %1 = kiln.reduce_sum %0 {axes = array<i64: 2, 3>} : (tensor<1x32x8x8xf32>) -> tensor<1x32x1x1xf32>
+  %2 = kiln.div %1, %n : (tensor<1x32x1x1xf32>, tensor<f32>) -> tensor<1x32x1x1xf32>
+  %3 = kiln.reduce_max %0 {axes = array<i64: 2, 3>, keepdims = false} : (tensor<1x32x8x8xf32>) -> tensor<1x32xf32>
+  %4 = kiln.reduce_sum %0 {axes = array<i64: 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x1x8x8xf32>
+  %5 = kiln.conv %0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  return %2, %3, %4, %5 : tensor<1x32x1x1xf32>, tensor<1x32xf32>, tensor<1x1x8x8xf32>, tensor<1x32x8x8xf32>
 }
