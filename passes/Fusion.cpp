@@ -109,6 +109,23 @@ bool joinsTensors(Operation *op) {
          }) >= 2;
 }
 
+/// Whether a copy of the cheap `op` in another fusion would leave one of its
+/// operands of its own size, computed by an expensive elementwise op that
+/// only `op` reads, to be stored for both copies. SiLU's x * sigmoid(x) read
+/// by two fusions (a squeeze-and-excitation's mean and scale) would store
+/// the sigmoid and read it and x in each: two passes over the image more
+/// than storing the product, into which the sigmoid then fuses.
+bool copyStoresExpensiveOperand(Operation *op) {
+  int64_t elements = cast<ShapedType>(op->getResult(0).getType()).getNumElements();
+  return llvm::any_of(op->getOperands(), [&](Value operand) {
+    Operation *def = operand.getDefiningOp();
+    auto type = dyn_cast<ShapedType>(operand.getType());
+    return def && isa<KilnDialect>(def->getDialect()) && def->getNumResults() == 1 &&
+           classify(def) == OpClass::Elementwise && !isCheap(def) && operand.hasOneUse() &&
+           type && type.hasStaticShape() && type.getNumElements() == elements;
+  });
+}
+
 /// Joins of full-size tensors (joinsTensors) a fusion copies in, one after
 /// another along a chain of producers, at most. A chain of sums that each
 /// feed several fusions (a pre-LN transformer's residual stream, a running
@@ -291,8 +308,10 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     }
     if (usersInGroup)
       return Decision::Fuse;
-    return isCheap(producer) && !feedsFloatComparison(producer) ? Decision::Duplicate
-                                                              : Decision::Refuse;
+    return isCheap(producer) && !feedsFloatComparison(producer) &&
+                   !copyStoresExpensiveOperand(producer)
+               ? Decision::Duplicate
+               : Decision::Refuse;
   }
   case OpClass::Contraction: // already in its output fusion (formOutputGroups)
   case OpClass::Opaque:

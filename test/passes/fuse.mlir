@@ -169,6 +169,31 @@ func.func @duplicate_cheap_only(%x: tensor<16xf32>, %y: tensor<16xf32>) -> (tens
 
 // -----
 
+// A cheap product whose copy would take an expensive operand of its own size
+// along (SiLU, x * sigmoid(x), read by a squeeze-and-excitation's mean and
+// scale) is stored once, with the sigmoid fused into it, rather than copied
+// into both readers with the sigmoid stored for them.
+// CHECK-LABEL: func.func @store_product_of_expensive
+// CHECK: %[[Y:.*]] = kiln.fusion loop(%{{.*}}) : (tensor<2x64xf32>) -> tensor<2x64xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.sigmoid
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.fusion input(%[[Y]], %{{.*}}) : (tensor<2x64xf32>, tensor<2x1xf32>) -> (tensor<2x1xf32>, tensor<2x64xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.reduce_sum
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+func.func @store_product_of_expensive(%x: tensor<2x64xf32>, %g: tensor<2x1xf32>) -> (tensor<2x1xf32>, tensor<2x64xf32>) {
+  %s = kiln.sigmoid %x : tensor<2x64xf32>
+  %y = kiln.mul %x, %s : (tensor<2x64xf32>, tensor<2x64xf32>) -> tensor<2x64xf32>
+  %r = kiln.reduce_sum %y {axes = array<i64: 1>} : (tensor<2x64xf32>) -> tensor<2x1xf32>
+  %z = kiln.mul %y, %g : (tensor<2x64xf32>, tensor<2x1xf32>) -> tensor<2x64xf32>
+  return %r, %z : tensor<2x1xf32>, tensor<2x64xf32>
+}
+
+// -----
+
 // A chain of cheap ops that each feed other fusions (a pre-LN transformer's
 // residual stream: each sum is normalized, and the next sum adds to it) is
 // not recomputed whole in each consumer: a fusion copies in at most two of
