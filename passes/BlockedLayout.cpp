@@ -7,13 +7,16 @@
 // keeps, for each NCHW value, its blocked form where one exists: a
 // converted op's result is the blocked value, and its old users read an
 // NCHW view made from it (a transpose and a reshape), which later
-// converted ops see through and which dies when none is left.
+// converted ops see through and which dies when none is left. Reductions
+// over rows and columns follow the blocked images too. A last walk folds
+// each residual sum into the convolution that computes one of its operands.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/kiln/KilnOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 #include <limits>
@@ -238,6 +241,88 @@ bool worthBlocking(ConvOp conv, const Reorders &reorders) {
   return reorders.hasBlocked(conv.getInput()) || feedsBlockableConv(conv.getResult());
 }
 
+/// The bounds a convolution's result is clamped to.
+struct Clamp {
+  float low = -std::numeric_limits<float>::infinity();
+  float high = std::numeric_limits<float>::infinity();
+
+  FloatAttr lowAttr(Builder &b) const { return attr(b, low); }
+  FloatAttr highAttr(Builder &b) const { return attr(b, high); }
+
+private:
+  static FloatAttr attr(Builder &b, float value) {
+    return std::isinf(value) ? FloatAttr() : b.getF32FloatAttr(value);
+  }
+};
+
+/// The clamp that the ops after `result` apply to it: a Relu or a max by a
+/// constant, then a min by a constant (ONNX Clip), each the only user of
+/// what it reads; they go in `absorbed`, in order. On a `padded` image a
+/// clamp that moves zero is left alone: the padding lanes stay zero.
+Clamp absorbClamp(Value result, bool padded, SmallVectorImpl<Operation *> &absorbed) {
+  Clamp clamp;
+  Type type = result.getType();
+  Block *block = result.getParentBlock();
+  while (result.hasOneUse()) {
+    Operation *user = *result.getUsers().begin();
+    if (user->getBlock() != block || user->getNumResults() != 1 ||
+        user->getResult(0).getType() != type)
+      break;
+    std::optional<float> bound;
+    if (isa<MaxOp, MinOp>(user))
+      bound = splatValue(user->getOperand(user->getOperand(0) == result ? 1 : 0));
+    bool unbounded = clamp.high == std::numeric_limits<float>::infinity();
+    if (isa<ReluOp>(user) && unbounded)
+      clamp.low = std::max(clamp.low, 0.0f);
+    else if (isa<MaxOp>(user) && bound && unbounded && (!padded || *bound <= 0.0f))
+      clamp.low = std::max(clamp.low, *bound);
+    else if (isa<MinOp>(user) && bound && *bound >= clamp.low && (!padded || *bound >= 0.0f))
+      clamp.high = std::min(clamp.high, *bound);
+    else
+      break;
+    absorbed.push_back(user);
+    result = user->getResult(0);
+  }
+  return clamp;
+}
+
+/// Folds each residual sum into the blocked convolution that computes one
+/// of its operands: `add(blocked_conv(x), r)`, where the sum is the
+/// convolution's only user and the convolution is not clamped, becomes
+/// `blocked_conv(x) add r` at the sum, which takes the sum's clamp too
+/// (ResNet's `relu(conv(x) + identity)`). The runtime adds the convolution
+/// into r's buffer (oneDNN's sum post-op), which saves the sum's pass over
+/// both images.
+void foldResidualSums(func::FuncOp func) {
+  SmallVector<AddOp> sums;
+  func.walk([&](AddOp add) { sums.push_back(add); });
+  for (AddOp add : sums) {
+    for (unsigned i : {0u, 1u}) {
+      auto conv = add->getOperand(i).getDefiningOp<BlockedConvOp>();
+      Value addend = add->getOperand(1 - i);
+      if (!conv || conv.getAddend() || conv.getClampMinAttr() || conv.getClampMaxAttr() ||
+          !conv->hasOneUse() || conv->getBlock() != add->getBlock() ||
+          conv.getType() != add.getType() || addend.getType() != add.getType())
+        continue;
+      SmallVector<Operation *> absorbed;
+      bool padded = conv.getFilter().getType().getDimSize(0) % kChannelBlock != 0;
+      Clamp clamp = absorbClamp(add.getResult(), padded, absorbed);
+      OpBuilder b(add);
+      auto fused = BlockedConvOp::create(
+          b, b.getFusedLoc({conv.getLoc(), add.getLoc()}), conv.getInput(), conv.getFilter(),
+          conv.getBias(), addend, conv.getStridesAttr(), conv.getPadsAttr(),
+          conv.getDilationsAttr(), conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b));
+      Operation *last = absorbed.empty() ? add.getOperation() : absorbed.back();
+      last->getResult(0).replaceAllUsesWith(fused.getResult());
+      for (Operation *op : llvm::reverse(absorbed))
+        op->erase();
+      add->erase();
+      conv->erase();
+      break;
+    }
+  }
+}
+
 struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayoutPass> {
   using Base::Base;
 
@@ -265,6 +350,12 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       else if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
         convertSpatialReduction(b, reorders, op);
     }
+    // The NCHW views no op reads any more, so that each blocked value's
+    // users are the ops that read it.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    foldResidualSums(func);
   }
 
   /// Replaces `conv`, and the Relu or Clip that is its only user, by a
@@ -273,42 +364,14 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
                       DenseSet<Operation *> &erased) {
     b.setInsertionPoint(conv);
     Value input = reorders.blocked(conv.getInput());
-    float low = -std::numeric_limits<float>::infinity();
-    float high = std::numeric_limits<float>::infinity();
-    // The clamp: Relu or max by a constant, then min by a constant (ONNX
-    // Clip), each the only user of what it reads.
     SmallVector<Operation *> absorbed;
-    Value result = conv.getResult();
-    // The result's padding lanes stay zero: a clamp that moves zero stays
-    // an op of its own.
-    bool padded = isPadded(conv.getType());
-    while (result.hasOneUse()) {
-      Operation *user = *result.getUsers().begin();
-      if (user->getBlock() != conv->getBlock() || user->getNumResults() != 1 ||
-          user->getResult(0).getType() != conv.getType())
-        break;
-      std::optional<float> bound;
-      if (isa<MaxOp, MinOp>(user))
-        bound = splatValue(user->getOperand(user->getOperand(0) == result ? 1 : 0));
-      if (isa<ReluOp>(user) && high == std::numeric_limits<float>::infinity())
-        low = std::max(low, 0.0f);
-      else if (isa<MaxOp>(user) && bound && high == std::numeric_limits<float>::infinity() &&
-               (!padded || *bound <= 0.0f))
-        low = std::max(low, *bound);
-      else if (isa<MinOp>(user) && bound && *bound >= low && (!padded || *bound >= 0.0f))
-        high = std::min(high, *bound);
-      else
-        break;
-      absorbed.push_back(user);
-      result = user->getResult(0);
-    }
-    auto bound = [&](float value) {
-      return std::isinf(value) ? FloatAttr() : b.getF32FloatAttr(value);
-    };
+    Clamp clamp = absorbClamp(conv.getResult(), isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(
-        b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), conv.getStridesAttr(),
-        conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(), bound(low), bound(high));
+        b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), /*addend=*/Value(),
+        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(),
+        clamp.lowAttr(b), clamp.highAttr(b));
     Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
+    Value result = last->getResult(0);
     b.setInsertionPointAfter(last);
     result.replaceAllUsesWith(
         reorders.plain(blocked, conv.getType().getDimSize(1), last->getLoc()));

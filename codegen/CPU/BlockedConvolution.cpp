@@ -4,7 +4,8 @@
 // kiln-lower-to-linalg and kiln-form-kernels, and becomes a call of the
 // runtime's kiln_conv2d_blocked (runtime/kernels/BlockedConvolution.c) when
 // one-shot bufferization gives it buffers: the blocked input, the filters
-// and bias as they are, a fresh blocked output, and the call site's state
+// and bias as they are, a fresh blocked output (or, with an addend, the
+// addend's buffer, which the convolution is added into), and the call site's state
 // (a zeroed 8-byte global, where the runtime keeps its oneDNN primitive
 // and packed filters). The call runs outside the kernels' parallel loops,
 // so oneDNN spreads the convolution over all the threads itself.
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <limits>
 
@@ -28,17 +30,49 @@ namespace {
 
 constexpr StringLiteral kBlockedConvolution = "kiln_conv2d_blocked";
 
-/// Reads its input, filter and bias; writes a new buffer.
+/// Whether `operand` is the convolution's addend.
+bool isAddend(Operation *op, OpOperand &operand) {
+  Value addend = cast<BlockedConvOp>(op).getAddend();
+  return addend && operand.getOperandNumber() == op->getNumOperands() - 1;
+}
+
+/// Whether `buffer` is a view of one of its function's arguments: a buffer
+/// of the caller's (an input of the model), never written.
+bool isArgumentView(Value buffer) {
+  for (Value value = buffer;;) {
+    if (isa<BlockArgument>(value))
+      return true;
+    Operation *def = value.getDefiningOp();
+    if (auto view = dyn_cast_or_null<ViewLikeOpInterface>(def))
+      value = view.getViewSource();
+    else if (auto toBuffer = dyn_cast_or_null<ToBufferOp>(def))
+      value = toBuffer.getTensor();
+    else if (auto toTensor = dyn_cast_or_null<ToTensorOp>(def))
+      value = toTensor.getBuffer();
+    else
+      return false;
+  }
+}
+
+/// Reads its operands; writes its result into its addend's buffer, in
+/// place (one-shot bufferization copies the addend first where it is read
+/// later, and the call copies it where it is the caller's), or without one
+/// into a new buffer.
 struct BlockedConvModel
     : public BufferizableOpInterface::ExternalModel<BlockedConvModel, BlockedConvOp> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &, const AnalysisState &) const { return true; }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &, const AnalysisState &) const {
-    return false;
+  bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand, const AnalysisState &) const {
+    return isAddend(op, operand);
   }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &, const AnalysisState &) const {
-    return {};
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    if (!isAddend(op, operand))
+      return {};
+    return {{op->getResult(0), BufferRelation::Equivalent, /*isDefinite=*/true}};
   }
-  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  bool bufferizesToAllocation(Operation *op, Value) const {
+    return !cast<BlockedConvOp>(op).getAddend();
+  }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter, const BufferizationOptions &options,
                           BufferizationState &state) const {
@@ -47,13 +81,14 @@ struct BlockedConvModel
     MLIRContext *ctx = op->getContext();
     Type i64 = rewriter.getI64Type(), f32 = rewriter.getF32Type();
     Type index = rewriter.getIndexType();
-    // The runtime reads dense buffers: a view of another layout is copied.
-    auto dense = [&](Value tensor) -> FailureOr<Value> {
+    // The runtime reads dense buffers: a view of another layout is copied,
+    // and so is a buffer of the caller's that would be written.
+    auto dense = [&](Value tensor, bool written = false) -> FailureOr<Value> {
       FailureOr<Value> buffer = getBuffer(rewriter, tensor, options, state);
       if (failed(buffer))
         return failure();
       auto type = cast<MemRefType>(buffer->getType());
-      if (type.getLayout().isIdentity())
+      if (type.getLayout().isIdentity() && !(written && isArgumentView(*buffer)))
         return *buffer;
       Value copy = memref::AllocOp::create(
           rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
@@ -73,18 +108,28 @@ struct BlockedConvModel
       bias = *buffer;
     }
     RankedTensorType resultType = conv.getType();
-    Value output = memref::AllocOp::create(
-        rewriter, loc, MemRefType::get(resultType.getShape(), resultType.getElementType()),
-        rewriter.getI64IntegerAttr(64));
+    Value output;
+    if (conv.getAddend()) {
+      FailureOr<Value> buffer = dense(conv.getAddend(), /*written=*/true);
+      if (failed(buffer))
+        return failure();
+      output = *buffer;
+    } else {
+      output = memref::AllocOp::create(
+          rewriter, loc, MemRefType::get(resultType.getShape(), resultType.getElementType()),
+          rewriter.getI64IntegerAttr(64));
+    }
 
     // Arguments: slot, n, c, ih, iw, f, group, kh, kw, oh, ow, strides (2),
     // dilations (2), pads (top, left, bottom, right), input, filter, bias
-    // (0: none), output, clamp low, clamp high.
+    // (0: none), output, clamp low, clamp high, whether the output holds an
+    // addend.
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(18, i64);
     argTypes.append(4, index);
     argTypes.append(2, f32);
+    argTypes.push_back(i64);
     func::FuncOp callee =
         blas::declare(module, kBlockedConvolution, FunctionType::get(ctx, argTypes, {}));
 
@@ -117,6 +162,7 @@ struct BlockedConvModel
     };
     args.push_back(bound(conv.getClampMinAttr(), -std::numeric_limits<float>::infinity()));
     args.push_back(bound(conv.getClampMaxAttr(), std::numeric_limits<float>::infinity()));
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, conv.getAddend() ? 1 : 0));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());
     replaceOpWithBufferizedValues(rewriter, op, output);

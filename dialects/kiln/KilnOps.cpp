@@ -379,9 +379,13 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   FloatAttr low = adaptor.getClampMinAttr(), high = adaptor.getClampMaxAttr();
   if (low && high && !(low.getValueAsDouble() <= high.getValueAsDouble()))
     return emitOptionalError(loc, "clamp_min ", low, " exceeds clamp_max ", high);
-  results.push_back(RankedTensorType::get({(*shape)[0], channelBlocks(filters),
-                                           (*shape)[2], (*shape)[3], kChannelBlock},
-                                          input.getElementType()));
+  auto result = RankedTensorType::get(
+      {(*shape)[0], channelBlocks(filters), (*shape)[2], (*shape)[3], kChannelBlock},
+      input.getElementType());
+  if (Value addend = adaptor.getAddend(); addend && addend.getType() != result)
+    return emitOptionalError(loc, "addend ", addend.getType(), " is not the result's type ",
+                             result);
+  results.push_back(result);
   return success();
 }
 

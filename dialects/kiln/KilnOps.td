@@ -354,7 +354,7 @@ def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor, Kiln_Differentiable]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
+def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "2-D convolution of channel-blocked images, clamp fused";
   let description = [{
     `kiln.conv` with its images in blocks of 16 channels (oneDNN's
@@ -364,8 +364,10 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
     the optional `bias` (`M`) are as for `kiln.conv`, and a grouped
     convolution is depthwise (`group = C = M`). Where `C` or `M` is not a
     multiple of 16, the last block's lanes past it hold zeros, in the input
-    as in the result. The result is clamped to `[clamp_min, clamp_max]`
-    where they are given (a fused Relu or Clip).
+    as in the result. The optional `addend`, an image of the result's type
+    (a residual branch), is added to the convolution, and the sum is
+    clamped to `[clamp_min, clamp_max]` where they are given (a fused Relu
+    or Clip): `relu(conv(x) + identity)` is one op.
 
     kiln-blocked-layout makes these from convolutions by constant filters;
     on the CPU each is one call of the runtime (oneDNN's convolution
@@ -376,10 +378,13 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
     ```mlir
     %y = kiln.blocked_conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64, clamp_min = 0.0 : f32}
         : (tensor<1x2x28x28x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x28x28x16xf32>
+    %r = kiln.blocked_conv %y, %w1, %b1 add %y {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, clamp_min = 0.0 : f32}
+        : (tensor<1x4x28x28x16xf32>, tensor<64x64x1x1xf32>, tensor<64xf32>, tensor<1x4x28x28x16xf32>) -> tensor<1x4x28x28x16xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$filter,
                    Optional<RankedTensorOf<[F32]>>:$bias,
+                   Optional<RankedTensorOf<[F32]>>:$addend,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$dilations,
                    DefaultValuedAttr<I64Attr, "1">:$group,
@@ -387,7 +392,8 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor]> {
                    OptionalAttr<F32Attr>:$clamp_max);
   let results = (outs RankedTensorOf<[F32]>:$output);
   let assemblyFormat =
-    "operands attr-dict `:` functional-type(operands, results)";
+    "$input `,` $filter (`,` $bias^)? (`add` $addend^)? attr-dict `:` "
+    "functional-type(operands, results)";
 }
 
 //===----------------------------------------------------------------------===//

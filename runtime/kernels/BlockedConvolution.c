@@ -2,8 +2,9 @@
  *
  * A kiln.blocked_conv (kiln-blocked-layout): a whole 2-D convolution whose
  * input and output are images in blocks of 16 channels, N x C/16 x H x W x
- * 16 (oneDNN's nChw16c), by constant filters, with its bias and its clamp
- * (a fused Relu or Clip) as the primitive's bias and eltwise post-op. One
+ * 16 (oneDNN's nChw16c), by constant filters, with its bias, its addend (a
+ * residual branch, already in the output buffer) and its clamp (a fused
+ * Relu or Clip) as the primitive's bias, sum and eltwise post-ops. One
  * oneDNN primitive per call site, built at the first call, with the filters
  * reordered into its layout once; the images go in and out as they are, so
  * a chain of these reorders nothing between convolutions.
@@ -54,17 +55,21 @@ static int weightDimsOf(const int64_t *s, dnnl_dims_t dims) {
   return 5;
 }
 
-/* The eltwise post-op that clamps to [low, high], or none when both are
- * infinite. */
-static dnnl_post_ops_t clampPostOps(float low, float high, int *ok) {
+/* The post-ops: a sum that adds what the output holds when `accumulate`,
+ * then an eltwise that clamps to [low, high] unless both are infinite; NULL
+ * when there are none. */
+static dnnl_post_ops_t postOpsOf(int accumulate, float low, float high, int *ok) {
   dnnl_post_ops_t postOps = NULL;
   *ok = 1;
-  if (isinf(low) && isinf(high))
+  if (!accumulate && isinf(low) && isinf(high))
     return NULL;
-  if (!kilnDnnlOk(dnnl_post_ops_create(&postOps))) {
+  if (!kilnDnnlOk(dnnl_post_ops_create(&postOps)) ||
+      (accumulate && !kilnDnnlOk(dnnl_post_ops_append_sum(postOps, 1.0f)))) {
     *ok = 0;
-    return NULL;
+    return postOps;
   }
+  if (isinf(low) && isinf(high))
+    return postOps;
   if (low == 0.0f && isinf(high))
     *ok = kilnDnnlOk(dnnl_post_ops_append_eltwise(postOps, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
   else
@@ -76,7 +81,8 @@ static dnnl_post_ops_t clampPostOps(float low, float high, int *ok) {
 
 /* A primitive descriptor for the site's convolution by `algorithm`, or NULL. */
 static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int hasBias,
-                                      dnnl_alg_kind_t algorithm, float low, float high) {
+                                      dnnl_alg_kind_t algorithm, int accumulate, float low,
+                                      float high) {
   dnnl_dims_t weightDims;
   int weightRank = weightDimsOf(s, weightDims);
   dnnl_memory_desc_t anyWeights;
@@ -84,7 +90,7 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
   dnnl_dims_t padBegin = {s[PT], s[PL]}, padEnd = {s[PB], s[PR]};
   dnnl_convolution_desc_t desc;
   int ok = 0;
-  dnnl_post_ops_t postOps = clampPostOps(low, high, &ok);
+  dnnl_post_ops_t postOps = postOpsOf(accumulate, low, high, &ok);
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t convDesc = NULL;
   if (!ok ||
@@ -104,7 +110,8 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
 }
 
 /* With kilnDnnlLock held. */
-static void build(BlockedSite *site, const int64_t *s, int hasBias, float low, float high) {
+static void build(BlockedSite *site, const int64_t *s, int hasBias, int accumulate, float low,
+                  float high) {
   dnnl_dims_t srcDims = {s[N], s[C], s[IH], s[IW]};
   dnnl_dims_t dstDims = {s[N], s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims, biasDims = {s[F]};
@@ -120,9 +127,10 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, float low, f
   int winograd = s[GROUP] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
                  s[DH] == 1 && s[DW] == 1;
   dnnl_primitive_desc_t convDesc =
-      winograd ? describe(site, s, hasBias, dnnl_convolution_winograd, low, high) : NULL;
+      winograd ? describe(site, s, hasBias, dnnl_convolution_winograd, accumulate, low, high)
+               : NULL;
   if (!convDesc)
-    convDesc = describe(site, s, hasBias, dnnl_convolution_direct, low, high);
+    convDesc = describe(site, s, hasBias, dnnl_convolution_direct, accumulate, low, high);
   if (convDesc && kilnDnnlOk(dnnl_primitive_create(&site->conv, convDesc))) {
     site->weights = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_weights_md, 0);
     site->scratch = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_scratchpad_md, 0);
@@ -135,7 +143,7 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, float low, f
 /* The convolution by plain loops on the blocked images, for a site oneDNN
  * could not build (not static: the runtime tests call it). */
 void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, const float *bias,
-                            float *out, float low, float high) {
+                            float *out, float low, float high, int accumulate) {
   int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP];
   int64_t inBlocks = (s[C] + BLOCK - 1) / BLOCK, outBlocks = (s[F] + BLOCK - 1) / BLOCK;
   for (int64_t n = 0; n < s[N]; ++n)
@@ -148,7 +156,7 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
             *result = 0.0f; /* a padding lane */
             continue;
           }
-          float sum = bias ? bias[f] : 0.0f;
+          float sum = (bias ? bias[f] : 0.0f) + (accumulate ? *result : 0.0f);
           int64_t first = f / filtersPerGroup * perGroup;
           for (int64_t k = 0; k < perGroup; ++k) {
             int64_t c = first + k;
@@ -171,8 +179,9 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
         }
 }
 
-/* out = clamp(conv(in, w) + bias, low, high) for images in blocks of 16
- * channels: `in` is n x ceil(c/16) x ih x iw x 16, `out` n x ceil(f/16) x
+/* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
+ * of 16 channels, adding what `out` holds when `accumulate` is nonzero (a
+ * residual sum): `in` is n x ceil(c/16) x ih x iw x 16, `out` n x ceil(f/16) x
  * oh x ow x 16, both dense, the lanes past c and f in their last blocks
  * zero; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL) are
  * dense and constant for the artifact's lifetime; group is 1 or c (= f).
@@ -183,14 +192,14 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
                     int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
                     int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
                     int64_t padBottom, int64_t padRight, const float *in, const float *w,
-                    const float *bias, float *out, float low, float high) {
+                    const float *bias, float *out, float low, float high, int64_t accumulate) {
   const int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
                                 ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
   pthread_mutex_lock(&kilnDnnlLock);
   BlockedSite *site = (BlockedSite *)*slot;
   if (!site && (site = calloc(1, sizeof(BlockedSite)))) {
     site->base.release = release;
-    build(site, shape, bias != NULL, low, high);
+    build(site, shape, bias != NULL, accumulate != 0, low, high);
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
@@ -219,5 +228,5 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
     if (memories[i])
       dnnl_memory_destroy(memories[i]);
   if (!done)
-    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high);
+    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high, accumulate != 0);
 }

@@ -5,8 +5,8 @@
 // addresses: the call site's state (a zeroed global of its own), the sizes
 // (n, c, ih, iw, f, group, kh, kw, oh, ow), strides, dilations and pads
 // (top, left, bottom, right), the input, the filters, the bias (0: none), a
-// fresh output buffer and the clamp (unbounded: infinities). The call is
-// marked as keeping no buffer after it returns.
+// fresh output buffer, the clamp (unbounded: infinities) and 0 for no
+// addend. The call is marked as keeping no buffer after it returns.
 // CHECK-DAG: memref.global "private" @kiln_kernel_site : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-DAG: memref.global "private" @kiln_kernel_site_0 : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-LABEL: func.func @chain
@@ -29,16 +29,16 @@
 // CHECK: %[[W1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64x32x3x3xf32>
 // CHECK: %[[B1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64xf32>
 // CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
-// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[ZERO]], %[[INF]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[ZERO]], %[[INF]], %[[C0]]) {kiln.no_capture}
 // CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x8x16xf32>
 // CHECK: %[[SITE2:.*]] = memref.get_global @kiln_kernel_site_0 : memref<1xi64>
 // CHECK: %[[S2:.*]] = memref.extract_aligned_pointer_as_index %[[SITE2]]
 // CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
 // CHECK: %[[W2:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<16x64x1x1xf32>
 // CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
-// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[NINF]], %[[INF]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[NINF]], %[[INF]], %[[C0]]) {kiln.no_capture}
 // CHECK: return %[[OUT]]
-// CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, f32, f32)
+// CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, f32, f32, i64)
 
 // The intermediate between the two calls goes in the arena, live until the
 // second call reads it: kiln-plan-buffers sees through the addresses to the
@@ -55,4 +55,42 @@ func.func @chain(%x: tensor<1x2x8x8x16xf32>) -> tensor<1x1x8x8x16xf32> {
   %0 = kiln.blocked_conv %x, %w1, %b1 {clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x8x8x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x8x8x16xf32>
   %1 = kiln.blocked_conv %0, %w2 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8x16xf32>, tensor<16x64x1x1xf32>) -> tensor<1x1x8x8x16xf32>
   return %1 : tensor<1x1x8x8x16xf32>
+}
+
+// -----
+
+// With an addend, the call writes into the addend's buffer, which holds the
+// residual branch (flag 1): in place where nothing reads the addend later,
+// into a copy of it where something does (the same call's input here) or
+// where it is the caller's (a function argument).
+// CHECK-LABEL: func.func @residual
+// CHECK-SAME: (%[[X:[^:]*]]: memref<1x1x4x4x16xf32>, %[[R:[^:]*]]: memref<1x1x4x4x16xf32>)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[NONE:.*]] = arith.constant 0 : i64
+// CHECK: %[[COPY:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
+// CHECK: memref.copy %[[R]], %[[COPY]]
+// CHECK: %[[IN1:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN1]], %{{.*}}, %{{.*}}, %[[OUT1]], %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
+// CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
+// CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN2]], %{{.*}}, %{{.*}}, %[[OUT2]], %{{.*}}, %{{.*}}, %[[NONE]]) {kiln.no_capture}
+// CHECK-NOT: memref.copy
+// CHECK: %[[IN3:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
+// CHECK: %[[OUT3:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN3]], %{{.*}}, %{{.*}}, %[[OUT3]], %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: %[[Z:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
+// CHECK: memref.copy %[[Y]], %[[Z]]
+// CHECK: %[[IN4:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
+// CHECK: %[[OUT4:.*]] = memref.extract_aligned_pointer_as_index %[[Z]]
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN4]], %{{.*}}, %{{.*}}, %[[OUT4]], %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: return %[[Z]]
+func.func @residual(%x: tensor<1x1x4x4x16xf32>, %r: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> {
+  %w = arith.constant dense<1.0> : tensor<16x16x1x1xf32>
+  %0 = kiln.blocked_conv %x, %w add %r {clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  %1 = kiln.blocked_conv %0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x1x4x4x16xf32>
+  %2 = kiln.blocked_conv %0, %w add %1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  %3 = kiln.blocked_conv %2, %w add %2 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  return %3 : tensor<1x1x4x4x16xf32>
 }

@@ -47,14 +47,14 @@ func.func @clip_depthwise(%x: tensor<2x16x9x9xf32>) -> tensor<2x16x5x5xf32> {
 
 // -----
 
-// A residual block: the sum and its Relu run on blocked images, the block's
-// input is reordered once for both of its users, and the next block's
-// convolution reads the Relu's result as it is.
+// A residual block: the block's input is reordered once for both of its
+// users, the sum and its Relu fold into the convolution (its addend and its
+// clamp), and the next block's convolution reads the result as it is.
 // CHECK-LABEL: func.func @residual
 // CHECK: %[[B:.*]] = kiln.transpose %{{.*}} {perm = array<i64: 0, 1, 3, 4, 2>}
-// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]]
-// CHECK: %[[SUM:.*]] = kiln.add %[[C]], %[[B]] : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
-// CHECK: %[[R:.*]] = kiln.relu %[[SUM]] : tensor<1x1x4x4x16xf32>
+// CHECK: %[[R:.*]] = kiln.blocked_conv %[[B]], %{{.*}} add %[[B]] {clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x3x3xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.relu
 // CHECK: %[[N:.*]] = kiln.blocked_conv %[[R]]
 // CHECK: %[[T:.*]] = kiln.transpose %[[N]] {perm = array<i64: 0, 1, 4, 2, 3>}
 // CHECK: %[[Y:.*]] = kiln.reshape %[[T]]
@@ -127,7 +127,8 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
 
 // Channels that end in a padded block (MobileNetV2's 24): the reorders pad
 // the channels with zeros and slice them off again. Ops that keep zeros
-// (the residual sum) run on the blocked images; a clamp that moves zero
+// (the residual sum, here the convolution's addend) run on the blocked
+// images; a clamp that moves zero
 // (here to 1) and a sigmoid (0.5 at zero) stay in NCHW, since a
 // convolution reads the padding lanes; the next convolution reads the sum.
 // CHECK-LABEL: func.func @padded
@@ -135,8 +136,7 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
 // CHECK: %[[P:.*]] = kiln.pad %[[X]] {pads = array<i64: 0, 0, 0, 0, 0, 8, 0, 0>} : tensor<1x24x4x4xf32> -> tensor<1x32x4x4xf32>
 // CHECK: %[[S:.*]] = kiln.reshape %[[P]] : tensor<1x32x4x4xf32> -> tensor<1x2x16x4x4xf32>
 // CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>}
-// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]], %{{.*}} {{{.*}}} : (tensor<1x2x4x4x16xf32>, tensor<24x24x1x1xf32>) -> tensor<1x2x4x4x16xf32>
-// CHECK: %[[SUM:.*]] = kiln.add %[[C]], %[[B]] : (tensor<1x2x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK: %[[SUM:.*]] = kiln.blocked_conv %[[B]], %{{.*}} add %[[B]] {{{.*}}} : (tensor<1x2x4x4x16xf32>, tensor<24x24x1x1xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x2x4x4x16xf32>
 // CHECK: %[[T:.*]] = kiln.transpose %[[SUM]] {perm = array<i64: 0, 1, 4, 2, 3>}
 // CHECK: %[[R:.*]] = kiln.reshape %[[T]] : tensor<1x2x16x4x4xf32> -> tensor<1x32x4x4xf32>
 // CHECK: %[[V:.*]] = kiln.slice %[[R]] {start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>} : tensor<1x32x4x4xf32> -> tensor<1x24x4x4xf32>
@@ -220,4 +220,26 @@ func.func @spatial_reductions(%x: tensor<1x32x8x8xf32>) -> (tensor<1x32x1x1xf32>
   %4 = kiln.reduce_sum %0 {axes = array<i64: 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x1x8x8xf32>
   %5 = kiln.conv %0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
   return %2, %3, %4, %5 : tensor<1x32x1x1xf32>, tensor<1x32xf32>, tensor<1x1x8x8xf32>, tensor<1x32x8x8xf32>
+}
+
+// -----
+
+// A sum stays an op of its own where the convolution before it is clamped
+// already (the sum would come after the clamp) or has another user.
+// CHECK-LABEL: func.func @sums_kept
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B:[^,]*]], %{{.*}} {clamp_min = 0.000000e+00 : f32
+// CHECK: %[[S:.*]] = kiln.add %[[C]], %[[B]]
+// CHECK: %[[D:.*]] = kiln.blocked_conv %[[S]], %{{[^ ]*}} {dilations
+// CHECK: %[[T:.*]] = kiln.add %[[D]], %[[S]]
+// CHECK: kiln.blocked_conv %[[T]], %{{[^ ]*}} add %[[D]]
+func.func @sums_kept(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = kiln.constant dense<1.0> : tensor<16x16x1x1xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %1 = kiln.relu %0 : tensor<1x16x4x4xf32>
+  %2 = kiln.add %1, %x : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %3 = kiln.conv %2, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %4 = kiln.add %3, %2 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %5 = kiln.conv %4, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %6 = kiln.add %5, %3 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %6 : tensor<1x16x4x4xf32>
 }

@@ -4,7 +4,7 @@
 // float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
 // dilated, asymmetric pads, bias or none, clamps, channels that end in a
-// padded block).
+// padded block, a residual addend in the output).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,9 +18,10 @@ void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t 
                          int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
                          int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t padTop,
                          int64_t padLeft, int64_t padBottom, int64_t padRight, const float *in,
-                         const float *w, const float *bias, float *out, float low, float high);
+                         const float *w, const float *bias, float *out, float low, float high,
+                         int64_t accumulate);
 void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
-                            const float *bias, float *out, float low, float high);
+                            const float *bias, float *out, float low, float high, int accumulate);
 }
 
 namespace {
@@ -31,6 +32,8 @@ struct Case {
   int64_t n, c, ih, iw, f, group, kh, kw, sh, sw, dh, dw, top, left, bottom, right;
   bool withBias = true;
   float low = -INFINITY, high = INFINITY;
+  // Whether the output holds an addend on entry (a residual sum).
+  bool accumulate = false;
 
   int64_t oh() const { return (ih + top + bottom - dh * (kh - 1) - 1) / sh + 1; }
   int64_t ow() const { return (iw + left + right - dw * (kw - 1) - 1) / sw + 1; }
@@ -61,20 +64,31 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
       for (int64_t y = 0; y < c.ih; ++y)
         for (int64_t x = 0; x < c.iw; ++x)
           in[blockedIndex(n, channel, y, x, c.c, c.ih, c.iw)] = 0.0f;
+  // An addend's padding lanes are zero too; without one, the output's
+  // values on entry must not matter.
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          out[blockedIndex(n, f, y, x, c.f, oh, ow)] = c.accumulate ? 0.0f : 1.0f;
+  const std::vector<float> addend = out;
   const float *biasData = c.withBias ? bias.data() : nullptr;
   if (path == Path::Primitive) {
     // A site's state starts at zero; its primitive is built at the first
     // call and reused by the second, on the same data.
     void *slot = nullptr;
-    for (int call = 0; call < 2; ++call)
+    for (int call = 0; call < 2; ++call) {
+      out = addend;
       kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh,
                           c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, in.data(), w.data(),
-                          biasData, out.data(), c.low, c.high);
+                          biasData, out.data(), c.low, c.high, c.accumulate);
+    }
   } else {
     const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,
                              oh,   ow,   c.sh, c.sw, c.dh,  c.dw,    c.top,    c.left,
                              c.bottom, c.right};
-    kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high);
+    kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high,
+                           c.accumulate);
   }
   int64_t filtersPerGroup = c.f / c.group;
   for (int64_t n = 0; n < c.n; ++n)
@@ -88,7 +102,10 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
     for (int64_t f = 0; f < c.f; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x) {
-          double expected = c.withBias ? bias[f] : 0.0, magnitude = std::fabs(expected);
+          double expected = c.withBias ? bias[f] : 0.0;
+          if (c.accumulate)
+            expected += addend[blockedIndex(n, f, y, x, c.f, oh, ow)];
+          double magnitude = std::fabs(expected);
           for (int64_t k = 0; k < perGroup; ++k) {
             int64_t channel = f / filtersPerGroup * perGroup + k;
             for (int64_t i = 0; i < c.kh; ++i)
@@ -137,9 +154,15 @@ std::vector<Case> cases() {
   noBias.withBias = false;
   lowOnly.low = -0.25f;
   paddedDepthwise.low = 0.0f, paddedDepthwise.high = 6.0f;
-  return {resnet3x3, pointwise, strided,  depthwise, depthwiseStrided, dilated,
-          asymmetric, stem7x7,  relu,     clip,      noBias,           lowOnly,
-          paddedIn,  paddedOut, paddedBoth, paddedDepthwise};
+  // Residual sums: ResNet's relu(conv + identity) by Winograd and by 1x1,
+  // MobileNetV2's unclamped sum on padded channels.
+  Case residual = relu, residual1x1 = pointwise, paddedResidual = paddedBoth;
+  residual.accumulate = residual1x1.accumulate = paddedResidual.accumulate = true;
+  residual1x1.low = 0.0f;
+  return {resnet3x3, pointwise, strided,  depthwise,       depthwiseStrided, dilated,
+          asymmetric, stem7x7,  relu,     clip,            noBias,           lowOnly,
+          paddedIn,  paddedOut, paddedBoth, paddedDepthwise, residual,       residual1x1,
+          paddedResidual};
 }
 
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {

@@ -701,3 +701,12 @@ func.func @blocked_conv_clamp(%x: tensor<1x1x7x7x16xf32>, %w: tensor<16x16x1x1xf
   %0 = kiln.blocked_conv %x, %w {clamp_min = 6.0 : f32, clamp_max = 0.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x1x7x7x16xf32>
   return %0 : tensor<1x1x7x7x16xf32>
 }
+
+// -----
+
+func.func @blocked_conv_addend(%x: tensor<1x1x7x7x16xf32>, %w: tensor<32x16x1x1xf32>, %r: tensor<1x1x7x7x16xf32>) -> tensor<1x2x7x7x16xf32> {
+  // expected-error @+2 {{addend 'tensor<1x1x7x7x16xf32>' is not the result's type 'tensor<1x2x7x7x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w add %r {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<32x16x1x1xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x2x7x7x16xf32>
+  return %0 : tensor<1x2x7x7x16xf32>
+}
