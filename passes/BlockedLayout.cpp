@@ -63,6 +63,17 @@ bool isBlockable(ConvOp conv) {
   return group == 1 || (group == channels && filters == channels);
 }
 
+/// Whether `conv` can read its NCHW image as it is and give its result in
+/// blocks: an image too narrow for blocks (an RGB stem), constant filters,
+/// one group, and output channels that fill blocks.
+bool isBlockableFromPlain(ConvOp conv) {
+  auto input = dyn_cast<RankedTensorType>(conv.getInput().getType());
+  return input && input.hasStaticShape() && input.getRank() == 4 &&
+         input.getElementType().isF32() && input.getDimSize(1) < kChannelBlock &&
+         isBlockableImage(conv.getType()) && conv.getGroup() == 1 &&
+         conv.getFilter().getDefiningOp<ConstantOp>();
+}
+
 /// The value of a splat f32 constant, if `value` is one.
 std::optional<float> splatValue(Value value) {
   DenseElementsAttr elements;
@@ -342,7 +353,10 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         continue;
       if (auto conv = dyn_cast<ConvOp>(op)) {
         if (isBlockable(conv) && (everywhere || worthBlocking(conv, reorders)))
-          convert(b, reorders, conv, erased);
+          convert(b, reorders, conv, erased, /*plainInput=*/false);
+        else if (isBlockableFromPlain(conv) &&
+                 (everywhere || feedsBlockableConv(conv.getResult())))
+          convert(b, reorders, conv, erased, /*plainInput=*/true);
         continue;
       }
       if (isElementwise(op))
@@ -359,11 +373,12 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
   }
 
   /// Replaces `conv`, and the Relu or Clip that is its only user, by a
-  /// kiln.blocked_conv; adds the ops it erases to `erased`.
+  /// kiln.blocked_conv, which reads the NCHW input as it is where
+  /// `plainInput`; adds the ops it erases to `erased`.
   static void convert(OpBuilder &b, Reorders &reorders, ConvOp conv,
-                      DenseSet<Operation *> &erased) {
+                      DenseSet<Operation *> &erased, bool plainInput) {
     b.setInsertionPoint(conv);
-    Value input = reorders.blocked(conv.getInput());
+    Value input = plainInput ? conv.getInput() : reorders.blocked(conv.getInput());
     SmallVector<Operation *> absorbed;
     Clamp clamp = absorbClamp(conv.getResult(), isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(

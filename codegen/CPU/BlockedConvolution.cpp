@@ -29,6 +29,8 @@ namespace kiln {
 namespace {
 
 constexpr StringLiteral kBlockedConvolution = "kiln_conv2d_blocked";
+// kiln_conv2d_blocked's flags.
+constexpr int64_t kAccumulate = 1, kPlainInput = 2;
 
 /// Whether `operand` is the convolution's addend.
 bool isAddend(Operation *op, OpOperand &operand) {
@@ -122,8 +124,8 @@ struct BlockedConvModel
 
     // Arguments: slot, n, c, ih, iw, f, group, kh, kw, oh, ow, strides (2),
     // dilations (2), pads (top, left, bottom, right), input, filter, bias
-    // (0: none), output, clamp low, clamp high, whether the output holds an
-    // addend.
+    // (0: none), output, clamp low, clamp high, flags (1: the output holds
+    // an addend; 2: the input is NCHW).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(18, i64);
@@ -162,7 +164,8 @@ struct BlockedConvModel
     };
     args.push_back(bound(conv.getClampMinAttr(), -std::numeric_limits<float>::infinity()));
     args.push_back(bound(conv.getClampMaxAttr(), std::numeric_limits<float>::infinity()));
-    args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, conv.getAddend() ? 1 : 0));
+    int64_t flags = (conv.getAddend() ? kAccumulate : 0) | (in.size() == 4 ? kPlainInput : 0);
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, flags));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());
     replaceOpWithBufferizedValues(rewriter, op, output);

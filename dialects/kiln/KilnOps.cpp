@@ -352,17 +352,24 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
                                               SmallVectorImpl<Type> &results) {
   RankedTensorType input = rankedType(adaptor.getInput());
   RankedTensorType filter = rankedType(adaptor.getFilter());
-  if (input.getRank() != 5 || input.getDimSize(4) != kChannelBlock)
+  // An image too narrow for blocks (RGB) comes as it is, in NCHW.
+  bool plain = input.getRank() == 4 && input.getDimSize(1) < kChannelBlock;
+  if (!plain && (input.getRank() != 5 || input.getDimSize(4) != kChannelBlock))
     return emitOptionalError(loc, "input must be 5-D in blocks of ", kChannelBlock,
                              " channels (N x C/", kChannelBlock, " x H x W x ", kChannelBlock,
-                             "), got ", input);
+                             "), or NCHW with fewer than ", kChannelBlock, " channels, got ",
+                             input);
   if (filter.getRank() != 4)
     return emitOptionalError(loc, "filter must be 4-D (MCHW), got ", filter);
   // The image's channels are the filter's: a last, partial block is
   // padded with zeros.
   int64_t group = adaptor.getGroup();
   int64_t channels = group * filter.getDimSize(1);
-  if (input.getDimSize(1) != channelBlocks(channels))
+  if (plain && (group != 1 || input.getDimSize(1) != channels))
+    return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
+                             group, " does not convolve the ", input.getDimSize(1),
+                             " channels of NCHW ", input, " in one group");
+  if (!plain && input.getDimSize(1) != channelBlocks(channels))
     return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
                              group, " reads ", channels, " channels, not the ",
                              input.getDimSize(1), " blocks of ", kChannelBlock, " of ", input);

@@ -364,7 +364,9 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
     the optional `bias` (`M`) are as for `kiln.conv`, and a grouped
     convolution is depthwise (`group = C = M`). Where `C` or `M` is not a
     multiple of 16, the last block's lanes past it hold zeros, in the input
-    as in the result. The optional `addend`, an image of the result's type
+    as in the result. An input of fewer than 16 channels (an RGB image) may
+    instead come in NCHW, `N x C x H x W`, with one group: the convolution
+    then reads it as it is and gives its result in blocks. The optional `addend`, an image of the result's type
     (a residual branch), is added to the convolution, and the sum is
     clamped to `[clamp_min, clamp_max]` where they are given (a fused Relu
     or Clip): `relu(conv(x) + identity)` is one op.

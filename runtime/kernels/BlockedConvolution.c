@@ -28,6 +28,9 @@
 
 enum { N, C, IH, IW, F, GROUP, KH, KW, OH, OW, SH, SW, DH, DW, PT, PL, PB, PR, SHAPE };
 enum { BLOCK = 16 };
+/* kiln_conv2d_blocked's flags: the output holds an addend; the input is
+ * NCHW (fewer than 16 channels, one group). */
+enum { ACCUMULATE = 1, PLAIN_INPUT = 2 };
 
 typedef struct BlockedSite {
   KilnSite base;
@@ -110,15 +113,17 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
 }
 
 /* With kilnDnnlLock held. */
-static void build(BlockedSite *site, const int64_t *s, int hasBias, int accumulate, float low,
+static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flags, float low,
                   float high) {
+  int accumulate = (flags & ACCUMULATE) != 0;
   dnnl_dims_t srcDims = {s[N], s[C], s[IH], s[IW]};
   dnnl_dims_t dstDims = {s[N], s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims, biasDims = {s[F]};
   int weightRank = weightDimsOf(s, weightDims);
   site->failed = 1;
   if (!kilnDnnlInit() ||
-      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->src, 4, srcDims, dnnl_f32, dnnl_nChw16c)) ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->src, 4, srcDims, dnnl_f32,
+                                               flags & PLAIN_INPUT ? dnnl_nchw : dnnl_nChw16c)) ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->dst, 4, dstDims, dnnl_f32, dnnl_nChw16c)) ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->bias, 1, biasDims, dnnl_f32, dnnl_a)) ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, weightRank, weightDims,
@@ -143,7 +148,8 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, int accumula
 /* The convolution by plain loops on the blocked images, for a site oneDNN
  * could not build (not static: the runtime tests call it). */
 void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, const float *bias,
-                            float *out, float low, float high, int accumulate) {
+                            float *out, float low, float high, int64_t flags) {
+  int accumulate = (flags & ACCUMULATE) != 0, plain = (flags & PLAIN_INPUT) != 0;
   int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP];
   int64_t inBlocks = (s[C] + BLOCK - 1) / BLOCK, outBlocks = (s[F] + BLOCK - 1) / BLOCK;
   for (int64_t n = 0; n < s[N]; ++n)
@@ -168,9 +174,11 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
                 int64_t ix = x * s[SW] - s[PL] + j * s[DW];
                 if (ix < 0 || ix >= s[IW])
                   continue;
-                sum += in[(((n * inBlocks + c / BLOCK) * s[IH] + iy) * s[IW] + ix) * BLOCK +
-                          c % BLOCK] *
-                       w[((f * perGroup + k) * s[KH] + i) * s[KW] + j];
+                int64_t at = plain ? ((n * s[C] + c) * s[IH] + iy) * s[IW] + ix
+                                   : (((n * inBlocks + c / BLOCK) * s[IH] + iy) * s[IW] + ix) *
+                                             BLOCK +
+                                         c % BLOCK;
+                sum += in[at] * w[((f * perGroup + k) * s[KH] + i) * s[KW] + j];
               }
             }
           }
@@ -180,8 +188,9 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
 }
 
 /* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
- * of 16 channels, adding what `out` holds when `accumulate` is nonzero (a
- * residual sum): `in` is n x ceil(c/16) x ih x iw x 16, `out` n x ceil(f/16) x
+ * of 16 channels, adding what `out` holds when `flags` has ACCUMULATE (a
+ * residual sum): `in` is n x ceil(c/16) x ih x iw x 16 (n x c x ih x iw
+ * with PLAIN_INPUT), `out` n x ceil(f/16) x
  * oh x ow x 16, both dense, the lanes past c and f in their last blocks
  * zero; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL) are
  * dense and constant for the artifact's lifetime; group is 1 or c (= f).
@@ -192,14 +201,14 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
                     int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
                     int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
                     int64_t padBottom, int64_t padRight, const float *in, const float *w,
-                    const float *bias, float *out, float low, float high, int64_t accumulate) {
+                    const float *bias, float *out, float low, float high, int64_t flags) {
   const int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
                                 ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
   pthread_mutex_lock(&kilnDnnlLock);
   BlockedSite *site = (BlockedSite *)*slot;
   if (!site && (site = calloc(1, sizeof(BlockedSite)))) {
     site->base.release = release;
-    build(site, shape, bias != NULL, accumulate != 0, low, high);
+    build(site, shape, bias != NULL, flags, low, high);
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
@@ -228,5 +237,5 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
     if (memories[i])
       dnnl_memory_destroy(memories[i]);
   if (!done)
-    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high, accumulate != 0);
+    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high, flags);
 }

@@ -243,3 +243,31 @@ func.func @sums_kept(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
   %6 = kiln.add %5, %3 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   return %6 : tensor<1x16x4x4xf32>
 }
+
+// -----
+
+// An RGB stem reads its NCHW image as it is and gives its result in blocks
+// when a convolution that takes blocks reads that result; one whose result
+// goes elsewhere (a max pool) stays NCHW.
+// CHECK-LABEL: func.func @rgb_stem
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x16x16xf32>, %[[Y:[^:]*]]: tensor<1x3x16x16xf32>)
+// CHECK: %[[S:.*]] = kiln.blocked_conv %[[X]], %{{.*}} {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK: kiln.blocked_conv %[[S]], %{{.*}} {dilations = array<i64: 1, 1>, group = 32 : i64
+// CHECK: %[[P:.*]] = kiln.conv %[[Y]]
+// CHECK: kiln.max_pool %[[P]]
+// ALL-LABEL: func.func @rgb_stem
+// ALL-COUNT-3: kiln.blocked_conv
+// ALL-NOT: kiln.conv
+func.func @rgb_stem(%x: tensor<1x3x16x16xf32>, %y: tensor<1x3x16x16xf32>) -> (tensor<1x32x8x8xf32>, tensor<1x32x4x4xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<32x3x3x3xf32>
+  %wd = kiln.constant dense<1.0> : tensor<32x1x3x3xf32>
+  %lo = kiln.constant dense<0.0> : tensor<f32>
+  %hi = kiln.constant dense<6.0> : tensor<f32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %1 = kiln.max %0, %lo : (tensor<1x32x8x8xf32>, tensor<f32>) -> tensor<1x32x8x8xf32>
+  %2 = kiln.min %1, %hi : (tensor<1x32x8x8xf32>, tensor<f32>) -> tensor<1x32x8x8xf32>
+  %3 = kiln.conv %2, %wd {dilations = array<i64: 1, 1>, group = 32 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %4 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x8x8xf32>
+  %5 = kiln.max_pool %4 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x32x4x4xf32>
+  return %3, %5 : tensor<1x32x8x8xf32>, tensor<1x32x4x4xf32>
+}

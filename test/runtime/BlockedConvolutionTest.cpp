@@ -4,7 +4,7 @@
 // float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
 // dilated, asymmetric pads, bias or none, clamps, channels that end in a
-// padded block, a residual addend in the output).
+// padded block, a residual addend in the output, an RGB image in NCHW).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,9 +19,9 @@ void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t 
                          int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t padTop,
                          int64_t padLeft, int64_t padBottom, int64_t padRight, const float *in,
                          const float *w, const float *bias, float *out, float low, float high,
-                         int64_t accumulate);
+                         int64_t flags);
 void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
-                            const float *bias, float *out, float low, float high, int accumulate);
+                            const float *bias, float *out, float low, float high, int64_t flags);
 }
 
 namespace {
@@ -34,6 +34,12 @@ struct Case {
   float low = -INFINITY, high = INFINITY;
   // Whether the output holds an addend on entry (a residual sum).
   bool accumulate = false;
+  // Whether the input is NCHW (fewer than 16 channels, one group).
+  bool plain = false;
+
+  int64_t flags() const { return (accumulate ? 1 : 0) | (plain ? 2 : 0); }
+  // Where element (n, channel, y, x) of the input is.
+  int64_t inputIndex(int64_t n, int64_t channel, int64_t y, int64_t x) const;
 
   int64_t oh() const { return (ih + top + bottom - dh * (kh - 1) - 1) / sh + 1; }
   int64_t ow() const { return (iw + left + right - dw * (kw - 1) - 1) / sw + 1; }
@@ -48,18 +54,23 @@ int64_t blockedIndex(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channel
   return (((n * blocks(channels) + c / kBlock) * h + y) * w + x) * kBlock + c % kBlock;
 }
 
+int64_t Case::inputIndex(int64_t image, int64_t channel, int64_t y, int64_t x) const {
+  return plain ? ((image * c + channel) * ih + y) * iw + x
+               : blockedIndex(image, channel, y, x, c, ih, iw);
+}
+
 enum class Path { Primitive, Loops };
 
 void check(const Case &c, Path path, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   int64_t perGroup = c.c / c.group, oh = c.oh(), ow = c.ow();
-  std::vector<float> in(c.n * blocks(c.c) * kBlock * c.ih * c.iw),
+  std::vector<float> in(c.n * (c.plain ? c.c : blocks(c.c) * kBlock) * c.ih * c.iw),
       w(c.f * perGroup * c.kh * c.kw), bias(c.f), out(c.n * blocks(c.f) * kBlock * oh * ow);
   for (std::vector<float> *values : {&in, &w, &bias, &out})
     for (float &v : *values)
       v = value(rng);
   // The input's padding lanes are zero; the output's must come out so.
-  for (int64_t n = 0; n < c.n; ++n)
+  for (int64_t n = 0; n < c.n && !c.plain; ++n)
     for (int64_t channel = c.c; channel < blocks(c.c) * kBlock; ++channel)
       for (int64_t y = 0; y < c.ih; ++y)
         for (int64_t x = 0; x < c.iw; ++x)
@@ -81,14 +92,14 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
       out = addend;
       kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh,
                           c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, in.data(), w.data(),
-                          biasData, out.data(), c.low, c.high, c.accumulate);
+                          biasData, out.data(), c.low, c.high, c.flags());
     }
   } else {
     const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,
                              oh,   ow,   c.sh, c.sw, c.dh,  c.dw,    c.top,    c.left,
                              c.bottom, c.right};
     kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high,
-                           c.accumulate);
+                           c.flags());
   }
   int64_t filtersPerGroup = c.f / c.group;
   for (int64_t n = 0; n < c.n; ++n)
@@ -114,7 +125,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
                 if (iy < 0 || iy >= c.ih || ix < 0 || ix >= c.iw)
                   continue;
                 double product = double(w[((f * perGroup + k) * c.kh + i) * c.kw + j]) *
-                                 in[blockedIndex(n, channel, iy, ix, c.c, c.ih, c.iw)];
+                                 in[c.inputIndex(n, channel, iy, ix)];
                 expected += product;
                 magnitude += std::fabs(product);
               }
@@ -159,10 +170,17 @@ std::vector<Case> cases() {
   Case residual = relu, residual1x1 = pointwise, paddedResidual = paddedBoth;
   residual.accumulate = residual1x1.accumulate = paddedResidual.accumulate = true;
   residual1x1.low = 0.0f;
+  // RGB stems read in NCHW: ResNet's 7x7 stride 2, MobileNetV2's 3x3
+  // stride 2 with ReLU6, a 1x1 of one channel into a padded block.
+  Case stemRgb{2, 3, 21, 21, 32, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3};
+  Case stemClip{1, 3, 17, 17, 32, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  Case stemGray{1, 1, 6, 7, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  stemRgb.plain = stemClip.plain = stemGray.plain = true;
+  stemClip.low = 0.0f, stemClip.high = 6.0f;
   return {resnet3x3, pointwise, strided,  depthwise,       depthwiseStrided, dilated,
           asymmetric, stem7x7,  relu,     clip,            noBias,           lowOnly,
           paddedIn,  paddedOut, paddedBoth, paddedDepthwise, residual,       residual1x1,
-          paddedResidual};
+          paddedResidual, stemRgb, stemClip, stemGray};
 }
 
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {

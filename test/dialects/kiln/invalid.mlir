@@ -669,7 +669,7 @@ func.func @topk_k_too_large(%x: tensor<2x4xf32>) -> tensor<2x5xi64> {
 // -----
 
 func.func @blocked_conv_rank(%x: tensor<1x32x7x7xf32>, %w: tensor<16x32x1x1xf32>) -> tensor<1x1x7x7x16xf32> {
-  // expected-error @+2 {{input must be 5-D in blocks of 16 channels (N x C/16 x H x W x 16)}}
+  // expected-error @+2 {{input must be 5-D in blocks of 16 channels (N x C/16 x H x W x 16), or NCHW with fewer than 16 channels, got 'tensor<1x32x7x7xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.blocked_conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x7x7xf32>, tensor<16x32x1x1xf32>) -> tensor<1x1x7x7x16xf32>
   return %0 : tensor<1x1x7x7x16xf32>
@@ -709,4 +709,13 @@ func.func @blocked_conv_addend(%x: tensor<1x1x7x7x16xf32>, %w: tensor<32x16x1x1x
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.blocked_conv %x, %w add %r {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<32x16x1x1xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x2x7x7x16xf32>
   return %0 : tensor<1x2x7x7x16xf32>
+}
+
+// -----
+
+func.func @blocked_conv_plain_groups(%x: tensor<1x4x7x7xf32>, %w: tensor<16x2x1x1xf32>) -> tensor<1x1x7x7x16xf32> {
+  // expected-error @+2 {{filter [16x2x1x1] with group = 2 does not convolve the 4 channels of NCHW 'tensor<1x4x7x7xf32>' in one group}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w {dilations = array<i64: 1, 1>, group = 2 : i64, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x7x7xf32>, tensor<16x2x1x1xf32>) -> tensor<1x1x7x7x16xf32>
+  return %0 : tensor<1x1x7x7x16xf32>
 }
