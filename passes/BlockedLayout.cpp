@@ -410,8 +410,7 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     if (!reorders.isView(input) || !inputType || !isBlockableImage(inputType) || !axes ||
         axes.asArrayRef() != ArrayRef<int64_t>{2, 3})
       return;
-    bool uniform;
-    Value blockedInput = reorders.asBlockedOperand(input, inputType, uniform);
+    Value blockedInput = reorders.blocked(input);
     ArrayRef<int64_t> s = inputType.getShape();
     auto blockedType =
         inputType.clone({s[0], channelBlocks(s[1]), 1, 1, kChannelBlock});
