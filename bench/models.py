@@ -27,6 +27,7 @@ all but constant).
 
     bench/models.py                               # every model, batch 1 and 8, 2 threads
     bench/models.py --models resnet50,bert --batches 1
+    bench/models.py --rounds 3                    # every framework three times, interleaved
     bench/models.py --list
 
 Needs torch, torchvision, timm, transformers, onnx, onnxruntime, openvino, jax and IREE
@@ -376,18 +377,25 @@ def run_worker(kind, args, mdir, model, batch):
     return {"ok": False, "error": f"exit {r.returncode}: {tail[-1][:160] if tail else ''}"}
 
 
-def run_kiln(args, mdir):
-    import numpy as np
+def compile_kiln(args, mdir):
+    """Compiles the model to mdir/model.kiln: None, or the failure as a result entry."""
     artifact = mdir / "model.kiln"
     artifact.unlink(missing_ok=True)
     t0 = time.perf_counter()
     r = subprocess.run([str(args.kiln_bin / "kilnc"), str(mdir / "model.onnx"), "-o", str(artifact)],
                        capture_output=True, text=True, timeout=args.timeout)
-    compile_s = time.perf_counter() - t0
+    args.kiln_compile_s = time.perf_counter() - t0
     (mdir / "kilnc.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         lines = [l for l in r.stderr.splitlines() if "error" in l] or r.stderr.splitlines() or ["?"]
-        return {"ok": False, "error": "kilnc: " + lines[0][:200], "compile_s": compile_s}
+        return {"ok": False, "error": "kilnc: " + lines[0][:200], "compile_s": args.kiln_compile_s}
+    return None
+
+
+def run_kiln(args, mdir):
+    import numpy as np
+    artifact = mdir / "model.kiln"
+    compile_s = args.kiln_compile_s
     names = [n for n in np.load(mdir / "inputs.npz").files]
     ort_ms = args.ort_ms or 50.0
     reps = int(min(1000, max(5, args.budget * 1e3 / max(ort_ms, 1e-3))))
@@ -406,6 +414,20 @@ def run_kiln(args, mdir):
             "rel_err": err}
 
 
+def combine_rounds(tries):
+    """One framework's result over its rounds: the first successful one, its median the median
+    of the rounds' medians, which are kept in `round_ms`; or the first failure."""
+    ok = [t for t in tries if t.get("ok")]
+    if not ok:
+        return tries[0]
+    res = dict(ok[0])
+    medians = sorted(t["median_ms"] for t in ok)
+    mid = len(medians) // 2
+    res["median_ms"] = medians[mid] if len(medians) % 2 else (medians[mid - 1] + medians[mid]) / 2
+    res["round_ms"] = [t["median_ms"] for t in ok]
+    return res
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default="all", help="comma-separated model names (default all; --list)")
@@ -415,6 +437,10 @@ def main(argv):
                    help="subset of " + ",".join(FRAMEWORKS + DIAGNOSTICS) + " (default: all but " +
                         ",".join(DIAGNOSTICS) + ")")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timed runs per measurement")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time every framework this many times, the rounds interleaved (each in "
+                        "a rotated order) so that a change in the machine's load meets them "
+                        "all; the median of the rounds' medians is reported (default 1)")
     p.add_argument("--timeout", type=int, default=900, help="seconds allowed per step")
     p.add_argument("--kiln-bin", type=Path, default=HERE.parent / "build" / "bin")
     p.add_argument("--out", type=Path, default=HERE / "out" / "models")
@@ -454,13 +480,22 @@ def main(argv):
                 print(f"{model} b{batch}: {row['error']}", flush=True)
                 results.append(row)
                 continue
-            row["onnxruntime"] = run_worker("onnxruntime", args, mdir, model, batch)
-            args.ort_ms = row["onnxruntime"].get("median_ms")
-            if "kiln" in frameworks:
-                row["kiln"] = run_kiln(args, mdir)
-            for fw in frameworks:
-                if fw not in ("kiln", "onnxruntime"):
-                    row[fw] = run_worker(fw, args, mdir, model, batch)
+            # ONNX Runtime first: its output is the reference, its time sizes Kiln's runs.
+            order = ["onnxruntime"] + [fw for fw in frameworks if fw != "onnxruntime"]
+            kiln_failed = compile_kiln(args, mdir) if "kiln" in frameworks else None
+            rounds = {fw: [] for fw in order}
+            args.ort_ms = None
+            for r in range(max(1, args.rounds)):
+                for fw in order[r % len(order):] + order[:r % len(order)]:
+                    if fw == "kiln":
+                        res = kiln_failed or run_kiln(args, mdir)
+                    else:
+                        res = run_worker(fw, args, mdir, model, batch)
+                    if fw == "onnxruntime" and res.get("ok") and not args.ort_ms:
+                        args.ort_ms = res["median_ms"]
+                    rounds[fw].append(res)
+            for fw, tries in rounds.items():
+                row[fw] = combine_rounds(tries)
             results.append(row)
             print(summary_line(row, frameworks), flush=True)
     load_after = os.getloadavg()
@@ -489,7 +524,9 @@ def render(results, frameworks, command, args, load_before, load_after):
     lines = [f"Command: `{command}`", "",
              f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {args.threads} threads, "
              f"load average {load_before[0]:.2f} before and {load_after[0]:.2f} after.", "",
-             "Median ms per run; `x` columns are the peer's time over Kiln's (above 1: Kiln is faster). "
+             ("Median ms per run" if args.rounds <= 1 else
+              f"Median over {args.rounds} interleaved rounds of each round's median ms per run") +
+             "; `x` columns are the peer's time over Kiln's (above 1: Kiln is faster). "
              "`best peer` is the fastest peer and Kiln's ratio to it (diagnostic configurations such as "
              "onnxruntime-nchw are not peers).", ""]
     header = ["model", "batch", "kiln ms"] + [f"{p} ms" for p in peers] + [f"vs {p}" for p in peers] + ["best peer", "kiln compile s"]
