@@ -58,10 +58,11 @@ static int weightDimsOf(const int64_t *s, dnnl_dims_t dims) {
   return 5;
 }
 
-/* The post-ops: a sum that adds what the output holds when `accumulate`,
- * then an eltwise that clamps to [low, high] unless both are infinite; NULL
- * when there are none. */
-static dnnl_post_ops_t postOpsOf(int accumulate, float low, float high, int *ok) {
+/* The post-ops: a sum that adds what the output holds when `flags` has
+ * ACCUMULATE, then an eltwise that clamps to [low, high] unless both are
+ * infinite; NULL when there are none. */
+static dnnl_post_ops_t postOpsOf(int64_t flags, float low, float high, int *ok) {
+  int accumulate = (flags & ACCUMULATE) != 0;
   dnnl_post_ops_t postOps = NULL;
   *ok = 1;
   if (!accumulate && isinf(low) && isinf(high))
@@ -84,7 +85,7 @@ static dnnl_post_ops_t postOpsOf(int accumulate, float low, float high, int *ok)
 
 /* A primitive descriptor for the site's convolution by `algorithm`, or NULL. */
 static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int hasBias,
-                                      dnnl_alg_kind_t algorithm, int accumulate, float low,
+                                      dnnl_alg_kind_t algorithm, int64_t flags, float low,
                                       float high) {
   dnnl_dims_t weightDims;
   int weightRank = weightDimsOf(s, weightDims);
@@ -93,7 +94,7 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
   dnnl_dims_t padBegin = {s[PT], s[PL]}, padEnd = {s[PB], s[PR]};
   dnnl_convolution_desc_t desc;
   int ok = 0;
-  dnnl_post_ops_t postOps = postOpsOf(accumulate, low, high, &ok);
+  dnnl_post_ops_t postOps = postOpsOf(flags, low, high, &ok);
   dnnl_primitive_attr_t attr = NULL;
   dnnl_primitive_desc_t convDesc = NULL;
   if (!ok ||
@@ -115,7 +116,6 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
 /* With kilnDnnlLock held. */
 static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flags, float low,
                   float high) {
-  int accumulate = (flags & ACCUMULATE) != 0;
   dnnl_dims_t srcDims = {s[N], s[C], s[IH], s[IW]};
   dnnl_dims_t dstDims = {s[N], s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims, biasDims = {s[F]};
@@ -132,10 +132,9 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flag
   int winograd = s[GROUP] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
                  s[DH] == 1 && s[DW] == 1;
   dnnl_primitive_desc_t convDesc =
-      winograd ? describe(site, s, hasBias, dnnl_convolution_winograd, accumulate, low, high)
-               : NULL;
+      winograd ? describe(site, s, hasBias, dnnl_convolution_winograd, flags, low, high) : NULL;
   if (!convDesc)
-    convDesc = describe(site, s, hasBias, dnnl_convolution_direct, accumulate, low, high);
+    convDesc = describe(site, s, hasBias, dnnl_convolution_direct, flags, low, high);
   if (convDesc && kilnDnnlOk(dnnl_primitive_create(&site->conv, convDesc))) {
     site->weights = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_weights_md, 0);
     site->scratch = *dnnl_primitive_desc_query_md(convDesc, dnnl_query_scratchpad_md, 0);
