@@ -90,7 +90,9 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     A convolution is rewritten only where the layout pays for its
     reorders: its input has a blocked form already, or its result reaches,
     directly or through elementwise ops, another convolution that can take
-    it blocked. One alone between NCHW images stays as it is.
+    it blocked, or its window is taller than it is wide (a 7x1: the NCHW
+    kernels' bands of rows would each read its extra rows again). Any other
+    one alone between NCHW images stays as it is.
 
     Elementwise ops whose operands are such images, per-channel vectors
     (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)

@@ -192,6 +192,27 @@ func.func @alone(%x: tensor<1x32x8x8xf32>, %y: tensor<1x32x8x8xf32>) -> (tensor<
 
 // -----
 
+// A lone convolution whose window is taller than wide (7x1) is blocked:
+// the NCHW kernels' bands of rows would each read its six extra rows again.
+// A wide one (1x7) stays as it is.
+// CHECK-LABEL: func.func @tall_window
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x32x9x9xf32>, %[[Y:[^:]*]]: tensor<1x32x9x9xf32>)
+// CHECK: %[[S:.*]] = kiln.reshape %[[X]]
+// CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>}
+// CHECK: %[[T:.*]] = kiln.blocked_conv %[[B]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 3, 0, 3, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x9x9x16xf32>, tensor<32x32x7x1xf32>) -> tensor<1x2x9x9x16xf32>
+// CHECK: kiln.conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 3, 0, 3>, strides = array<i64: 1, 1>} : (tensor<1x32x9x9xf32>, tensor<32x32x1x7xf32>) -> tensor<1x32x9x9xf32>
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+func.func @tall_window(%x: tensor<1x32x9x9xf32>, %y: tensor<1x32x9x9xf32>) -> (tensor<1x32x9x9xf32>, tensor<1x32x9x9xf32>) {
+  %tall = kiln.constant dense<1.0> : tensor<32x32x7x1xf32>
+  %wide = kiln.constant dense<1.0> : tensor<32x32x1x7xf32>
+  %0 = kiln.conv %x, %tall {dilations = array<i64: 1, 1>, pads = array<i64: 3, 0, 3, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x9x9xf32>, tensor<32x32x7x1xf32>) -> tensor<1x32x9x9xf32>
+  %1 = kiln.conv %y, %wide {dilations = array<i64: 1, 1>, pads = array<i64: 0, 3, 0, 3>, strides = array<i64: 1, 1>} : (tensor<1x32x9x9xf32>, tensor<32x32x1x7xf32>) -> tensor<1x32x9x9xf32>
+  return %0, %1 : tensor<1x32x9x9xf32>, tensor<1x32x9x9xf32>
+}
+
+// -----
+
 // Reductions over rows and columns (global pools, a squeeze-and-excitation's
 // mean) read the blocked image and give a blocked per-channel vector, whose
 // small NCHW view the other users get (reshaped when the reduction drops

@@ -211,7 +211,8 @@ int main(int argc, char **argv) {
       cl::values(
           clEnumValN(kiln::BlockedLayout::Auto, "auto",
                      "where the layout pays for its reorders: a convolution whose input is "
-                     "blocked already or whose result reaches another one (default)"),
+                     "blocked already, whose result reaches another one, or whose window is "
+                     "taller than wide (7x1) (default)"),
           clEnumValN(kiln::BlockedLayout::All, "all",
                      "around every such convolution, even one alone between NCHW images"),
           clEnumValN(kiln::BlockedLayout::Off, "off", "nowhere: every image stays NCHW")),
