@@ -366,8 +366,7 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       if (auto conv = dyn_cast<ConvOp>(op)) {
         if (isBlockable(conv) && (everywhere || worthBlocking(conv, reorders)))
           convert(b, reorders, conv, erased, /*plainInput=*/false);
-        else if (isBlockableFromPlain(conv) &&
-                 (everywhere || feedsBlockableConv(conv.getResult())))
+        else if (isBlockableFromPlain(conv))
           convert(b, reorders, conv, erased, /*plainInput=*/true);
         continue;
       }

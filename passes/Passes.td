@@ -92,7 +92,11 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     directly or through elementwise ops, another convolution that can take
     it blocked, or its window is taller than it is wide (a 7x1: the NCHW
     kernels' bands of rows would each read its extra rows again). Any other
-    one alone between NCHW images stays as it is.
+    one alone between NCHW images stays as it is. A convolution of an image
+    with fewer than 16 channels (an RGB stem), one group, is always
+    rewritten: it reads the NCHW image as it is, and the NCHW kernels would
+    compute it as a product only `C x kh x kw` deep (147 for ResNet's 7x7
+    stem), slower than oneDNN's kernel and a reorder of its result.
 
     Elementwise ops whose operands are such images, per-channel vectors
     (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)

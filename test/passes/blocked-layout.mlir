@@ -96,12 +96,15 @@ func.func @excitation(%x: tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32> {
 
 // -----
 
-// Left in NCHW: three input channels, filters that are not constants, two
-// groups that are not depthwise, and an elementwise op whose other operand
-// broadcasts along the rows (it reads the blocked convolutions' NCHW view).
+// Left in NCHW: filters that are not constants, two groups that are not
+// depthwise, and an elementwise op whose other operand broadcasts along the
+// rows (it reads the blocked convolutions' NCHW view). Three input channels
+// are read as they are, and the result reordered back for the caller.
 // CHECK-LABEL: func.func @unchanged
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x8x8xf32>, %[[Y:[^:]*]]: tensor<1x32x8x8xf32>, %[[WY:[^:]*]]: tensor<16x32x1x1xf32>, %[[ROW:[^:]*]]: tensor<8xf32>)
-// CHECK: %[[A:.*]] = kiln.conv %[[X]], %{{.*}} {{.*}} -> tensor<1x16x8x8xf32>
+// CHECK: %[[A0:.*]] = kiln.blocked_conv %[[X]], %{{.*}} {{.*}} -> tensor<1x1x8x8x16xf32>
+// CHECK: %[[AT:.*]] = kiln.transpose %[[A0]]
+// CHECK: %[[A:.*]] = kiln.reshape %[[AT]] : tensor<1x1x16x8x8xf32> -> tensor<1x16x8x8xf32>
 // CHECK: %[[B:.*]] = kiln.conv %[[Y]], %[[WY]] {{.*}} -> tensor<1x16x8x8xf32>
 // CHECK: %[[G:.*]] = kiln.conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, group = 2 : i64, {{.*}} -> tensor<1x32x8x8xf32>
 // CHECK: %[[C0:.*]] = kiln.blocked_conv
@@ -267,15 +270,18 @@ func.func @sums_kept(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
 
 // -----
 
-// An RGB stem reads its NCHW image as it is and gives its result in blocks
-// when a convolution that takes blocks reads that result; one whose result
-// goes elsewhere (a max pool) stays NCHW.
+// An RGB stem reads its NCHW image as it is and gives its result in blocks,
+// which a convolution that takes blocks reads as they are; a max pool reads
+// them reordered back to NCHW.
 // CHECK-LABEL: func.func @rgb_stem
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x16x16xf32>, %[[Y:[^:]*]]: tensor<1x3x16x16xf32>)
 // CHECK: %[[S:.*]] = kiln.blocked_conv %[[X]], %{{.*}} {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x2x8x8x16xf32>
 // CHECK: kiln.blocked_conv %[[S]], %{{.*}} {dilations = array<i64: 1, 1>, group = 32 : i64
-// CHECK: %[[P:.*]] = kiln.conv %[[Y]]
-// CHECK: kiln.max_pool %[[P]]
+// CHECK: %[[P:.*]] = kiln.blocked_conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[P]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: %[[N:.*]] = kiln.reshape %[[T]]
+// CHECK: kiln.max_pool %[[N]]
+// CHECK-NOT: kiln.conv
 // ALL-LABEL: func.func @rgb_stem
 // ALL-COUNT-3: kiln.blocked_conv
 // ALL-NOT: kiln.conv
