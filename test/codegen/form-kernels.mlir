@@ -120,6 +120,26 @@ func.func @chain(%x: tensor<64x512xf32>, %y: tensor<64x512xf32>) -> tensor<64x51
 
 // -----
 
+// A blocked image back to NCHW: the input is contiguous along the 16 lanes
+// of a block, so the tiles keep all 16 and take one row each (4 blocks x 32
+// rows) rather than one lane of a whole block, which would read every cache
+// line of the block for one float of it.
+// CHECK-LABEL: func.func @lanes_whole
+// CHECK: scf.forall (%[[B:.*]], %[[H:.*]]) in (4, 32)
+// CHECK: tensor.extract_slice %{{.*}}[0, %[[B]], %[[H]], 0, 0] [1, 1, 1, 32, 16]
+// CHECK: linalg.transpose
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %[[B]], 0, %[[H]], 0] [1, 1, 16, 1, 32]
+func.func @lanes_whole(%x: tensor<1x4x32x32x16xf32>) -> tensor<1x4x16x32x32xf32> {
+  %0 = kiln.fusion loop(%x) : (tensor<1x4x32x32x16xf32>) -> tensor<1x4x16x32x32xf32> {
+  ^bb0(%a: tensor<1x4x32x32x16xf32>):
+    %t = kiln.transpose %a {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x4x32x32x16xf32>) -> tensor<1x4x16x32x32xf32>
+    kiln.yield %t : tensor<1x4x16x32x32xf32>
+  }
+  return %0 : tensor<1x4x16x32x32xf32>
+}
+
+// -----
+
 // Kernels below min-parallel-elements stay serial: no loop over tiles.
 // CHECK-LABEL: func.func @small
 // CHECK-NOT: scf.forall
