@@ -221,8 +221,18 @@ bool keepsZeros(Operation *op, ArrayRef<bool> uniform) {
   return !isa<DivOp>(op);
 }
 
+/// Whether `op` is a 2-D max or average pool of an NCHW image, which runs on
+/// its blocked form alike: its windows move over rows and columns only, and
+/// zero padding lanes pool to zero.
+bool isBlockablePool(Operation *op) {
+  if (!isa<MaxPoolOp, AveragePoolOp>(op))
+    return false;
+  auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  return input && input.getRank() == 4 && isBlockableImage(input);
+}
+
 /// Whether the NCHW image `image` reaches, directly or through elementwise
-/// ops, a convolution that can run on blocked images.
+/// ops and pools, a convolution that can run on blocked images.
 bool feedsBlockableConv(Value image) {
   SmallVector<Value> work{image};
   DenseSet<Value> seen{image};
@@ -235,7 +245,8 @@ bool feedsBlockableConv(Value image) {
           return true;
         continue;
       }
-      if (isElementwise(user) && isBlockableImage(user->getResult(0).getType()) &&
+      if ((isElementwise(user) || isBlockablePool(user)) &&
+          isBlockableImage(user->getResult(0).getType()) &&
           seen.insert(user->getResult(0)).second)
         work.push_back(user->getResult(0));
     }
@@ -374,6 +385,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         convertElementwise(b, reorders, op);
       else if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
         convertSpatialReduction(b, reorders, op);
+      else if (isBlockablePool(op))
+        convertPool(b, reorders, op);
     }
     // The NCHW views no op reads any more, so that each blocked value's
     // users are the ops that read it.
@@ -436,6 +449,26 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     if (result.getType() != resultType)
       result = ReshapeOp::create(b, op->getLoc(), resultType, result);
     op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+  }
+
+  /// Replaces the pool `op` of an image whose blocked form is a view (a
+  /// blocked convolution's result, ResNet's stem) by the same pool of that
+  /// form: the next convolution reads the blocked result as it is, and
+  /// neither image is reordered.
+  static void convertPool(OpBuilder &b, Reorders &reorders, Operation *op) {
+    Value input = op->getOperand(0);
+    if (!reorders.isView(input))
+      return;
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    ArrayRef<int64_t> s = resultType.getShape();
+    b.setInsertionPoint(op);
+    OperationState state(op->getLoc(), op->getName(), ValueRange{reorders.blocked(input)},
+                         TypeRange{resultType.clone(
+                             {s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock})},
+                         op->getAttrs());
+    Operation *blocked = b.create(state);
+    op->getResult(0).replaceAllUsesWith(reorders.plain(blocked->getResult(0), s[1], op->getLoc()));
     op->erase();
   }
 

@@ -257,7 +257,13 @@ Value padForPool(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> kern
     int64_t have = type.getDimSize(2 + i) + pads[i];
     endPads.push_back(std::max(pads[2 + i], needed - have));
   }
-  return padTrailing(b, loc, input, pads.take_front(2), endPads, value);
+  SmallVector<int64_t> begin(pads.take_front(2)), end(endPads.begin(), endPads.end());
+  // A blocked image's lanes (its trailing block of channels) are not padded.
+  if (type.getRank() == 5) {
+    begin.push_back(0);
+    end.push_back(0);
+  }
+  return padTrailing(b, loc, input, begin, end, value);
 }
 
 /// The pooling generic over (n, c, oh, ow, kh, kw) reading `padded` through
@@ -268,19 +274,27 @@ Value poolGeneric(OpBuilder &b, Location loc, Value padded, Value init,
                   function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   MLIRContext *ctx = b.getContext();
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  Type element = llvm::cast<RankedTensorType>(padded.getType()).getElementType();
+  auto paddedType = llvm::cast<RankedTensorType>(padded.getType());
+  Type element = paddedType.getElementType();
   Value window = tensor::EmptyOp::create(b, loc, kernel, element);
   // Loops (n, c, oh, kh, kw, ow): the window loops sit outside the output
   // row, so the innermost loop runs along a contiguous row of the output
-  // (and a strided one of the input) and vectorizes.
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(6, 0,
-                     {d(0), d(1), d(2) * strides[0] + d(3) * dilations[0],
-                      d(5) * strides[1] + d(4) * dilations[1]},
-                     ctx),
-      AffineMap::get(6, 0, {d(3), d(4)}, ctx),
-      AffineMap::get(6, 0, {d(0), d(1), d(2), d(5)}, ctx)};
-  SmallVector<utils::IteratorType> iterators(6, utils::IteratorType::parallel);
+  // (and a strided one of the input) and vectorizes. A blocked image
+  // (n, c/16, h, w, 16) adds its lanes as the innermost loop, contiguous in
+  // both.
+  bool blocked = paddedType.getRank() == 5;
+  int64_t loops = blocked ? 7 : 6;
+  SmallVector<AffineExpr> input = {d(0), d(1), d(2) * strides[0] + d(3) * dilations[0],
+                                   d(5) * strides[1] + d(4) * dilations[1]};
+  SmallVector<AffineExpr> output = {d(0), d(1), d(2), d(5)};
+  if (blocked) {
+    input.push_back(d(6));
+    output.push_back(d(6));
+  }
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, input, ctx),
+                                 AffineMap::get(loops, 0, {d(3), d(4)}, ctx),
+                                 AffineMap::get(loops, 0, output, ctx)};
+  SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
   iterators[3] = iterators[4] = utils::IteratorType::reduction;
   return linalg::GenericOp::create(
              b, loc, init.getType(), ValueRange{padded, window}, init, maps,
@@ -305,7 +319,7 @@ struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
     SmallVector<int64_t> endPads;
     Value padded = padForPool(rewriter, loc, op.getInput(), op.getKernelShape(),
                               op.getStrides(), op.getDilations(), op.getPads(),
-                              resultType.getShape().drop_front(2), lowest, endPads);
+                              resultType.getShape().slice(2, 2), lowest, endPads);
     Value init = filledTensor(rewriter, loc, resultType, lowest);
     Value result = poolGeneric(
         rewriter, loc, padded, init, op.getKernelShape(), op.getStrides(),
@@ -333,7 +347,7 @@ struct AveragePoolLowering : OpRewritePattern<AveragePoolOp> {
     Value zero = scalarConstant(rewriter, loc, element, 0);
     SmallVector<int64_t> endPads;
     Value padded = padForPool(rewriter, loc, op.getInput(), kernel, strides,
-                              dilations, pads, resultType.getShape().drop_front(2),
+                              dilations, pads, resultType.getShape().slice(2, 2),
                               zero, endPads);
     Value sums = poolGeneric(
         rewriter, loc, padded, filledTensor(rewriter, loc, resultType, zero),
@@ -360,7 +374,12 @@ struct AveragePoolLowering : OpRewritePattern<AveragePoolOp> {
                      counted(j * strides[1] + c * dilations[1] - pads[1], 1);
         counts.push_back(1.0 / std::max<int64_t>(count, 1));
       }
-    auto countType = RankedTensorType::get({oh, ow}, rewriter.getF64Type());
+    // Broadcast against the result's trailing dimensions: a blocked image's
+    // lanes follow its columns.
+    SmallVector<int64_t> countShape = {oh, ow};
+    if (resultType.getRank() == 5)
+      countShape.push_back(1);
+    auto countType = RankedTensorType::get(countShape, rewriter.getF64Type());
     Value scale = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(countType, ArrayRef<double>(counts)));
     Value result = buildElementwise(

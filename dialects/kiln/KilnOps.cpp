@@ -401,8 +401,12 @@ static LogicalResult inferPool(std::optional<Location> loc,
                                typename PoolOp::Adaptor adaptor,
                                SmallVectorImpl<Type> &results) {
   RankedTensorType input = rankedType(adaptor.getInput());
-  if (input.getRank() != 4)
-    return emitOptionalError(loc, "input must be 4-D (NCHW), got ", input);
+  // A blocked image (kiln-blocked-layout) has its rows and columns where an
+  // NCHW one has them, and a trailing block of channels.
+  bool blocked = input.getRank() == 5 && input.getDimSize(4) == kChannelBlock;
+  if (input.getRank() != 4 && !blocked)
+    return emitOptionalError(loc, "input must be 4-D (NCHW) or a blocked image (N x C/",
+                             kChannelBlock, " x H x W x ", kChannelBlock, "), got ", input);
   if (adaptor.getKernelShape().size() != 2 || adaptor.getStrides().size() != 2 ||
       adaptor.getDilations().size() != 2 || adaptor.getPads().size() != 4)
     return emitOptionalError(loc, "expected 2 kernel sizes, strides and "
@@ -419,6 +423,8 @@ static LogicalResult inferPool(std::optional<Location> loc,
         kernel, adaptor.getStrides()[i], adaptor.getDilations()[i],
         adaptor.getCeilMode()));
   }
+  if (blocked)
+    shape.push_back(kChannelBlock);
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }

@@ -408,6 +408,9 @@ class Kiln_PoolOp<string mnemonic, string onnx, string what, dag extra>
   let description = "Takes the " # what # " over each `kernel_shape` window. "
     # "`pads` is `[top, left, bottom, right]`; with `ceil_mode` the output "
     # "size rounds up, and windows that start inside the padded input are kept."
+    # " The input may also be a blocked image, `N x C/16 x H x W x 16` "
+    # "(see `kiln-blocked-layout`), pooled over its rows and columns alike; "
+    # "such a pool has no gradient rule."
     # "\n\n```mlir\n%y = kiln." # mnemonic
     # " %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, "
     # "pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}"

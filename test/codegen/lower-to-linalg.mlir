@@ -127,6 +127,29 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// Pools of blocked images (N x C/16 x H x W x 16): the lanes are one more
+// loop, innermost, and no padding; an average pool's divisors broadcast
+// along them.
+// CHECK-DAG: #[[BIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2 * 2 + d3, d5 * 2 + d4, d6)>
+// CHECK-DAG: #[[BWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4)>
+// CHECK-DAG: #[[BOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d5, d6)>
+// CHECK-DAG: #[[COUNT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, 0)>
+// CHECK-LABEL: func @blocked_pools
+// CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1, 0] high[0, 0, 1, 1, 0]
+// CHECK: linalg.generic {indexing_maps = [#[[BIN]], #[[BWIN]], #[[BOUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]}
+// CHECK: arith.maximumf
+// CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0, 0] high[0, 0, 1, 1, 0]
+// CHECK: arith.addf
+// CHECK: arith.constant dense<{{\[\[\[}}2.500000e-01], [2.500000e-01], [5.000000e-01]], {{.*}} : tensor<3x3x1xf64>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[COUNT]], #{{.*}}]
+func.func @blocked_pools(%x: tensor<1x2x5x5x16xf32>) -> (tensor<1x2x3x3x16xf32>, tensor<1x2x3x3x16xf32>) {
+  %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5x16xf32>) -> tensor<1x2x3x3x16xf32>
+  %1 = kiln.average_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5x16xf32>) -> tensor<1x2x3x3x16xf32>
+  return %0, %1 : tensor<1x2x3x3x16xf32>, tensor<1x2x3x3x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @concat
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<2x1xf32>)
 // CHECK: %[[E:.*]] = tensor.empty() : tensor<2x4xf32>

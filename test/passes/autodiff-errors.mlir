@@ -65,3 +65,14 @@ func.func @main(%x: tensor<1x1x6x6xf32> {kiln.name = "x"}, %w: tensor<1x1x2x2xf3
   %s = kiln.reduce_sum %y {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x1x10x10xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A pool of a blocked image (kiln-blocked-layout's, for inference) has no
+// gradient rule.
+func.func @main(%x: tensor<1x1x4x4x16xf32> {kiln.name = "x"}) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.max_pool' op has no gradient rule on blocked images}}
+  %p = kiln.max_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>) -> tensor<1x1x2x2x16xf32>
+  %s = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3, 4>, keepdims = false} : (tensor<1x1x2x2x16xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -271,16 +271,16 @@ func.func @sums_kept(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
 // -----
 
 // An RGB stem reads its NCHW image as it is and gives its result in blocks,
-// which a convolution that takes blocks reads as they are; a max pool reads
-// them reordered back to NCHW.
+// which a convolution that takes blocks reads as they are, and a max pool
+// too; the pool's result is reordered back for the caller.
 // CHECK-LABEL: func.func @rgb_stem
 // CHECK-SAME: (%[[X:[^:]*]]: tensor<1x3x16x16xf32>, %[[Y:[^:]*]]: tensor<1x3x16x16xf32>)
 // CHECK: %[[S:.*]] = kiln.blocked_conv %[[X]], %{{.*}} {clamp_max = 6.000000e+00 : f32, clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x2x8x8x16xf32>
 // CHECK: kiln.blocked_conv %[[S]], %{{.*}} {dilations = array<i64: 1, 1>, group = 32 : i64
 // CHECK: %[[P:.*]] = kiln.blocked_conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x2x8x8x16xf32>
-// CHECK: %[[T:.*]] = kiln.transpose %[[P]] {perm = array<i64: 0, 1, 4, 2, 3>}
-// CHECK: %[[N:.*]] = kiln.reshape %[[T]]
-// CHECK: kiln.max_pool %[[N]]
+// CHECK: %[[M:.*]] = kiln.max_pool %[[P]] {{.*}} : (tensor<1x2x8x8x16xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[M]] {perm = array<i64: 0, 1, 4, 2, 3>}
+// CHECK: kiln.reshape %[[T]] : tensor<1x2x16x4x4xf32> -> tensor<1x32x4x4xf32>
 // CHECK-NOT: kiln.conv
 // ALL-LABEL: func.func @rgb_stem
 // ALL-COUNT-3: kiln.blocked_conv
@@ -297,4 +297,34 @@ func.func @rgb_stem(%x: tensor<1x3x16x16xf32>, %y: tensor<1x3x16x16xf32>) -> (te
   %4 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x16x16xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x8x8xf32>
   %5 = kiln.max_pool %4 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>) -> tensor<1x32x4x4xf32>
   return %3, %5 : tensor<1x32x8x8xf32>, tensor<1x32x4x4xf32>
+}
+
+// -----
+
+// Pools between convolutions (VGG's, ResNet's stem's) run on the blocked
+// images: the first convolution is blocked because its result reaches the
+// second through the Relu and the max pool, and nothing is reordered
+// between them. The average pool keeps its attributes. A pool of an image
+// with no blocked form stays NCHW.
+// CHECK-LABEL: func.func @pools
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x32x16x16xf32>, %[[Y:[^:]*]]: tensor<1x32x16x16xf32>)
+// CHECK: %[[C1:.*]] = kiln.blocked_conv %{{.*}} {clamp_min = 0.000000e+00 : f32, {{.*}}} : (tensor<1x2x16x16x16xf32>, tensor<32x32x3x3xf32>) -> tensor<1x2x16x16x16xf32>
+// CHECK: %[[P:.*]] = kiln.max_pool %[[C1]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x16x16x16xf32>) -> tensor<1x2x9x9x16xf32>
+// CHECK: %[[C2:.*]] = kiln.blocked_conv %[[P]]
+// CHECK: %[[A:.*]] = kiln.average_pool %[[C2]] {count_include_pad = true, {{.*}}} : (tensor<1x2x9x9x16xf32>) -> tensor<1x2x5x5x16xf32>
+// CHECK: %[[C3:.*]] = kiln.blocked_conv %[[A]]
+// CHECK: kiln.max_pool %[[Y]] {{.*}} : (tensor<1x32x16x16xf32>) -> tensor<1x32x8x8xf32>
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+func.func @pools(%x: tensor<1x32x16x16xf32>, %y: tensor<1x32x16x16xf32>) -> (tensor<1x32x5x5xf32>, tensor<1x32x8x8xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<32x32x3x3xf32>
+  %w1 = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x16x16xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x16x16xf32>
+  %1 = kiln.relu %0 : tensor<1x32x16x16xf32>
+  %2 = kiln.max_pool %1 {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x32x16x16xf32>) -> tensor<1x32x9x9xf32>
+  %3 = kiln.conv %2, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x9x9xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x9x9xf32>
+  %4 = kiln.average_pool %3 {count_include_pad = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x32x9x9xf32>) -> tensor<1x32x5x5xf32>
+  %5 = kiln.conv %4, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x5x5xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x5x5xf32>
+  %6 = kiln.max_pool %y {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x32x16x16xf32>) -> tensor<1x32x8x8xf32>
+  return %5, %6 : tensor<1x32x5x5xf32>, tensor<1x32x8x8xf32>
 }

@@ -480,6 +480,8 @@ LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   ArrayRef<int64_t> kernel = getKernelShape();
   if (kernel.size() != 2)
     return emitOpError("has no gradient rule for non-2-D windows yet");
+  if (inType.getRank() != 4)
+    return emitOpError("has no gradient rule on blocked images");
   if (getCeilMode()) {
     // Ceil mode is floor mode over an input padded at the end with as many
     // -inf rows and columns as the last windows reach past it.
@@ -526,6 +528,8 @@ LogicalResult AveragePoolOp::buildGradients(OpBuilder &b, ValueRange resultGrads
   Location loc = getLoc();
   RankedTensorType outType = typeOf(getOutput()), inType = typeOf(getInput());
   ArrayRef<int64_t> kernel = getKernelShape();
+  if (inType.getRank() != 4)
+    return emitOpError("has no gradient rule on blocked images");
   if (kernel.size() != 2 || getCeilMode() ||
       !windowsTile(kernel, getStrides(), getPads(), getDilations(), outType))
     return emitOpError("has no gradient rule for overlapping, padded, dilated or ceil-mode "

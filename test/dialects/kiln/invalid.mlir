@@ -106,10 +106,20 @@ func.func @conv_bias(%x: tensor<1x4x7x7xf32>, %w: tensor<6x4x3x3xf32>, %b: tenso
 // -----
 
 func.func @pool_rank(%x: tensor<4x7x7xf32>) -> tensor<4x3x3xf32> {
-  // expected-error @+2 {{input must be 4-D (NCHW)}}
+  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/16 x H x W x 16)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x7x7xf32>) -> tensor<4x3x3xf32>
   return %0 : tensor<4x3x3xf32>
+}
+
+// -----
+
+// Five dimensions are a blocked image only with 16 lanes last.
+func.func @pool_blocks(%x: tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32> {
+  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/16 x H x W x 16)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.average_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32>
+  return %0 : tensor<1x2x4x4x8xf32>
 }
 
 // -----
