@@ -231,8 +231,21 @@ bool isBlockablePool(Operation *op) {
   return input && input.getRank() == 4 && isBlockableImage(input);
 }
 
+/// Whether `op` joins NCHW images along their channels in whole blocks
+/// (Inception's branches, DenseNet's features): the blocked images join
+/// along their blocks.
+bool isBlockableConcat(Operation *op) {
+  auto concat = dyn_cast<ConcatOp>(op);
+  return concat && concat.getAxis() == 1 && isBlockableImage(concat.getType()) &&
+         llvm::all_of(concat.getInputs(), [](Value input) {
+           auto type = cast<RankedTensorType>(input.getType());
+           return isBlockableImage(type) && !isPadded(type);
+         });
+}
+
 /// Whether the NCHW image `image` reaches, directly or through elementwise
-/// ops and pools, a convolution that can run on blocked images.
+/// ops, pools and concatenations, a convolution that can run on blocked
+/// images.
 bool feedsBlockableConv(Value image) {
   SmallVector<Value> work{image};
   DenseSet<Value> seen{image};
@@ -245,7 +258,7 @@ bool feedsBlockableConv(Value image) {
           return true;
         continue;
       }
-      if ((isElementwise(user) || isBlockablePool(user)) &&
+      if ((isElementwise(user) || isBlockablePool(user) || isBlockableConcat(user)) &&
           isBlockableImage(user->getResult(0).getType()) &&
           seen.insert(user->getResult(0)).second)
         work.push_back(user->getResult(0));
@@ -387,6 +400,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         convertSpatialReduction(b, reorders, op);
       else if (isBlockablePool(op))
         convertPool(b, reorders, op);
+      else if (isBlockableConcat(op))
+        convertConcat(b, reorders, cast<ConcatOp>(op));
     }
     // The NCHW views no op reads any more, so that each blocked value's
     // users are the ops that read it.
@@ -470,6 +485,21 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     Operation *blocked = b.create(state);
     op->getResult(0).replaceAllUsesWith(reorders.plain(blocked->getResult(0), s[1], op->getLoc()));
     op->erase();
+  }
+
+  /// Replaces `concat` of images whose blocked forms all exist (views, or
+  /// reorders made for other users) by the concatenation of those forms
+  /// along their blocks, so the next convolution reads it as it is.
+  static void convertConcat(OpBuilder &b, Reorders &reorders, ConcatOp concat) {
+    if (!llvm::all_of(concat.getInputs(), [&](Value input) { return reorders.hasBlocked(input); }))
+      return;
+    b.setInsertionPoint(concat);
+    SmallVector<Value> blocked =
+        llvm::map_to_vector(concat.getInputs(), [&](Value input) { return reorders.blocked(input); });
+    auto joined = ConcatOp::create(b, concat.getLoc(), blocked, concat.getAxis());
+    concat.getResult().replaceAllUsesWith(
+        reorders.plain(joined, concat.getType().getDimSize(1), concat.getLoc()));
+    concat->erase();
   }
 
   /// Replaces the elementwise `op` by the same op on blocked images when one

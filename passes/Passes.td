@@ -101,16 +101,19 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     Elementwise ops whose operands are such images, per-channel vectors
     (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)
     or scalars run on the blocked images too, and so do sums, means,
-    maxima and minima over the rows and columns (global pools), and max and
-    average pools of an image whose blocked form exists, so a network's
-    chain of convolutions, activations, pools, residual sums and
-    squeeze-and-excitation blocks keeps the layout from one convolution to
-    the next. A convolution's result reaching another convolution through
-    pools counts as reaching it. Last, a residual sum whose operand is a blocked convolution's
+    maxima and minima over the rows and columns (global pools), max and
+    average pools of an image whose blocked form exists, and concatenations
+    along the channels of images whose blocked forms all exist and fill
+    whole blocks, so a network's chain of convolutions, activations, pools,
+    branches, residual sums and squeeze-and-excitation blocks keeps the
+    layout from one convolution to the next. A convolution's result
+    reaching another convolution through pools and concatenations counts as
+    reaching it. Last, a residual sum whose operand is a blocked convolution's
     unclamped result, read by nothing else, becomes that convolution's
     `addend`, and the sum's Relu or Clip its clamp. The reorders (a reshape and a transpose) come
     in only where an image enters that chain from an op that needs NCHW
-    (a reduction over channels, a reshape, a concatenation) or leaves it
+    (a reduction over channels, a reshape, a concatenation with a padded
+    part) or leaves it
     for one, each at most once per image.
 
     The CPU code generator makes each `kiln.blocked_conv` one call of the

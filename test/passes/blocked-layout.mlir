@@ -328,3 +328,30 @@ func.func @pools(%x: tensor<1x32x16x16xf32>, %y: tensor<1x32x16x16xf32>) -> (ten
   %6 = kiln.max_pool %y {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x32x16x16xf32>) -> tensor<1x32x8x8xf32>
   return %5, %6 : tensor<1x32x5x5xf32>, tensor<1x32x8x8xf32>
 }
+
+// -----
+
+// Branches joined along their channels (Inception's, DenseNet's features)
+// join as blocked images when every part fills whole blocks: both branch
+// convolutions are blocked because their results reach the last
+// convolution through the concatenation, and nothing is reordered. A part
+// of 24 channels (a padded block) keeps its concatenation in NCHW.
+// CHECK-LABEL: func.func @concat
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x32x8x8xf32>, %[[Y:[^:]*]]: tensor<1x24x8x8xf32>)
+// CHECK: %[[A:.*]] = kiln.blocked_conv %[[B:[^,]*]], %{{.*}} : (tensor<1x2x8x8x16xf32>, tensor<32x32x1x1xf32>) -> tensor<1x2x8x8x16xf32>
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[B]], %{{.*}} : (tensor<1x2x8x8x16xf32>, tensor<16x32x3x3xf32>) -> tensor<1x1x8x8x16xf32>
+// CHECK: %[[J:.*]] = kiln.concat %[[A]], %[[C]] {axis = 1 : i64} : (tensor<1x2x8x8x16xf32>, tensor<1x1x8x8x16xf32>) -> tensor<1x3x8x8x16xf32>
+// CHECK: kiln.blocked_conv %[[J]]
+// CHECK: kiln.concat %[[X]], %[[Y]] {axis = 1 : i64} : (tensor<1x32x8x8xf32>, tensor<1x24x8x8xf32>) -> tensor<1x56x8x8xf32>
+// CHECK: return
+func.func @concat(%x: tensor<1x32x8x8xf32>, %y: tensor<1x24x8x8xf32>) -> (tensor<1x16x8x8xf32>, tensor<1x56x8x8xf32>) {
+  %w1 = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %w3 = kiln.constant dense<1.0> : tensor<16x32x3x3xf32>
+  %wj = kiln.constant dense<1.0> : tensor<16x48x1x1xf32>
+  %0 = kiln.conv %x, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x8x8xf32>
+  %1 = kiln.conv %x, %w3 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x32x8x8xf32>, tensor<16x32x3x3xf32>) -> tensor<1x16x8x8xf32>
+  %2 = kiln.concat %0, %1 {axis = 1 : i64} : (tensor<1x32x8x8xf32>, tensor<1x16x8x8xf32>) -> tensor<1x48x8x8xf32>
+  %3 = kiln.conv %2, %wj {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x48x8x8xf32>, tensor<16x48x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %4 = kiln.concat %x, %y {axis = 1 : i64} : (tensor<1x32x8x8xf32>, tensor<1x24x8x8xf32>) -> tensor<1x56x8x8xf32>
+  return %3, %4 : tensor<1x16x8x8xf32>, tensor<1x56x8x8xf32>
+}

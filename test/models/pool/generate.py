@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a model of pools between convolutions, as ResNet's stem and VGG's stages have them.
+"""Writes a model of pools and concatenations between convolutions (ResNet's stem, VGG's
+stages, Inception's branches).
 
 With the models-blocked test and kilnc's default, the pools whose image comes
 from a blocked convolution run on the blocked image (kiln.max_pool and
@@ -20,7 +21,10 @@ Outputs of one model, all on fixed pseudo-random data:
             then Conv 1x1 24->24: padding lanes stay zero;
   y_avg_inc: the same pool counting the pads (count_include_pad 1);
   y_pool_out: MaxPool 2x2 stride 2 of a Conv 3x3 32->32 on 1x32x12x12 whose
-            result is a graph output (reordered back to NCHW).
+            result is a graph output (reordered back to NCHW);
+  y_concat: Conv 1x1 32->32 and Relu(Conv 3x3 32->16, pad 1) of one 1x32x10x10
+            image, joined along the channels (whole blocks: joined blocked),
+            then Conv 1x1 48->16.
 The references are computed here in float64. All values are multiples of
 1/32 and the divisors powers of two, so float32 arithmetic in any order gives
 the references exactly. Needs numpy and onnx:
@@ -104,6 +108,9 @@ w_avg1, b_avg1 = tensor((24, 24, 1, 1), 0.1), tensor((24,), 0.1)
 w_avg2 = tensor((24, 24, 1, 1), 0.1)
 x_out = tensor((1, 32, 12, 12))
 w_out = tensor((32, 32, 3, 3), 0.1)
+x_cat = tensor((1, 32, 10, 10))
+w_cat1, w_cat3 = tensor((32, 32, 1, 1), 0.1), tensor((16, 32, 3, 3), 0.1)
+w_join = tensor((16, 48, 1, 1), 0.1)
 
 stem = pool(relu(conv(x_stem, w_stem, b_stem, (1, 1, 1, 1), (2, 2))), (3, 3), (2, 2), (1, 1, 1, 1), "max")
 y_stem = conv(stem, w_after)
@@ -115,6 +122,8 @@ avg_in = conv(x_avg, w_avg1, b_avg1)
 y_avg = conv(pool(avg_in, (2, 2), (2, 2), (0, 0, 1, 1), "avg"), w_avg2)
 y_avg_inc = conv(pool(avg_in, (2, 2), (2, 2), (0, 0, 1, 1), "avg", include_pad=True), w_avg2)
 y_pool_out = pool(conv(x_out, w_out, None, (1, 1, 1, 1)), (2, 2), (2, 2), (0, 0, 0, 0), "max")
+joined = np.concatenate([conv(x_cat, w_cat1), relu(conv(x_cat, w_cat3, None, (1, 1, 1, 1)))], axis=1)
+y_concat = conv(joined, w_join)
 
 N = helper.make_node
 nodes = [
@@ -138,14 +147,20 @@ nodes = [
     N("Conv", ["avg_pi", "w_avg2"], ["y_avg_inc"], kernel_shape=[1, 1]),
     N("Conv", ["x_out", "w_out"], ["out_c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
     N("MaxPool", ["out_c"], ["y_pool_out"], kernel_shape=[2, 2], strides=[2, 2]),
+    N("Conv", ["x_cat", "w_cat1"], ["cat_a"], kernel_shape=[1, 1]),
+    N("Conv", ["x_cat", "w_cat3"], ["cat_b"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    N("Relu", ["cat_b"], ["cat_r"]),
+    N("Concat", ["cat_a", "cat_r"], ["cat_j"], axis=1),
+    N("Conv", ["cat_j", "w_join"], ["y_concat"], kernel_shape=[1, 1]),
 ]
 model_files.save(
-    HERE, "pools", nodes,
+    HERE, "pools_concat", nodes,
     inputs=[("x_stem", x_stem), ("x_vgg", x_vgg), ("x_ceil", x_ceil), ("x_avg", x_avg),
-            ("x_out", x_out)],
+            ("x_out", x_out), ("x_cat", x_cat)],
     outputs=[("y_stem", y_stem), ("y_vgg", y_vgg), ("y_ceil", y_ceil), ("y_avg", y_avg),
-             ("y_avg_inc", y_avg_inc), ("y_pool_out", y_pool_out)],
+             ("y_avg_inc", y_avg_inc), ("y_pool_out", y_pool_out), ("y_concat", y_concat)],
     initializers=[("w_stem", w_stem), ("b_stem", b_stem), ("w_after", w_after),
                   ("w_vgg1", w_vgg1), ("b_vgg1", b_vgg1), ("w_vgg2", w_vgg2),
                   ("w_ceil1", w_ceil1), ("w_ceil2", w_ceil2), ("w_avg1", w_avg1),
-                  ("b_avg1", b_avg1), ("w_avg2", w_avg2), ("w_out", w_out)])
+                  ("b_avg1", b_avg1), ("w_avg2", w_avg2), ("w_out", w_out), ("w_cat1", w_cat1),
+                  ("w_cat3", w_cat3), ("w_join", w_join)])
