@@ -494,8 +494,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     if (!llvm::all_of(concat.getInputs(), [&](Value input) { return reorders.hasBlocked(input); }))
       return;
     b.setInsertionPoint(concat);
-    SmallVector<Value> blocked =
-        llvm::map_to_vector(concat.getInputs(), [&](Value input) { return reorders.blocked(input); });
+    SmallVector<Value> blocked = llvm::map_to_vector(
+        concat.getInputs(), [&](Value input) { return reorders.blocked(input); });
     auto joined = ConcatOp::create(b, concat.getLoc(), blocked, concat.getAxis());
     concat.getResult().replaceAllUsesWith(
         reorders.plain(joined, concat.getType().getDimSize(1), concat.getLoc()));
