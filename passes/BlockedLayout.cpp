@@ -449,22 +449,12 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     if (!reorders.isView(input) || !inputType || !isBlockableImage(inputType) || !axes ||
         axes.asArrayRef() != ArrayRef<int64_t>{2, 3})
       return;
-    Value blockedInput = reorders.blocked(input);
     ArrayRef<int64_t> s = inputType.getShape();
-    auto blockedType =
-        inputType.clone({s[0], channelBlocks(s[1]), 1, 1, kChannelBlock});
-    b.setInsertionPoint(op);
     NamedAttrList attrs(op->getAttrs());
     attrs.set("keepdims", b.getBoolAttr(true));
-    OperationState state(op->getLoc(), op->getName(), ValueRange{blockedInput},
-                         TypeRange{blockedType}, attrs);
-    Operation *blocked = b.create(state);
-    Value result = reorders.plain(blocked->getResult(0), s[1], op->getLoc());
-    Type resultType = op->getResult(0).getType();
-    if (result.getType() != resultType)
-      result = ReshapeOp::create(b, op->getLoc(), resultType, result);
-    op->getResult(0).replaceAllUsesWith(result);
-    op->erase();
+    Value blocked = rebuildOnBlocked(
+        b, reorders, op, inputType.clone({s[0], channelBlocks(s[1]), 1, 1, kChannelBlock}), attrs);
+    replaceByBlocked(b, reorders, op, blocked, s[1]);
   }
 
   /// Replaces the pool `op` of an image whose blocked form is a view (a
@@ -472,19 +462,14 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
   /// form: the next convolution reads the blocked result as it is, and
   /// neither image is reordered.
   static void convertPool(OpBuilder &b, Reorders &reorders, Operation *op) {
-    Value input = op->getOperand(0);
-    if (!reorders.isView(input))
+    if (!reorders.isView(op->getOperand(0)))
       return;
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     ArrayRef<int64_t> s = resultType.getShape();
-    b.setInsertionPoint(op);
-    OperationState state(op->getLoc(), op->getName(), ValueRange{reorders.blocked(input)},
-                         TypeRange{resultType.clone(
-                             {s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock})},
-                         op->getAttrs());
-    Operation *blocked = b.create(state);
-    op->getResult(0).replaceAllUsesWith(reorders.plain(blocked->getResult(0), s[1], op->getLoc()));
-    op->erase();
+    Value blocked = rebuildOnBlocked(
+        b, reorders, op, resultType.clone({s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock}),
+        op->getAttrs());
+    replaceByBlocked(b, reorders, op, blocked, s[1]);
   }
 
   /// Replaces `concat` of images whose blocked forms all exist (views, or
@@ -496,10 +481,31 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     b.setInsertionPoint(concat);
     SmallVector<Value> blocked = llvm::map_to_vector(
         concat.getInputs(), [&](Value input) { return reorders.blocked(input); });
-    auto joined = ConcatOp::create(b, concat.getLoc(), blocked, concat.getAxis());
-    concat.getResult().replaceAllUsesWith(
-        reorders.plain(joined, concat.getType().getDimSize(1), concat.getLoc()));
-    concat->erase();
+    Value joined = ConcatOp::create(b, concat.getLoc(), blocked, concat.getAxis());
+    replaceByBlocked(b, reorders, concat, joined, concat.getType().getDimSize(1));
+  }
+
+  /// The one-operand `op` rebuilt before it on its operand's blocked form,
+  /// with the result type `type` and the attributes `attrs`.
+  static Value rebuildOnBlocked(OpBuilder &b, Reorders &reorders, Operation *op, Type type,
+                                ArrayRef<NamedAttribute> attrs) {
+    b.setInsertionPoint(op);
+    OperationState state(op->getLoc(), op->getName(),
+                         ValueRange{reorders.blocked(op->getOperand(0))}, TypeRange{type}, attrs);
+    return b.create(state)->getResult(0);
+  }
+
+  /// Gives the users of `op` the NCHW view of `blocked`, the same value on
+  /// blocked images with `channels` real channels (reshaped where `op`'s
+  /// result drops dimensions), and erases `op`.
+  static void replaceByBlocked(OpBuilder &b, Reorders &reorders, Operation *op, Value blocked,
+                               int64_t channels) {
+    Value result = reorders.plain(blocked, channels, op->getLoc());
+    Type resultType = op->getResult(0).getType();
+    if (result.getType() != resultType)
+      result = ReshapeOp::create(b, op->getLoc(), resultType, result);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
   }
 
   /// Replaces the elementwise `op` by the same op on blocked images when one
