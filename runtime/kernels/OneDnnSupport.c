@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 pthread_mutex_t kilnDnnlLock = PTHREAD_MUTEX_INITIALIZER;
 dnnl_engine_t kilnDnnlEngine;
@@ -84,6 +85,34 @@ dnnl_primitive_attr_t kilnDnnlAttributes(const_dnnl_post_ops_t postOps) {
     return NULL;
   }
   return attr;
+}
+
+/* Whether `desc`'s implementation is named with `part` in it. */
+static int implementedBy(const_dnnl_primitive_desc_t desc, const char *part) {
+  const char *name = NULL;
+  return kilnDnnlOk(dnnl_primitive_desc_query(desc, dnnl_query_impl_info_str, 0, &name)) && name &&
+         strstr(name, part);
+}
+
+dnnl_primitive_desc_t kilnDnnlDescribe(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+                                       const char *prefer) {
+  dnnl_primitive_desc_iterator_t it = NULL;
+  if (!kilnDnnlOk(dnnl_primitive_desc_iterator_create(&it, desc, attr, kilnDnnlEngine, NULL)))
+    return NULL;
+  dnnl_primitive_desc_t first = dnnl_primitive_desc_iterator_fetch(it), chosen = NULL;
+  if (first && prefer && !implementedBy(first, prefer))
+    while (!chosen && kilnDnnlOk(dnnl_primitive_desc_iterator_next(it))) {
+      dnnl_primitive_desc_t candidate = dnnl_primitive_desc_iterator_fetch(it);
+      if (candidate && implementedBy(candidate, prefer))
+        chosen = candidate;
+      else if (candidate)
+        dnnl_primitive_desc_destroy(candidate);
+    }
+  dnnl_primitive_desc_iterator_destroy(it);
+  if (!chosen)
+    return first;
+  dnnl_primitive_desc_destroy(first);
+  return chosen;
 }
 
 int kilnDnnlExecute(dnnl_primitive_t primitive, const dnnl_memory_desc_t *scratchDesc, int nargs,

@@ -40,6 +40,12 @@ void *kilnDnnlThreadBuffer(int index, size_t bytes);
  * of a kernel do. `postOps` may be NULL. */
 dnnl_primitive_attr_t kilnDnnlAttributes(const_dnnl_post_ops_t postOps);
 
+/* A primitive descriptor for `desc` with `attr`: the first of oneDNN's
+ * implementations whose name contains `prefer`, else (or when `prefer` is
+ * NULL) oneDNN's first; NULL when it has none. */
+dnnl_primitive_desc_t kilnDnnlDescribe(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+                                       const char *prefer);
+
 /* Runs `primitive` on the thread's stream with `args` (room for one more)
  * and its scratchpad, described by `scratchDesc`; waits for it. */
 int kilnDnnlExecute(dnnl_primitive_t primitive, const dnnl_memory_desc_t *scratchDesc, int nargs,
