@@ -277,25 +277,27 @@ Value poolGeneric(OpBuilder &b, Location loc, Value padded, Value init,
   auto paddedType = llvm::cast<RankedTensorType>(padded.getType());
   Type element = paddedType.getElementType();
   Value window = tensor::EmptyOp::create(b, loc, kernel, element);
-  // Loops (n, c, oh, kh, kw, ow): the window loops sit outside the output
-  // row, so the innermost loop runs along a contiguous row of the output
-  // (and a strided one of the input) and vectorizes. A blocked image
-  // (n, c/16, h, w, 16) adds its lanes as the innermost loop, contiguous in
-  // both.
+  // Plain images loop over (n, c, oh, kh, kw, ow): the window loops sit
+  // outside the output row, so the innermost loop runs along a contiguous
+  // row of the output (and a strided one of the input) and vectorizes. A
+  // blocked image (n, c/16, h, w, 16) loops over (n, c/16, oh, ow, kh, kw,
+  // 16): its lanes are the innermost loop, contiguous in both, and each
+  // output vector stays in a register across its window.
   bool blocked = paddedType.getRank() == 5;
   int64_t loops = blocked ? 7 : 6;
-  SmallVector<AffineExpr> input = {d(0), d(1), d(2) * strides[0] + d(3) * dilations[0],
-                                   d(5) * strides[1] + d(4) * dilations[1]};
-  SmallVector<AffineExpr> output = {d(0), d(1), d(2), d(5)};
+  int64_t kh = blocked ? 4 : 3, kw = blocked ? 5 : 4, ow = blocked ? 3 : 5;
+  SmallVector<AffineExpr> input = {d(0), d(1), d(2) * strides[0] + d(kh) * dilations[0],
+                                   d(ow) * strides[1] + d(kw) * dilations[1]};
+  SmallVector<AffineExpr> output = {d(0), d(1), d(2), d(ow)};
   if (blocked) {
     input.push_back(d(6));
     output.push_back(d(6));
   }
   SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, input, ctx),
-                                 AffineMap::get(loops, 0, {d(3), d(4)}, ctx),
+                                 AffineMap::get(loops, 0, {d(kh), d(kw)}, ctx),
                                  AffineMap::get(loops, 0, output, ctx)};
   SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
-  iterators[3] = iterators[4] = utils::IteratorType::reduction;
+  iterators[kh] = iterators[kw] = utils::IteratorType::reduction;
   return linalg::GenericOp::create(
              b, loc, init.getType(), ValueRange{padded, window}, init, maps,
              iterators,

@@ -128,15 +128,16 @@ func.func @max_pool(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 // -----
 
 // Pools of blocked images (N x C/16 x H x W x 16): the lanes are one more
-// loop, innermost, and no padding; an average pool's divisors broadcast
-// along them.
-// CHECK-DAG: #[[BIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2 * 2 + d3, d5 * 2 + d4, d6)>
-// CHECK-DAG: #[[BWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4)>
-// CHECK-DAG: #[[BOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d5, d6)>
+// loop, innermost, and no padding, inside the window's loops, which are
+// inside the output column's; an average pool's divisors broadcast along
+// the lanes.
+// CHECK-DAG: #[[BIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5, d6)>
+// CHECK-DAG: #[[BWIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5)>
+// CHECK-DAG: #[[BOUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3, d6)>
 // CHECK-DAG: #[[COUNT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, 0)>
 // CHECK-LABEL: func @blocked_pools
 // CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1, 0] high[0, 0, 1, 1, 0]
-// CHECK: linalg.generic {indexing_maps = [#[[BIN]], #[[BWIN]], #[[BOUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]}
+// CHECK: linalg.generic {indexing_maps = [#[[BIN]], #[[BWIN]], #[[BOUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
 // CHECK: arith.maximumf
 // CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0, 0] high[0, 0, 1, 1, 0]
 // CHECK: arith.addf
