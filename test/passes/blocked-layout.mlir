@@ -216,6 +216,27 @@ func.func @tall_window(%x: tensor<1x32x9x9xf32>, %y: tensor<1x32x9x9xf32>) -> (t
 
 // -----
 
+// A lone convolution with a window larger than 1x1 at a stride is blocked:
+// the NCHW kernels' tiles of output channels would each reorder the whole
+// image. A 1x1 at a stride stays as it is.
+// CHECK-LABEL: func.func @strided_window
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<1x32x9x9xf32>, %[[Y:[^:]*]]: tensor<1x32x9x9xf32>)
+// CHECK: %[[S:.*]] = kiln.reshape %[[X]]
+// CHECK: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>}
+// CHECK: kiln.blocked_conv %[[B]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x2x9x9x16xf32>, tensor<32x32x3x3xf32>) -> tensor<1x2x5x5x16xf32>
+// CHECK: kiln.conv %[[Y]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x32x9x9xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x5x5xf32>
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+func.func @strided_window(%x: tensor<1x32x9x9xf32>, %y: tensor<1x32x9x9xf32>) -> (tensor<1x32x5x5xf32>, tensor<1x32x5x5xf32>) {
+  %w3 = kiln.constant dense<1.0> : tensor<32x32x3x3xf32>
+  %w1 = kiln.constant dense<1.0> : tensor<32x32x1x1xf32>
+  %0 = kiln.conv %x, %w3 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x32x9x9xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x5x5xf32>
+  %1 = kiln.conv %y, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x32x9x9xf32>, tensor<32x32x1x1xf32>) -> tensor<1x32x5x5xf32>
+  return %0, %1 : tensor<1x32x5x5xf32>, tensor<1x32x5x5xf32>
+}
+
+// -----
+
 // Reductions over rows and columns (global pools, a squeeze-and-excitation's
 // mean) read the blocked image and give a blocked per-channel vector, whose
 // small NCHW view the other users get (reshaped when the reduction drops
