@@ -91,7 +91,9 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     reorders: its input has a blocked form already, or its result reaches,
     directly or through elementwise ops, another convolution that can take
     it blocked, or its window is taller than it is wide (a 7x1: the NCHW
-    kernels' bands of rows would each read its extra rows again). Any other
+    kernels' bands of rows would each read its extra rows again), or its
+    window is larger than 1x1 at a stride (the NCHW kernels' tiles of
+    output channels would each reorder the whole image). Any other
     one alone between NCHW images stays as it is. A convolution of an image
     with fewer than 16 channels (an RGB stem), one group, is always
     rewritten: it reads the NCHW image as it is, and the NCHW kernels would

@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
           clEnumValN(kiln::BlockedLayout::Auto, "auto",
                      "where the layout pays for its reorders: a convolution whose input is "
                      "blocked already, whose result reaches another one, or whose window is "
-                     "taller than wide (7x1) (default)"),
+                     "taller than wide (7x1) or strided (a 3x3 at stride 2) (default)"),
           clEnumValN(kiln::BlockedLayout::All, "all",
                      "around every such convolution, even one alone between NCHW images"),
           clEnumValN(kiln::BlockedLayout::Off, "off", "nowhere: every image stays NCHW")),
