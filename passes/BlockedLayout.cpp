@@ -282,10 +282,10 @@ bool hasTallWindow(ConvOp conv) {
 /// stride (a stage's first 3x3 at stride 2). The NCHW kernels split its
 /// output channels between threads, and each tile reorders the whole image,
 /// four times the output's area, for oneDNN; on blocked images it is
-/// reordered once. A 3x3 256->256 at stride 2 to 14x14 took 1.64 ms in NCHW
-/// against 1.31-1.44 ms blocked, reorders included; 3x3 64->128 to 27x27,
-/// 0.60 against 0.56 ms. A 1x1 at stride 2 ran faster in NCHW (0.31
-/// against 0.48 ms, 256->512 to 14x14) and stays there.
+/// reordered once. A 3x3 256->256 at stride 2 to 14x14 took 1.49-1.68 ms
+/// in NCHW against 1.28-1.46 ms blocked, reorders included; 3x3 64->128 to
+/// 27x27, 0.60-0.68 against 0.56-0.58 ms. A 1x1 at stride 2 ran faster in
+/// NCHW (0.31 against 0.47-0.50 ms, 256->512 to 14x14) and stays there.
 bool hasStridedWindow(ConvOp conv) {
   ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
   return conv.getGroup() == 1 && filter.size() == 4 && filter[2] * filter[3] > 1 &&
