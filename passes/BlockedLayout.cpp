@@ -294,9 +294,9 @@ bool hasStridedWindow(ConvOp conv) {
 
 /// Whether running `conv` on blocked images pays for its reorders: its input
 /// has a blocked form already, its result reaches another convolution that
-/// takes it blocked, or its window is tall or strided. Any other convolution alone
-/// between NCHW images would pay a pass over each of its two images for a
-/// layout nothing else reads; the NCHW kernels run it as fast as that.
+/// takes it blocked, or its window is tall or strided. Any other convolution
+/// alone between NCHW images would pay a pass over each of its two images
+/// for a layout nothing else reads; the NCHW kernels run it as fast as that.
 bool worthBlocking(ConvOp conv, const Reorders &reorders) {
   return reorders.hasBlocked(conv.getInput()) || feedsBlockableConv(conv.getResult()) ||
          hasTallWindow(conv) || hasStridedWindow(conv);

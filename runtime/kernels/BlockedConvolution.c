@@ -119,9 +119,9 @@ static dnnl_primitive_desc_t describe(BlockedSite *site, const int64_t *s, int h
  * output pixel where the smaller multiply 4, but transform 36-point tiles
  * and keep 36 transformed copies of the filters. They won 1.05x-1.6x on
  * 64-192 input channels at 17x17 and more (Inception-v3's 80->192 at 71x71:
- * 5.4 -> 3.5 ms, VGG's 128->128 at 112x112: 8.1 -> 5.3 ms) and lost
- * 1.15x-2.3x on 32-48 input channels, 7x7 to 14x14 images and filters
- * whose transformed copies outgrow the caches (512->512 at 28x28). */
+ * 5.4 -> 3.5 ms, VGG's 128->128 at 112x112: 8.1 -> 5.3 ms), lost 1.07x-2.3x
+ * on 32-48 input channels and on 7x7 to 14x14 images, and were no better
+ * where the transformed filters pass 8 MiB (256->256 at 56x56). */
 static int prefersLargeTiles(const int64_t *s) {
   enum { MIN_CHANNELS = 64, MIN_PIXELS = 16 * 16, MAX_FILTER_BYTES = 8 << 20 };
   return s[C] >= MIN_CHANNELS && s[OH] * s[OW] >= MIN_PIXELS &&

@@ -177,10 +177,18 @@ std::vector<Case> cases() {
   Case stemGray{1, 1, 6, 7, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
   stemRgb.plain = stemClip.plain = stemGray.plain = true;
   stemClip.low = 0.0f, stemClip.high = 6.0f;
-  return {resnet3x3, pointwise, strided,  depthwise,       depthwiseStrided, dilated,
-          asymmetric, stem7x7,  relu,     clip,            noBias,           lowOnly,
-          paddedIn,  paddedOut, paddedBoth, paddedDepthwise, residual,       residual1x1,
-          paddedResidual, stemRgb, stemClip, stemGray};
+  // Winograd's larger tiles, F(4x4, 3x3): 64 or more input channels at
+  // 16x16 outputs or more, padded and not (Inception-v3's 80->192 at 71x71
+  // has no padding), under a residual sum and a ReLU.
+  Case largeTiles{1, 64, 18, 18, 80, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Case largeTilesUnpadded{1, 80, 19, 21, 64, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0};
+  Case largeTilesResidual = largeTiles;
+  largeTilesResidual.accumulate = true;
+  largeTilesResidual.low = 0.0f;
+  return {resnet3x3, pointwise, strided, depthwise, depthwiseStrided, dilated, asymmetric,
+          stem7x7, relu, clip, noBias, lowOnly, paddedIn, paddedOut, paddedBoth,
+          paddedDepthwise, residual, residual1x1, paddedResidual, stemRgb, stemClip, stemGray,
+          largeTiles, largeTilesUnpadded, largeTilesResidual};
 }
 
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {
