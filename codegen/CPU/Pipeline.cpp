@@ -14,8 +14,9 @@ namespace kiln {
 
 // Up to the matrix products.
 static constexpr const char *kBeforeContractions =
-    // Each kernel writes into a destination of its own (CSE merged them).
-    "func.func(kiln-clone-destinations),"
+    // Concatenations that extend one another share one tensor; each kernel
+    // writes into a destination of its own (CSE merged them).
+    "func.func(kiln-concat-in-place,kiln-clone-destinations),"
     // Tensors to buffers. Function results become out-parameters and static
     // result allocations are the caller's buffers, so outputs are written in
     // place.

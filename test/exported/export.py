@@ -222,6 +222,16 @@ def swin(rng):
     return model, [("image", rng.standard_normal((1, 3, 64, 64)).astype(np.float32))], ["logits"]
 
 
+def densenet(rng):
+    """torchvision's DenseNet: each layer's batch norm, ReLU and convolutions read the
+    concatenation of its block's input and every feature map before it (growth 16, channel
+    counts whole blocks of 16, so the blocked layout joins them); batch 2."""
+    from torchvision.models.densenet import DenseNet
+    model = DenseNet(growth_rate=16, block_config=(4, 4), num_init_features=32, bn_size=2,
+                     num_classes=10)
+    return model, [("image", rng.standard_normal((2, 3, 32, 32)).astype(np.float32))], ["logits"]
+
+
 MODELS = {
     "lstm_classifier": lstm_classifier,
     "gru_tagger": gru_tagger,
@@ -231,6 +241,7 @@ MODELS = {
     "vit": vit,
     "bert": bert,
     "swin": swin,
+    "densenet": densenet,
 }
 
 
