@@ -80,6 +80,10 @@ constexpr llvm::StringLiteral kNoCaptureCallAttr = "kiln.no_capture";
 /// (runtime/kernels/BlockedConvolution.c).
 void registerBlockedConvolutionBufferization(mlir::DialectRegistry &registry);
 
+/// Lets one-shot bufferization turn pools of blocked images into calls of
+/// the runtime's oneDNN pooling (runtime/kernels/BlockedPool.c).
+void registerBlockedPoolBufferization(mlir::DialectRegistry &registry);
+
 /// Registers the `kiln-cpu-lowering` pipeline for kiln-opt.
 void registerCodegenPipelines();
 

@@ -53,12 +53,23 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     channel-first instead, its loops ordered (group, channel, batch, ...),
     and stands for the transpose; kiln-contractions-to-blas then writes each
     output channel's row of the product straight into it.
+
+    With `blocked-pool-calls`, a max or average pool of a blocked image
+    (`N x C/16 x H x W x 16`) outside a fusion (kiln-fuse leaves such pools
+    out) stays a kiln op, which bufferization makes a call of the runtime's
+    `kiln_pool2d_blocked` (oneDNN's pooling on the blocked image as it is);
+    the CPU pipeline sets it. Without it, such a pool becomes loops like any
+    other: the padded image, then the window's sum or maximum with the 16
+    lanes innermost.
   }];
   let options = [
     Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"false",
            "Read matmul operands that transpose their last two dimensions through "
            "transposed indexing maps, and compute convolutions whose results are "
-           "transposed batch for channel channel-first, instead of copying">
+           "transposed batch for channel channel-first, instead of copying">,
+    Option<"blockedPoolCalls", "blocked-pool-calls", "bool", /*default=*/"false",
+           "Leave pools of blocked images outside fusions as kiln ops, for "
+           "bufferization to make calls of the runtime's kiln_pool2d_blocked">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -21,6 +21,7 @@ void registerKilnDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllToLLVMIRTranslations(registry);
   registerCollectiveBufferization(registry);
   registerBlockedConvolutionBufferization(registry);
+  registerBlockedPoolBufferization(registry);
 }
 
 void registerKilnPasses() {

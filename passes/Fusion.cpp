@@ -225,10 +225,11 @@ private:
   bool isFusible(Operation *op) const {
     return op && isa<KilnDialect>(op->getDialect()) &&
            !isa<ConstantOp, FusionOp, YieldOp>(op) && op->getNumResults() == 1 &&
-           // Collectives and blocked convolutions are calls into the
-           // runtime, not kernels.
+           // Collectives, blocked convolutions and pools of blocked images
+           // are calls into the runtime, not kernels.
            !isa<AllReduceOp, AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp,
-                BlockedConvOp>(op);
+                BlockedConvOp>(op) &&
+           !isBlockedPool(op);
   }
 
   bool isClonedConstant(Value value) const {

@@ -37,6 +37,11 @@ struct KilnLowerToLinalgPass
     // bufferization.
     target.addLegalOp<AllReduceStartOp, AllReduceWaitOp, WorldSizeOp, ReplicaRankOp,
                       BlockedConvOp>();
+    // ... and so do pools of blocked images outside fusions, when asked.
+    if (blockedPoolCalls)
+      target.addDynamicallyLegalOp<MaxPoolOp, AveragePoolOp>([](Operation *op) {
+        return isBlockedPool(op) && !op->getParentOfType<FusionOp>();
+      });
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
                            func::FuncDialect>();

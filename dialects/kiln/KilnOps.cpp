@@ -55,6 +55,14 @@ TransposeOp kiln::channelFirstTranspose(ConvOp conv) {
   return transpose;
 }
 
+bool kiln::isBlockedPool(Operation *op) {
+  if (!isa<MaxPoolOp, AveragePoolOp>(op))
+    return false;
+  auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  return type && type.getRank() == 5 && type.getDimSize(4) == kChannelBlock &&
+         type.getElementType().isF32();
+}
+
 int64_t kiln::windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                                int64_t kernel, int64_t stride,
                                int64_t dilation, bool ceilMode) {

@@ -51,6 +51,13 @@ bool swapsLastTwo(llvm::ArrayRef<int64_t> perm);
 /// product the CPU code generator forms, in the filter's order.
 TransposeOp channelFirstTranspose(ConvOp conv);
 
+/// Whether `op` is a max or average pool of a blocked f32 image
+/// (N x C/16 x H x W x 16, see kiln-blocked-layout). The CPU back end
+/// computes such a pool by a call of the runtime, as it does a
+/// kiln.blocked_conv, not by a kernel of its own: kiln-fuse leaves it out of
+/// fusions.
+bool isBlockedPool(mlir::Operation *op);
+
 /// Output extent of a window op along one dimension, ONNX's formula.
 int64_t windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
                          int64_t kernel, int64_t stride, int64_t dilation,

@@ -274,6 +274,24 @@ func.func @single(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
 
 // -----
 
+// A pool of a blocked image is a call of the runtime, as a blocked
+// convolution is: no fusion holds it, and its neighbours fuse around it.
+// CHECK-LABEL: func.func @blocked_pool
+// CHECK: kiln.fusion loop
+// CHECK: kiln.relu
+// CHECK: kiln.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[P:.+]] = kiln.average_pool
+// CHECK-NEXT: kiln.fusion loop(%[[P]])
+func.func @blocked_pool(%x: tensor<1x2x4x4x16xf32>) -> tensor<1x2x2x2x16xf32> {
+  %r = kiln.relu %x : tensor<1x2x4x4x16xf32>
+  %p = kiln.average_pool %r {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4x16xf32>) -> tensor<1x2x2x2x16xf32>
+  %s = kiln.sigmoid %p : tensor<1x2x2x2x16xf32>
+  return %s : tensor<1x2x2x2x16xf32>
+}
+
+// -----
+
 // A transpose of a matrix product's operand joins its output fusion (the
 // back ends read it in place); with another user it is copied in, and the
 // original stays for that user.
