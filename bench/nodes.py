@@ -82,23 +82,37 @@ def kiln_times(args, artifact, inputs, workdir):
             for k in kernels}
 
 
-def ort_coverage(graph, name, op):
-    """The ONNX nodes an ORT node covers (see the module's description)."""
-    nodes = {n.name: n for n in graph.node}
+def labels(graph):
+    """Each ONNX node's name as Kiln's profile gives it, by the node's first output (or its
+    name where it has none): its own name, or for an unnamed node `Op#index -> output`."""
+    return {(n.output[0] if n.output else n.name):
+            n.name or f"{n.op_type}#{i} -> {n.output[0] if n.output else ''}"
+            for i, n in enumerate(graph.node)}
+
+
+def node_key(node):
+    return node.output[0] if node.output else node.name
+
+
+def ort_coverage(graph, label, name, op):
+    """The ONNX nodes (by label) an ORT node covers (see the module's description)."""
+    if not name:
+        return [f"(unnamed {op} of onnxruntime)"]
+    nodes = {n.name: n for n in graph.node if n.name}
     producer = {out: n for n in graph.node for out in n.output}
     base = name[: -len("_nchwc")] if name.endswith("_nchwc") else name
     node = nodes.get(base) or producer.get(base)
     if node is None:
         return [name]
-    covered = [node.name]
+    covered = [label[node_key(node)]]
     # Walk back along first inputs to the op ORT says it ran (a Conv fused with what follows).
     walk = node
     for _ in range(4):
         if walk.op_type == op or not walk.input or walk.input[0] not in producer:
             break
         walk = producer[walk.input[0]]
-        covered.append(walk.name)
-    return covered if walk.op_type == op else [node.name]
+        covered.append(label[node_key(walk)])
+    return covered if walk.op_type == op else [label[node_key(node)]]
 
 
 class Groups:
@@ -179,14 +193,15 @@ def main():
         ort = {name: (op, statistics.median(r.get(name, (op, 0.0))[1] for r in ort_rounds))
                for name, (op, _) in ort_rounds[0].items()}
 
-    op_of = {n.name: n.op_type for n in graph.node}
+    label = labels(graph)
+    op_of = {label[node_key(n)]: n.op_type for n in graph.node}
     groups = Groups()
     kiln_rows = []
     for nodes, kind, ms in kiln:
         kiln_rows.append((groups.join(nodes or [f"(kiln kernel {len(kiln_rows)})"]), nodes, ms))
     ort_rows = []
     for name, (op, ms) in ort.items():
-        covered = ort_coverage(graph, name, op)
+        covered = ort_coverage(graph, label, name, op)
         ort_rows.append((groups.join(covered), covered, op, ms))
 
     rows = collections.defaultdict(lambda: {"nodes": set(), "kiln_ms": 0.0, "ort_ms": 0.0,
