@@ -94,12 +94,11 @@ def node_key(node):
     return node.output[0] if node.output else node.name
 
 
-def ort_coverage(graph, label, name, op):
-    """The ONNX nodes (by label) an ORT node covers (see the module's description)."""
+def ort_coverage(nodes, producer, label, name, op):
+    """The ONNX nodes (by label) an ORT node covers (see the module's description); `nodes`
+    maps names to nodes and `producer` tensors to the nodes that write them."""
     if not name:
         return [f"(unnamed {op} of onnxruntime)"]
-    nodes = {n.name: n for n in graph.node if n.name}
-    producer = {out: n for n in graph.node for out in n.output}
     base = name[: -len("_nchwc")] if name.endswith("_nchwc") else name
     node = nodes.get(base) or producer.get(base)
     if node is None:
@@ -199,9 +198,11 @@ def main():
     kiln_rows = []
     for nodes, kind, ms in kiln:
         kiln_rows.append((groups.join(nodes or [f"(kiln kernel {len(kiln_rows)})"]), nodes, ms))
+    nodes = {n.name: n for n in graph.node if n.name}
+    producer = {out: n for n in graph.node for out in n.output}
     ort_rows = []
     for name, (op, ms) in ort.items():
-        covered = ort_coverage(graph, label, name, op)
+        covered = ort_coverage(nodes, producer, label, name, op)
         ort_rows.append((groups.join(covered), covered, op, ms))
 
     rows = collections.defaultdict(lambda: {"nodes": set(), "kiln_ms": 0.0, "ort_ms": 0.0,

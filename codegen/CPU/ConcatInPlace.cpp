@@ -60,7 +60,7 @@ std::optional<Concat> matchConcat(tensor::InsertSliceOp first) {
       return std::nullopt;
     for (auto [i, offset, size] : llvm::enumerate(offsets, part.getStaticSizes())) {
       bool along = static_cast<int64_t>(i) == concat.axis;
-      if (along ? offset != filled : offset != 0 || size != shape[i])
+      if (along ? offset != filled : (offset != 0 || size != shape[i]))
         return std::nullopt;
     }
     filled += part.getStaticSizes()[concat.axis];
