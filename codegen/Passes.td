@@ -166,6 +166,47 @@ def KilnCloneDestinationsPass
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def KilnBlockedConvInPlacePass
+    : Pass<"kiln-blocked-conv-in-place", "mlir::func::FuncOp"> {
+  let summary = "Lets a blocked convolution write its result straight into the concatenation it is part of";
+  let description = [{
+    An Inception module, a SqueezeNet Fire module or a DenseNet layer
+    concatenates the results of convolutions along channels. Lowered as it
+    is, each convolution writes a buffer of its own that the concatenation
+    then copies into its slot (SqueezeNet at batch 8: 7.8 ms of copies in a
+    42 ms run).
+
+    This pass gives such a `kiln.blocked_conv` its slot as its `dest`: where
+    the convolution's result is inserted (`tensor.insert_slice`, unit
+    strides) into a larger tensor and read by nothing before that, it moves
+    the convolution down to the insertion and slices the slot out of the
+    tensor inserted into. One-shot bufferization then writes the result in
+    place, and the insertion copies nothing: a batch-1 slot is one dense
+    image, and the runtime writes the images of a larger batch one by one,
+    a slot apart.
+
+    Before:
+    ```mlir
+    %c = kiln.blocked_conv %x, %w, %b : (...) -> tensor<1x4x54x54x16xf32>
+    %r = tensor.insert_slice %c into %t[0, 4, 0, 0, 0] [1, 4, 54, 54, 16] [1, 1, 1, 1, 1]
+        : tensor<1x4x54x54x16xf32> into tensor<1x8x54x54x16xf32>
+    ```
+    After:
+    ```mlir
+    %s = tensor.extract_slice %t[0, 4, 0, 0, 0] [1, 4, 54, 54, 16] [1, 1, 1, 1, 1]
+        : tensor<1x8x54x54x16xf32> to tensor<1x4x54x54x16xf32>
+    %c = kiln.blocked_conv %x, %w, %b into %s : (...) -> tensor<1x4x54x54x16xf32>
+    %r = tensor.insert_slice %c into %t[0, 4, 0, 0, 0] [1, 4, 54, 54, 16] [1, 1, 1, 1, 1]
+    ```
+
+    Runs on the functions' top-level ops after `kiln-clone-destinations`
+    (which would otherwise give the slice and the insertion tensors of
+    their own), before bufferization. A convolution with an addend is left
+    as it is: its result is written over the addend.
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def KilnResultsInPlacePass : Pass<"kiln-results-in-place", "mlir::func::FuncOp"> {
   let summary = "Allocates a reshaped result in its own shape, so it is written in place";
   let description = [{

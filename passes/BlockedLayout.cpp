@@ -371,7 +371,7 @@ void foldResidualSums(func::FuncOp func) {
       OpBuilder b(add);
       auto fused = BlockedConvOp::create(
           b, b.getFusedLoc({conv.getLoc(), add.getLoc()}), conv.getInput(), conv.getFilter(),
-          conv.getBias(), addend, conv.getStridesAttr(), conv.getPadsAttr(),
+          conv.getBias(), addend, /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(),
           conv.getDilationsAttr(), conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b));
       Operation *last = absorbed.empty() ? add.getOperation() : absorbed.back();
       last->getResult(0).replaceAllUsesWith(fused.getResult());
@@ -436,7 +436,7 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     Clamp clamp = absorbClamp(conv.getResult(), isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(
         b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), /*addend=*/Value(),
-        conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(),
+        /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(),
         clamp.lowAttr(b), clamp.highAttr(b));
     Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
     Value result = last->getResult(0);

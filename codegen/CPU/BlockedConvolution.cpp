@@ -5,20 +5,21 @@
 // runtime's kiln_conv2d_blocked (runtime/kernels/BlockedConvolution.c) when
 // one-shot bufferization gives it buffers: the blocked input, the filters
 // and bias as they are, a fresh blocked output (or, with an addend, the
-// addend's buffer, which the convolution is added into), and the call site's state
-// (a zeroed 8-byte global, where the runtime keeps its oneDNN primitive
+// addend's buffer, which the convolution is added into; with a destination,
+// its buffer: a slot of a concatenation), and the call site's state (a
+// zeroed 8-byte global, where the runtime keeps its oneDNN primitive
 // and packed filters). The call runs outside the kernels' parallel loops,
 // so oneDNN spreads the convolution over all the threads itself.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CPU/BlasCalls.h"
+#include "codegen/CPU/RuntimeCallBuffers.h"
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <limits>
 
@@ -32,48 +33,40 @@ constexpr StringLiteral kBlockedConvolution = "kiln_conv2d_blocked";
 // kiln_conv2d_blocked's flags.
 constexpr int64_t kAccumulate = 1, kPlainInput = 2;
 
-/// Whether `operand` is the convolution's addend.
-bool isAddend(Operation *op, OpOperand &operand) {
-  Value addend = cast<BlockedConvOp>(op).getAddend();
-  return addend && operand.getOperandNumber() == op->getNumOperands() - 1;
+/// Whether `operand` is the one of `range`, an optional operand.
+bool isOperand(OpOperand &operand, MutableOperandRange range) {
+  return !range.empty() && &range[0] == &operand;
 }
 
-/// Whether `buffer` is a view of one of its function's arguments: a buffer
-/// of the caller's (an input of the model), never written.
-bool isArgumentView(Value buffer) {
-  for (Value value = buffer;;) {
-    if (isa<BlockArgument>(value))
-      return true;
-    Operation *def = value.getDefiningOp();
-    if (auto view = dyn_cast_or_null<ViewLikeOpInterface>(def))
-      value = view.getViewSource();
-    else if (auto toBuffer = dyn_cast_or_null<ToBufferOp>(def))
-      value = toBuffer.getTensor();
-    else if (auto toTensor = dyn_cast_or_null<ToTensorOp>(def))
-      value = toTensor.getBuffer();
-    else
-      return false;
-  }
+/// Whether `operand` is written: the addend (which the result is added to in
+/// its buffer) or the destination (which the result is written over).
+bool isWritten(Operation *op, OpOperand &operand) {
+  auto conv = cast<BlockedConvOp>(op);
+  return isOperand(operand, conv.getAddendMutable()) || isOperand(operand, conv.getDestMutable());
 }
 
-/// Reads its operands; writes its result into its addend's buffer, in
-/// place (one-shot bufferization copies the addend first where it is read
-/// later, and the call copies it where it is the caller's), or without one
-/// into a new buffer.
+/// Reads its operands but its destination; writes its result into its
+/// addend's buffer, in place (one-shot bufferization copies the addend
+/// first where it is read later, and the call copies it where it is the
+/// caller's), or into its destination's, or without either into a new
+/// buffer.
 struct BlockedConvModel
     : public BufferizableOpInterface::ExternalModel<BlockedConvModel, BlockedConvOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &, const AnalysisState &) const { return true; }
+  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand, const AnalysisState &) const {
+    return !isOperand(operand, cast<BlockedConvOp>(op).getDestMutable());
+  }
   bool bufferizesToMemoryWrite(Operation *op, OpOperand &operand, const AnalysisState &) const {
-    return isAddend(op, operand);
+    return isWritten(op, operand);
   }
   AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
                                       const AnalysisState &) const {
-    if (!isAddend(op, operand))
+    if (!isWritten(op, operand))
       return {};
     return {{op->getResult(0), BufferRelation::Equivalent, /*isDefinite=*/true}};
   }
   bool bufferizesToAllocation(Operation *op, Value) const {
-    return !cast<BlockedConvOp>(op).getAddend();
+    auto conv = cast<BlockedConvOp>(op);
+    return !conv.getAddend() && !conv.getDest();
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter, const BufferizationOptions &options,
@@ -85,51 +78,55 @@ struct BlockedConvModel
     Type index = rewriter.getIndexType();
     // The runtime reads dense buffers: a view of another layout is copied,
     // and so is a buffer of the caller's that would be written.
-    auto dense = [&](Value tensor, bool written = false) -> FailureOr<Value> {
-      FailureOr<Value> buffer = getBuffer(rewriter, tensor, options, state);
-      if (failed(buffer))
-        return failure();
-      auto type = cast<MemRefType>(buffer->getType());
-      if (type.getLayout().isIdentity() && !(written && isArgumentView(*buffer)))
-        return *buffer;
-      Value copy = memref::AllocOp::create(
-          rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-          rewriter.getI64IntegerAttr(64));
-      memref::CopyOp::create(rewriter, loc, *buffer, copy);
-      return copy;
-    };
-    FailureOr<Value> input = dense(conv.getInput());
-    FailureOr<Value> filter = dense(conv.getFilter());
+    FailureOr<Value> input = denseBuffer(rewriter, loc, conv.getInput(), options, state);
+    FailureOr<Value> filter = denseBuffer(rewriter, loc, conv.getFilter(), options, state);
     if (failed(input) || failed(filter))
       return failure();
     Value bias;
     if (conv.getBias()) {
-      FailureOr<Value> buffer = dense(conv.getBias());
+      FailureOr<Value> buffer = denseBuffer(rewriter, loc, conv.getBias(), options, state);
       if (failed(buffer))
         return failure();
       bias = *buffer;
     }
+    // The output: the addend's buffer, the destination's where each of its
+    // images is dense (the runtime takes the distance between them: a slot
+    // of a concatenation of several images), or a new buffer (copied into
+    // the destination's after the call, where that is not dense).
     RankedTensorType resultType = conv.getType();
-    Value output;
+    Value output, result;
     if (conv.getAddend()) {
-      FailureOr<Value> buffer = dense(conv.getAddend(), /*written=*/true);
+      FailureOr<Value> buffer =
+          denseBuffer(rewriter, loc, conv.getAddend(), options, state, /*written=*/true);
       if (failed(buffer))
         return failure();
-      output = *buffer;
+      output = result = *buffer;
+    } else if (conv.getDest()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, conv.getDest(), options, state);
+      if (failed(buffer))
+        return failure();
+      result = *buffer;
+      output = isDenseFrom(cast<MemRefType>(result.getType()), /*from=*/1)
+                   ? result
+                   : allocateDense(rewriter, loc, resultType);
     } else {
-      output = memref::AllocOp::create(
-          rewriter, loc, MemRefType::get(resultType.getShape(), resultType.getElementType()),
-          rewriter.getI64IntegerAttr(64));
+      output = result = allocateDense(rewriter, loc, resultType);
     }
+    SmallVector<int64_t> outStrides;
+    int64_t outOffset;
+    if (failed(cast<MemRefType>(output.getType()).getStridesAndOffset(outStrides, outOffset)))
+      return op->emitOpError("has an output buffer without strides");
 
     // Arguments: slot, n, c, ih, iw, f, group, kh, kw, oh, ow, strides (2),
     // dilations (2), pads (top, left, bottom, right), input, filter, bias
-    // (0: none), output, clamp low, clamp high, flags (1: the output holds
-    // an addend; 2: the input is NCHW).
+    // (0: none), output, the elements from one output image to the next,
+    // clamp low, clamp high, flags (1: the output holds an addend; 2: the
+    // input is NCHW).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(18, i64);
     argTypes.append(4, index);
+    argTypes.push_back(i64);
     argTypes.append(2, f32);
     argTypes.push_back(i64);
     func::FuncOp callee =
@@ -148,9 +145,7 @@ struct BlockedConvModel
     llvm::append_range(sizes, conv.getStrides());
     llvm::append_range(sizes, conv.getDilations());
     llvm::append_range(sizes, conv.getPads());
-    auto address = [&](Value buffer) -> Value {
-      return memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
-    };
+    auto address = [&](Value buffer) { return firstElementAddress(rewriter, loc, buffer); };
     SmallVector<Value> args = {address(slot)};
     for (int64_t size : sizes)
       args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, size));
@@ -158,6 +153,7 @@ struct BlockedConvModel
     args.push_back(address(*filter));
     args.push_back(bias ? address(bias) : arith::ConstantIndexOp::create(rewriter, loc, 0));
     args.push_back(address(output));
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, outStrides[0]));
     auto bound = [&](FloatAttr attr, float unbounded) -> Value {
       float value = attr ? static_cast<float>(attr.getValueAsDouble()) : unbounded;
       return arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(value));
@@ -168,7 +164,9 @@ struct BlockedConvModel
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, flags));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());
-    replaceOpWithBufferizedValues(rewriter, op, output);
+    if (output != result)
+      memref::CopyOp::create(rewriter, loc, output, result);
+    replaceOpWithBufferizedValues(rewriter, op, result);
     return success();
   }
 };

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/CPU/BlasCalls.h"
+#include "codegen/CPU/RuntimeCallBuffers.h"
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
 
@@ -54,21 +55,11 @@ struct BlockedPoolModel
     Type i64 = rewriter.getI64Type(), index = rewriter.getIndexType();
 
     // The runtime reads a dense image: a view of another layout is copied.
-    FailureOr<Value> input = getBuffer(rewriter, pool.getInput(), options, state);
+    FailureOr<Value> input = denseBuffer(rewriter, loc, pool.getInput(), options, state);
     if (failed(input))
       return failure();
-    auto inputType = cast<MemRefType>(input->getType());
-    if (!inputType.getLayout().isIdentity()) {
-      Value copy = memref::AllocOp::create(
-          rewriter, loc, MemRefType::get(inputType.getShape(), inputType.getElementType()),
-          rewriter.getI64IntegerAttr(64));
-      memref::CopyOp::create(rewriter, loc, *input, copy);
-      input = copy;
-    }
+    Value output = allocateDense(rewriter, loc, pool.getType());
     RankedTensorType resultType = pool.getType();
-    Value output = memref::AllocOp::create(
-        rewriter, loc, MemRefType::get(resultType.getShape(), resultType.getElementType()),
-        rewriter.getI64IntegerAttr(64));
 
     // Arguments: slot, n, blocks, ih, iw, oh, ow, kh, kw, strides (2),
     // dilations (2), pads (top, left, bottom, right), input, output, kind.
@@ -92,9 +83,7 @@ struct BlockedPoolModel
       kind = average.getCountIncludePad() ? kAverageCountingPads : kAverage;
     sizes.push_back(kind);
 
-    auto address = [&](Value buffer) -> Value {
-      return memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
-    };
+    auto address = [&](Value buffer) { return firstElementAddress(rewriter, loc, buffer); };
     SmallVector<Value> args = {address(slot)};
     for (int64_t size : ArrayRef(sizes).drop_back())
       args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, size));

@@ -16,7 +16,10 @@ namespace kiln {
 static constexpr const char *kBeforeContractions =
     // Concatenations that extend one another share one tensor; each kernel
     // writes into a destination of its own (CSE merged them).
-    "func.func(kiln-concat-in-place,kiln-clone-destinations),"
+    "func.func(kiln-concat-in-place,kiln-clone-destinations,"
+    // ... and a blocked convolution writes its part of a concatenation
+    // straight into it.
+    "kiln-blocked-conv-in-place),"
     // Tensors to buffers. Function results become out-parameters and static
     // result allocations are the caller's buffers, so outputs are written in
     // place.
@@ -25,6 +28,9 @@ static constexpr const char *kBeforeContractions =
     // ... whose constants' globals come in an order that varies between
     // runs: fixed, for reproducible artifacts.
     "kiln-order-constants,"
+    // A part that a kernel wrote in place into its concatenation is then
+    // copied over itself: one view after CSE, and a copy that folds away.
+    "cse,"
     "canonicalize,"
     // Reshaped results too (a batch-1 image's output is its kernel's buffer
     // with a leading 1).

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
@@ -125,12 +126,18 @@ UseKind classifyUse(OpOperand &use, Value &alias) {
       llvm::isa<CallOpInterface>(user))
     return UseKind::Escape;
   // The address leaves as an integer and may be turned back into a pointer,
-  // unless it only goes to such kernels: then their calls are the uses.
-  if (auto address = llvm::dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
-    if (llvm::all_of(address->getUsers(), [](Operation *call) {
-          return llvm::isa<CallOpInterface>(call) && call->hasAttr(kNoCaptureCallAttr);
+  // unless it only goes to such kernels, as it is or offset by a constant
+  // (an element's address): then their calls are the uses.
+  bool isAddress = llvm::isa<memref::ExtractAlignedPointerAsIndexOp>(user);
+  bool isOffsetAddress = llvm::isa<IndexType>(buffer.getType()) &&
+                         llvm::isa<arith::AddIOp>(user) && use.getOperandNumber() == 0 &&
+                         matchPattern(user->getOperand(1), m_Constant());
+  if (isAddress || isOffsetAddress) {
+    if (llvm::all_of(user->getUsers(), [](Operation *next) {
+          return (llvm::isa<CallOpInterface>(next) && next->hasAttr(kNoCaptureCallAttr)) ||
+                 llvm::isa<arith::AddIOp>(next);
         })) {
-      alias = address.getResult();
+      alias = user->getResult(0);
       return UseKind::Alias;
     }
     return UseKind::Escape;

@@ -400,6 +400,10 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   if (Value addend = adaptor.getAddend(); addend && addend.getType() != result)
     return emitOptionalError(loc, "addend ", addend.getType(), " is not the result's type ",
                              result);
+  if (adaptor.getAddend() && adaptor.getDest())
+    return emitOptionalError(loc, "takes an addend or a dest, not both");
+  if (Value dest = adaptor.getDest(); dest && dest.getType() != result)
+    return emitOptionalError(loc, "dest ", dest.getType(), " is not the result's type ", result);
   results.push_back(result);
   return success();
 }

@@ -369,7 +369,11 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
     then reads it as it is and gives its result in blocks. The optional `addend`, an image of the result's type
     (a residual branch), is added to the convolution, and the sum is
     clamped to `[clamp_min, clamp_max]` where they are given (a fused Relu
-    or Clip): `relu(conv(x) + identity)` is one op.
+    or Clip): `relu(conv(x) + identity)` is one op. The optional `dest`, of
+    the result's type, is what the result is written over: a slot of a
+    larger image (`kiln-blocked-conv-in-place` slices it out of the
+    concatenation the result is inserted into), so that bufferization lets
+    the convolution write there directly. Its contents are not read.
 
     kiln-blocked-layout makes these from convolutions by constant filters;
     on the CPU each is one call of the runtime (oneDNN's convolution
@@ -387,6 +391,7 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
   let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$filter,
                    Optional<RankedTensorOf<[F32]>>:$bias,
                    Optional<RankedTensorOf<[F32]>>:$addend,
+                   Optional<RankedTensorOf<[F32]>>:$dest,
                    DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
                    DenseI64ArrayAttr:$dilations,
                    DefaultValuedAttr<I64Attr, "1">:$group,
@@ -394,7 +399,7 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
                    OptionalAttr<F32Attr>:$clamp_max);
   let results = (outs RankedTensorOf<[F32]>:$output);
   let assemblyFormat =
-    "$input `,` $filter (`,` $bias^)? (`add` $addend^)? attr-dict `:` "
+    "$input `,` $filter (`,` $bias^)? (`add` $addend^)? (`into` $dest^)? attr-dict `:` "
     "functional-type(operands, results)";
 }
 

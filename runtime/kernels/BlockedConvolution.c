@@ -203,28 +203,14 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
         }
 }
 
-/* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
- * of 16 channels, adding what `out` holds when `flags` has ACCUMULATE (a
- * residual sum): `in` is n x ceil(c/16) x ih x iw x 16 (n x c x ih x iw
- * with PLAIN_INPUT), `out` n x ceil(f/16) x
- * oh x ow x 16, both dense, the lanes past c and f in their last blocks
- * zero; `w` is f x c/group x kh x kw and `bias` (f elements, or NULL) are
- * dense and constant for the artifact's lifetime; group is 1 or c (= f).
- * Pads are top, left, bottom, right. `slot` is the call site's
- * zero-initialized 8 bytes. */
-__attribute__((visibility("default"))) void
-kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
-                    int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
-                    int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
-                    int64_t padBottom, int64_t padRight, const float *in, const float *w,
-                    const float *bias, float *out, float low, float high, int64_t flags) {
-  const int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
-                                ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
+/* The convolution of the site `slot` on dense images of shape `s`. */
+static void convolve(void **slot, const int64_t *s, const float *in, const float *w,
+                     const float *bias, float *out, float low, float high, int64_t flags) {
   pthread_mutex_lock(&kilnDnnlLock);
   BlockedSite *site = (BlockedSite *)*slot;
   if (!site && (site = calloc(1, sizeof(BlockedSite)))) {
     site->base.release = release;
-    build(site, shape, bias != NULL, flags, low, high);
+    build(site, s, bias != NULL, flags, low, high);
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
@@ -253,5 +239,39 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
     if (memories[i])
       dnnl_memory_destroy(memories[i]);
   if (!done)
-    kilnBlockedConv2dLoops(shape, in, w, bias, out, low, high, flags);
+    kilnBlockedConv2dLoops(s, in, w, bias, out, low, high, flags);
+}
+
+/* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
+ * of 16 channels, adding what `out` holds when `flags` has ACCUMULATE (a
+ * residual sum): `in` is n x ceil(c/16) x ih x iw x 16 (n x c x ih x iw
+ * with PLAIN_INPUT), dense, and `out` n images of ceil(f/16) x oh x ow x
+ * 16, each dense, `outStride` elements apart (a slot of a concatenation
+ * along channels when that is more than an image), the lanes past c and f
+ * in their last blocks zero; `w` is f x c/group x kh x kw and `bias` (f
+ * elements, or NULL) are dense and constant for the artifact's lifetime;
+ * group is 1 or c (= f). Pads are top, left, bottom, right. `slot` is the
+ * call site's zero-initialized 8 bytes.
+ *
+ * oneDNN's fast convolutions write dense images only, so images that are
+ * not next to one another are convolved one by one (a site's images are
+ * always the one or the other: its primitive is built for one image then). */
+__attribute__((visibility("default"))) void
+kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
+                    int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+                    int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
+                    int64_t padBottom, int64_t padRight, const float *in, const float *w,
+                    const float *bias, float *out, int64_t outStride, float low, float high,
+                    int64_t flags) {
+  int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
+                          ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
+  int64_t outImage = (f + BLOCK - 1) / BLOCK * oh * ow * BLOCK;
+  if (n == 1 || outStride == outImage) {
+    convolve(slot, shape, in, w, bias, out, low, high, flags);
+    return;
+  }
+  int64_t inImage = flags & PLAIN_INPUT ? c * ih * iw : (c + BLOCK - 1) / BLOCK * ih * iw * BLOCK;
+  shape[N] = 1;
+  for (int64_t image = 0; image < n; ++image)
+    convolve(slot, shape, in + image * inImage, w, bias, out + image * outStride, low, high, flags);
 }

@@ -36,18 +36,37 @@ func.func @pools(%x: tensor<2x3x9x9x16xf32>) -> (tensor<2x3x4x4x16xf32>, tensor<
 
 // -----
 
-// Counting the pads is kind 1; a view of another layout (here a slice of
-// the blocks) is copied into a dense buffer first, since the runtime reads
-// dense images.
-// CHECK-LABEL: func.func @counting_pads_of_a_view
+// Counting the pads is kind 1. A view whose elements are dense (here the
+// middle blocks of one image) is read where it is, by the address of its
+// first element: the buffer's plus its offset, (1 * 4 + 1) * 8 * 8 * 16
+// floats.
+// CHECK-LABEL: func.func @counting_pads_of_a_dense_view
+// CHECK-SAME: (%[[X:[^:]*]]: memref<2x4x8x8x16xf32>
 // CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK-DAG: %[[VIEW:.*]] = memref.subview
-// CHECK: %[[DENSE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x8x8x16xf32>
-// CHECK: memref.copy %[[VIEW]], %[[DENSE]]
-// CHECK: %[[IN:.*]] = memref.extract_aligned_pointer_as_index %[[DENSE]]
+// CHECK-DAG: %[[OFFSET:.*]] = arith.constant 20480 : index
+// CHECK-NOT: memref.copy
+// CHECK: %[[VIEW:.*]] = memref.subview %[[X]][1, 1, 0, 0, 0]
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK: %[[IN:.*]] = arith.addi %[[BASE]], %[[OFFSET]] : index
 // CHECK: call @kiln_pool2d_blocked({{.*}}, %[[IN]], %{{.*}}, %[[ONE]]) {kiln.no_capture}
-func.func @counting_pads_of_a_view(%x: tensor<2x4x8x8x16xf32>) -> tensor<1x2x8x8x16xf32> {
+func.func @counting_pads_of_a_dense_view(%x: tensor<2x4x8x8x16xf32>) -> tensor<1x2x8x8x16xf32> {
   %s = tensor.extract_slice %x[1, 1, 0, 0, 0] [1, 2, 8, 8, 16] [1, 1, 1, 1, 1] : tensor<2x4x8x8x16xf32> to tensor<1x2x8x8x16xf32>
   %0 = kiln.average_pool %s {count_include_pad = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x8x8x16xf32>) -> tensor<1x2x8x8x16xf32>
   return %0 : tensor<1x2x8x8x16xf32>
+}
+
+// -----
+
+// A view whose elements are not dense (the middle blocks of two images) is
+// copied into a dense buffer first, since the runtime reads dense images.
+// CHECK-LABEL: func.func @pool_of_a_strided_view
+// CHECK: %[[VIEW:.*]] = memref.subview
+// CHECK: %[[DENSE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2x8x8x16xf32>
+// CHECK: memref.copy %[[VIEW]], %[[DENSE]]
+// CHECK: %[[IN:.*]] = memref.extract_aligned_pointer_as_index %[[DENSE]]
+// CHECK: call @kiln_pool2d_blocked({{.*}}, %[[IN]], %{{.*}}) {kiln.no_capture}
+func.func @pool_of_a_strided_view(%x: tensor<2x4x8x8x16xf32>) -> tensor<2x2x8x8x16xf32> {
+  %s = tensor.extract_slice %x[0, 1, 0, 0, 0] [2, 2, 8, 8, 16] [1, 1, 1, 1, 1] : tensor<2x4x8x8x16xf32> to tensor<2x2x8x8x16xf32>
+  %0 = kiln.max_pool %s {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x2x8x8x16xf32>) -> tensor<2x2x8x8x16xf32>
+  return %0 : tensor<2x2x8x8x16xf32>
 }

@@ -232,6 +232,25 @@ def densenet(rng):
     return model, [("image", rng.standard_normal((2, 3, 32, 32)).astype(np.float32))], ["logits"]
 
 
+def squeezenet(rng):
+    """torchvision's SqueezeNet Fire modules: each concatenates its 1x1 and 3x3 expand
+    convolutions along channels, which Kiln's convolutions write into their slots of the
+    concatenation in place (at batch 2 the slots' images are apart); ceil-mode max pools
+    between them, as in squeezenet1_1."""
+    torch = _torch()
+    from torchvision.models.squeezenet import Fire
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(3, 32, kernel_size=3, stride=2), nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+        Fire(32, 16, 32, 32), Fire(64, 16, 32, 32),
+        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+        Fire(64, 16, 48, 48),
+        nn.Conv2d(96, 10, kernel_size=1), nn.ReLU(inplace=True),
+        nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten())
+    return model, [("image", rng.standard_normal((2, 3, 40, 40)).astype(np.float32))], ["logits"]
+
+
 MODELS = {
     "lstm_classifier": lstm_classifier,
     "gru_tagger": gru_tagger,
@@ -242,6 +261,7 @@ MODELS = {
     "bert": bert,
     "swin": swin,
     "densenet": densenet,
+    "squeezenet": squeezenet,
 }
 
 

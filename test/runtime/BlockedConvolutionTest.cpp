@@ -4,7 +4,8 @@
 // float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
 // dilated, asymmetric pads, bias or none, clamps, channels that end in a
-// padded block, a residual addend in the output, an RGB image in NCHW).
+// padded block, a residual addend in the output, an RGB image in NCHW,
+// outputs written into a slot of a concatenation of several images).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,8 +19,8 @@ void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t 
                          int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
                          int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t padTop,
                          int64_t padLeft, int64_t padBottom, int64_t padRight, const float *in,
-                         const float *w, const float *bias, float *out, float low, float high,
-                         int64_t flags);
+                         const float *w, const float *bias, float *out, int64_t outStride,
+                         float low, float high, int64_t flags);
 void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
                             const float *bias, float *out, float low, float high, int64_t flags);
 }
@@ -36,6 +37,9 @@ struct Case {
   bool accumulate = false;
   // Whether the input is NCHW (fewer than 16 channels, one group).
   bool plain = false;
+  // Blocks of a concatenation before and after the output's in each image,
+  // which the convolution must leave as they are.
+  int64_t blocksBefore = 0, blocksAfter = 0;
 
   int64_t flags() const { return (accumulate ? 1 : 0) | (plain ? 2 : 0); }
   // Where element (n, channel, y, x) of the input is.
@@ -64,8 +68,13 @@ enum class Path { Primitive, Loops };
 void check(const Case &c, Path path, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   int64_t perGroup = c.c / c.group, oh = c.oh(), ow = c.ow();
+  // The output's channels within the concatenation's.
+  int64_t channels = (c.blocksBefore + blocks(c.f) + c.blocksAfter) * kBlock;
+  auto outIndex = [&](int64_t n, int64_t f, int64_t y, int64_t x) {
+    return blockedIndex(n, c.blocksBefore * kBlock + f, y, x, channels, oh, ow);
+  };
   std::vector<float> in(c.n * (c.plain ? c.c : blocks(c.c) * kBlock) * c.ih * c.iw),
-      w(c.f * perGroup * c.kh * c.kw), bias(c.f), out(c.n * blocks(c.f) * kBlock * oh * ow);
+      w(c.f * perGroup * c.kh * c.kw), bias(c.f), out(c.n * channels * oh * ow);
   for (std::vector<float> *values : {&in, &w, &bias, &out})
     for (float &v : *values)
       v = value(rng);
@@ -81,7 +90,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
     for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
-          out[blockedIndex(n, f, y, x, c.f, oh, ow)] = c.accumulate ? 0.0f : 1.0f;
+          out[outIndex(n, f, y, x)] = c.accumulate ? 0.0f : 1.0f;
   const std::vector<float> addend = out;
   const float *biasData = c.withBias ? bias.data() : nullptr;
   if (path == Path::Primitive) {
@@ -92,21 +101,36 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
       out = addend;
       kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh,
                           c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, in.data(), w.data(),
-                          biasData, out.data(), c.low, c.high, c.flags());
+                          biasData, out.data() + c.blocksBefore * oh * ow * kBlock,
+                          channels * oh * ow, c.low, c.high, c.flags());
     }
   } else {
+    ASSERT_EQ(channels, blocks(c.f) * kBlock) << "the loops write dense images only";
     const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,
                              oh,   ow,   c.sh, c.sw, c.dh,  c.dw,    c.top,    c.left,
                              c.bottom, c.right};
     kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high,
                            c.flags());
   }
+  // The concatenation's other blocks are left as they were.
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t channel = 0; channel < channels; ++channel) {
+      int64_t f = channel - c.blocksBefore * kBlock;
+      if (f >= 0 && f < blocks(c.f) * kBlock)
+        continue;
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x) {
+          int64_t at = blockedIndex(n, channel, y, x, channels, oh, ow);
+          ASSERT_EQ(out[at], addend[at]) << "channel " << channel << " of the concatenation, "
+                                         << "image " << n << " row " << y << " column " << x;
+        }
+    }
   int64_t filtersPerGroup = c.f / c.group;
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
-          ASSERT_EQ(out[blockedIndex(n, f, y, x, c.f, oh, ow)], 0.0f)
+          ASSERT_EQ(out[outIndex(n, f, y, x)], 0.0f)
               << (path == Path::Primitive ? "primitive" : "loops") << ": padding lane " << f
               << " of " << c.f << " filters, image " << n << " row " << y << " column " << x;
   for (int64_t n = 0; n < c.n; ++n)
@@ -115,7 +139,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
         for (int64_t x = 0; x < ow; ++x) {
           double expected = c.withBias ? bias[f] : 0.0;
           if (c.accumulate)
-            expected += addend[blockedIndex(n, f, y, x, c.f, oh, ow)];
+            expected += addend[outIndex(n, f, y, x)];
           double magnitude = std::fabs(expected);
           for (int64_t k = 0; k < perGroup; ++k) {
             int64_t channel = f / filtersPerGroup * perGroup + k;
@@ -133,7 +157,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
           expected = std::min<double>(std::max<double>(expected, c.low), c.high);
           // Winograd's transforms round differently from a direct sum: a
           // few ulp of the largest partial sums.
-          ASSERT_NEAR(out[blockedIndex(n, f, y, x, c.f, oh, ow)], expected,
+          ASSERT_NEAR(out[outIndex(n, f, y, x)], expected,
                       1e-5 * (1 + magnitude))
               << (path == Path::Primitive ? "primitive" : "loops") << ": " << c.n << "x" << c.c
               << "x" << c.ih << "x" << c.iw << " by " << c.f << "x" << perGroup << "x" << c.kh
@@ -191,9 +215,29 @@ std::vector<Case> cases() {
           largeTiles, largeTilesUnpadded, largeTilesResidual};
 }
 
+// Parts of concatenations along channels: SqueezeNet's expand 1x1 at
+// batch 2 (the images a slot apart), the last 3x3 part of an Inception
+// module at batch 1 (the slot is dense), a padded part in the middle at
+// batch 2.
+std::vector<Case> concatenationParts() {
+  Case first{2, 32, 9, 11, 48, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  Case last{1, 64, 14, 14, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  Case middle{2, 32, 9, 9, 40, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  first.blocksAfter = 2, first.low = 0.0f;
+  last.blocksBefore = 3;
+  middle.blocksBefore = 1, middle.blocksAfter = 1;
+  return {first, last, middle};
+}
+
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {
   std::mt19937 rng(11);
   for (const Case &c : cases())
+    check(c, Path::Primitive, rng);
+}
+
+TEST(BlockedConvolutionTest, PrimitiveWritesConcatenationSlots) {
+  std::mt19937 rng(13);
+  for (const Case &c : concatenationParts())
     check(c, Path::Primitive, rng);
 }
 

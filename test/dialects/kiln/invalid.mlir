@@ -723,6 +723,24 @@ func.func @blocked_conv_addend(%x: tensor<1x1x7x7x16xf32>, %w: tensor<32x16x1x1x
 
 // -----
 
+func.func @blocked_conv_dest(%x: tensor<1x1x7x7x16xf32>, %w: tensor<32x16x1x1xf32>, %d: tensor<2x2x7x7x16xf32>) -> tensor<1x2x7x7x16xf32> {
+  // expected-error @+2 {{dest 'tensor<2x2x7x7x16xf32>' is not the result's type 'tensor<1x2x7x7x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w into %d {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<32x16x1x1xf32>, tensor<2x2x7x7x16xf32>) -> tensor<1x2x7x7x16xf32>
+  return %0 : tensor<1x2x7x7x16xf32>
+}
+
+// -----
+
+func.func @blocked_conv_addend_and_dest(%x: tensor<1x1x7x7x16xf32>, %w: tensor<16x16x1x1xf32>, %r: tensor<1x1x7x7x16xf32>) -> tensor<1x1x7x7x16xf32> {
+  // expected-error @+2 {{takes an addend or a dest, not both}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w add %r into %r {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x7x7x16xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x1x7x7x16xf32>
+  return %0 : tensor<1x1x7x7x16xf32>
+}
+
+// -----
+
 func.func @blocked_conv_plain_groups(%x: tensor<1x4x7x7xf32>, %w: tensor<16x2x1x1xf32>) -> tensor<1x1x7x7x16xf32> {
   // expected-error @+2 {{filter [16x2x1x1] with group = 2 does not convolve the 4 channels of NCHW 'tensor<1x4x7x7xf32>' in one group}}
   // expected-error @+1 {{failed to infer returned types}}

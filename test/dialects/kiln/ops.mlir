@@ -249,3 +249,14 @@ func.func @grid_sample(%x: tensor<1x1x3x4xf32>, %g: tensor<1x2x2x2xf32>) -> tens
   %0 = kiln.grid_sample %x, %g {mode = "bicubic", padding_mode = "reflection", align_corners = true} : (tensor<1x1x3x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %0 : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func @blocked_conv
+// CHECK: kiln.blocked_conv %arg0, %arg1, %arg2 add %arg3 {clamp_min = 0.000000e+00 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+// CHECK: kiln.blocked_conv %arg0, %arg1 into %arg3 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>}
+func.func @blocked_conv(%x: tensor<1x1x7x7x16xf32>, %w: tensor<16x16x1x1xf32>, %b: tensor<16xf32>, %r: tensor<1x1x7x7x16xf32>) -> (tensor<1x1x7x7x16xf32>, tensor<1x1x7x7x16xf32>) {
+  %0 = kiln.blocked_conv %x, %w, %b add %r {clamp_min = 0.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<16x16x1x1xf32>, tensor<16xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x1x7x7x16xf32>
+  %1 = kiln.blocked_conv %x, %w into %r {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x1x7x7x16xf32>
+  return %0, %1 : tensor<1x1x7x7x16xf32>, tensor<1x1x7x7x16xf32>
+}
