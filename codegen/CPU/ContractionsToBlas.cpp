@@ -256,7 +256,7 @@ struct KilnContractionsToBlasPass
     if (update)
       b.setInsertionPoint(update->op);
     linalg::FillOp zeroFill;
-    if (!constantWeights && !update && batch == 0)
+    if (!update && batch == 0)
       zeroFill = zeroFillBefore(op, c);
     // One call per batch element, in a loop nest over the batch dimensions.
     SmallVector<Value> ivs = loopNest(b, loc, ArrayRef(sizes).take_front(batch));
@@ -288,7 +288,10 @@ struct KilnContractionsToBlasPass
     if (isOne(mSize))
       ldc = width(nSize);
     if (constantWeights) {
-      callWithConstantB(b, loc, match.transB, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc);
+      // C starts at zero: the primitive writes it rather than adding onto
+      // it (the product of a layer without bias, GPT-2's 25 MB of logits).
+      callWithConstantB(b, loc, match.transB, mSize, nSize, kSize, pa, lda, pb, ldb, pc, ldc,
+                        /*accumulate=*/!zeroFill);
     } else if (update) {
       // out = start, then out += alpha * A B.
       Value alpha = update->begin(b, loc);
@@ -352,23 +355,24 @@ struct KilnContractionsToBlasPass
   CallSites *sites = nullptr;
 
   /// A matrix product whose B is constant: kiln_matmul_constant_b with the
-  /// call site's own zeroed 8-byte slot, a private global.
+  /// call site's own zeroed 8-byte slot, a private global; C += A B where
+  /// `accumulate`, else C = A B.
   void callWithConstantB(OpBuilder &b, Location loc, bool transB, OpFoldResult m,
                          OpFoldResult n, OpFoldResult k, Value a, Value lda, Value bMatrix,
-                         Value ldb, Value c, Value ldc) {
+                         Value ldb, Value c, Value ldc, bool accumulate) {
     ModuleOp module = getOperation();
     MLIRContext *ctx = b.getContext();
     Type i64 = b.getI64Type(), ptr = LLVM::LLVMPointerType::get(ctx);
     func::FuncOp callee = declare(
         module, kConstantB,
-        FunctionType::get(ctx, {ptr, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}, {}));
+        FunctionType::get(ctx, {ptr, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64, i64}, {}));
     Value slotAddress = sites->slot(b, loc);
     auto wide = [&](Value v) -> Value { return arith::ExtSIOp::create(b, loc, i64, v); };
     auto constant = [&](OpFoldResult v) { return asInteger(b, loc, i64, v); };
     func::CallOp::create(b, loc, callee,
                          ValueRange{slotAddress, constant(b.getIndexAttr(transB)), constant(m),
                                     constant(n), constant(k), a, wide(lda), bMatrix, wide(ldb),
-                                    c, wide(ldc)});
+                                    c, wide(ldc), constant(b.getIndexAttr(accumulate))});
   }
 
 };

@@ -30,8 +30,9 @@
 typedef struct MatmulSite {
   KilnSite base;
   /* transposed: A stored transposed and C a dense buffer written, not
-   * added to (kiln_matmul_constant_a's transposed product). */
-  int64_t transposed, transB, m, n, k, lda, ldb, ldc;
+   * added to (kiln_matmul_constant_a's transposed product); accumulate: C
+   * added to, not written over. */
+  int64_t transposed, accumulate, transB, m, n, k, lda, ldb, ldc;
   int failed; /* fall back to dnnl_sgemm */
   dnnl_primitive_t matmul;
   dnnl_memory_desc_t aDesc, bDesc, cDesc, packedDesc, scratchDesc;
@@ -62,9 +63,9 @@ static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64
   dnnl_memory_desc_init_by_strides(desc, 2, dims, dnnl_f32, strides);
 }
 
-/* Builds the site's primitive: C += A * B, B in whatever layout oneDNN
- * prefers (the sum post-op keeps the accumulate semantics of the loops it
- * replaces). With kilnDnnlLock held. */
+/* Builds the site's primitive: C = A * B, or C += A * B where the site
+ * accumulates (a sum post-op: the loops it replaces add onto a bias), B in
+ * whatever layout oneDNN prefers. With kilnDnnlLock held. */
 static void build(MatmulSite *site) {
   describe(&site->aDesc, site->m, site->k, site->lda, site->transposed != 0);
   describe(&site->bDesc, site->k, site->n, site->ldb, site->transB != 0);
@@ -79,7 +80,7 @@ static void build(MatmulSite *site) {
   if (kilnDnnlInit() &&
       kilnDnnlOk(dnnl_memory_desc_init_by_tag(&anyB, 2, bDims, dnnl_f32, dnnl_format_tag_any)) &&
       kilnDnnlOk(dnnl_matmul_desc_init(&desc, &site->aDesc, &anyB, NULL, &site->cDesc)) &&
-      (site->transposed || (kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
+      (!site->accumulate || (kilnDnnlOk(dnnl_post_ops_create(&postOps)) &&
                            kilnDnnlOk(dnnl_post_ops_append_sum(postOps, 1.0f)))) &&
       (attr = kilnDnnlAttributes(postOps)) &&
       kilnDnnlOk(dnnl_primitive_desc_create(&primitiveDesc, &desc, attr, kilnDnnlEngine, NULL)) &&
@@ -102,14 +103,16 @@ static void build(MatmulSite *site) {
 static MatmulSite *siteFor(void **slot, const MatmulSite *shape) {
   MatmulSite *site = (MatmulSite *)*slot;
   int shapes = 0;
-  for (; site && !(site->transposed == shape->transposed && site->transB == shape->transB &&
+  for (; site && !(site->transposed == shape->transposed &&
+                   site->accumulate == shape->accumulate && site->transB == shape->transB &&
                    site->m == shape->m && site->n == shape->n && site->k == shape->k &&
                    site->lda == shape->lda && site->ldb == shape->ldb && site->ldc == shape->ldc);
        site = site->nextShape)
     ++shapes;
   if (!site && shapes < MAX_SHAPES && (site = calloc(1, sizeof(MatmulSite)))) {
     site->base.release = release;
-    site->transposed = shape->transposed, site->transB = shape->transB;
+    site->transposed = shape->transposed, site->accumulate = shape->accumulate;
+    site->transB = shape->transB;
     site->m = shape->m, site->n = shape->n, site->k = shape->k;
     site->lda = shape->lda, site->ldb = shape->ldb, site->ldc = shape->ldc;
     build(site);
@@ -158,18 +161,21 @@ static int execute(MatmulSite *site, KilnPackedWeights *weights, const float *a,
   return done;
 }
 
-/* C[m x n] += A[m x k] * B[k x n], row-major with leading dimensions lda,
- * ldb, ldc, B stored transposed (n x k) when `transB`; B constant for the
- * artifact's lifetime. `slot` is the call site's zero-initialized 8 bytes. */
+/* C[m x n] += A[m x k] * B[k x n] where `accumulate`, else C = A * B (C
+ * is not read), row-major with leading dimensions lda, ldb, ldc, B stored
+ * transposed (n x k) when `transB`; B constant for the artifact's
+ * lifetime. `slot` is the call site's zero-initialized 8 bytes. */
 __attribute__((visibility("default"))) void
 kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
                        const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-                       int64_t ldc) {
-  MatmulSite shape = {.transB = transB, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+                       int64_t ldc, int64_t accumulate) {
+  MatmulSite shape = {.accumulate = accumulate != 0, .transB = transB, .m = m, .n = n, .k = k,
+                      .lda = lda, .ldb = ldb, .ldc = ldc};
   MatmulSite *site;
   KilnPackedWeights *weights = packedFor(slot, &shape, b, &site);
   if (!execute(site, weights, a, c))
-    dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+    dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
+               c, ldc);
 }
 
 /* C[m x n] += A[m x k] * B[k x n] (leading dimensions lda, ldb, ldc), A

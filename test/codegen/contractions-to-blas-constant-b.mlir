@@ -4,16 +4,16 @@
 // Two tiles of constant weights: each call site gets its own zeroed 8-byte
 // slot (renamed apart) and calls kiln_matmul_constant_b with whether B is
 // transposed (0), the sizes and the leading dimensions of A, B (the weights'
-// row stride, 1024) and C.
+// row stride, 1024) and C, and 1: C holds what the product adds onto.
 // CHECK-DAG: memref.global "private" @[[SITE0:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-DAG: memref.global "private" @[[SITE1:kiln_kernel_site[_0-9]*]] : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-LABEL: func.func @weights
 // CHECK-NOT: dnnl_sgemm
 // CHECK: memref.get_global @[[SITE1]]
-// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64, %c1_i64)
 // CHECK: memref.get_global @[[SITE0]]
-// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64)
-// CHECK: func.func private @kiln_matmul_constant_b(!llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64)
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c64_i64, %c512_i64, %c784_i64, %{{.*}}, %c784_i64, %{{.*}}, %c1024_i64, %{{.*}}, %c512_i64, %c1_i64)
+// CHECK: func.func private @kiln_matmul_constant_b(!llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, i64)
 // OFF-LABEL: func.func @weights
 // OFF-NOT: kiln_matmul_constant_b
 // OFF-COUNT-2: call @dnnl_sgemm
@@ -48,7 +48,7 @@ func.func @weights(%a: memref<64x784xf32>, %c0: memref<64x512xf32>, %c1: memref<
 // the flag is 1 and ldb is the stored row's length, k.
 // CHECK-LABEL: func.func @transposed_weights
 // CHECK-NOT: dnnl_sgemm
-// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c1_i64, %c8_i64, %c1000_i64, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c1000_i64)
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c1_i64, %c8_i64, %c1000_i64, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c2048_i64, %{{.*}}, %c1000_i64, %c1_i64)
 #at = affine_map<(m, n, k) -> (m, k)>
 #bt = affine_map<(m, n, k) -> (n, k)>
 #ct = affine_map<(m, n, k) -> (m, n)>
@@ -57,6 +57,32 @@ func.func @transposed_weights(%a: memref<8x2048xf32>, %c: memref<8x1000xf32>) {
   %w = memref.get_global @fc : memref<1000x2048xf32>
   linalg.generic {indexing_maps = [#at, #bt, #ct], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %w : memref<8x2048xf32>, memref<1000x2048xf32>) outs(%c : memref<8x1000xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A product onto a zero fill (a layer without bias): the call writes C
+// rather than adding onto it (0), and the fill goes.
+// CHECK-LABEL: func.func @onto_zeros
+// CHECK-NOT: linalg.fill
+// CHECK: call @kiln_matmul_constant_b(%{{.*}}, %c0_i64, %c128_i64, %c300_i64, %c768_i64, %{{.*}}, %c768_i64, %{{.*}}, %c300_i64, %{{.*}}, %c300_i64, %c0_i64)
+// CHECK-NOT: linalg.fill
+#az = affine_map<(m, n, k) -> (m, k)>
+#bz = affine_map<(m, n, k) -> (k, n)>
+#cz = affine_map<(m, n, k) -> (m, n)>
+memref.global "private" constant @head : memref<768x300xf32> = dense<0.5>
+func.func @onto_zeros(%a: memref<128x768xf32>, %c: memref<128x300xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %w = memref.get_global @head : memref<768x300xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x300xf32>)
+  linalg.generic {indexing_maps = [#az, #bz, #cz], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : memref<128x768xf32>, memref<768x300xf32>) outs(%c : memref<128x300xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32

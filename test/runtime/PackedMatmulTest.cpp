@@ -1,0 +1,93 @@
+// Tests for the products by constant weights that CPU artifacts call
+// (runtime/kernels/PackedMatmul.c): kiln_matmul_constant_b, C += A B onto
+// what C holds or C = A B over whatever it holds, B plain or transposed,
+// tiles of a larger matrix (leading dimensions), several shapes at one call
+// site, against a float64 loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+extern "C" {
+void kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
+                            const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+                            int64_t ldc, int64_t accumulate);
+}
+
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+  bool transB, accumulate;
+  // Padding past each row of A, B (as stored) and C: a tile of a wider matrix.
+  int64_t padA = 0, padB = 0, padC = 0;
+};
+
+void check(void **slot, const Case &c, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  int64_t lda = c.k + c.padA, ldb = (c.transB ? c.k : c.n) + c.padB, ldc = c.n + c.padC;
+  std::vector<float> a(c.m * lda), b((c.transB ? c.n : c.k) * ldb), out(c.m * ldc);
+  for (std::vector<float> *values : {&a, &b, &out})
+    for (float &v : *values)
+      v = value(rng);
+  const std::vector<float> before = out;
+  // Twice: the first call builds the site's primitive and packs B, the
+  // second reuses both.
+  for (int call = 0; call < 2; ++call) {
+    out = before;
+    kiln_matmul_constant_b(slot, c.transB, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
+                           out.data(), ldc, c.accumulate);
+  }
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      if (j >= c.n) {
+        ASSERT_EQ(out[i * ldc + j], before[i * ldc + j]) << "padding of row " << i;
+        continue;
+      }
+      double expected = c.accumulate ? before[i * ldc + j] : 0.0, magnitude = std::fabs(expected);
+      for (int64_t p = 0; p < c.k; ++p) {
+        double product = double(a[i * lda + p]) * (c.transB ? b[j * ldb + p] : b[p * ldb + j]);
+        expected += product;
+        magnitude += std::fabs(product);
+      }
+      ASSERT_NEAR(out[i * ldc + j], expected, 1e-5 * (1 + magnitude))
+          << c.m << "x" << c.n << "x" << c.k << (c.transB ? " transB" : "")
+          << (c.accumulate ? " accumulating" : " writing") << " at " << i << ", " << j;
+    }
+}
+
+TEST(PackedMatmulTest, MatchesReference) {
+  std::mt19937 rng(17);
+  const Case cases[] = {
+      // GPT-2's logits (a tile of them), written over C: no bias to add onto.
+      {128, 300, 768, false, false},
+      // A dense layer onto its bias, weights transposed (Gemm transB = 1).
+      {8, 1000, 512, true, true},
+      // One row (batch-1 inference), written and accumulated.
+      {1, 256, 384, false, false},
+      {1, 256, 384, true, true},
+      // Tiles of wider matrices, sizes that divide nothing.
+      {17, 45, 33, false, true, 5, 3, 7},
+      {17, 45, 33, true, false, 2, 9, 4},
+  };
+  for (const Case &c : cases) {
+    void *slot = nullptr;
+    check(&slot, c, rng);
+  }
+}
+
+TEST(PackedMatmulTest, OneSiteWritesAndAccumulates) {
+  // A site meets each tile shape of its kernel; writing and accumulating
+  // calls of one shape get primitives of their own. The weights are the
+  // same on every call (a site packs each B it meets once): each check
+  // draws them from the same seed.
+  void *slot = nullptr;
+  for (bool accumulate : {false, true, false}) {
+    std::mt19937 rng(18);
+    check(&slot, {16, 64, 32, false, accumulate}, rng);
+  }
+}
+
+} // namespace
