@@ -216,9 +216,10 @@ std::vector<Case> cases() {
 }
 
 // Parts of concatenations along channels: SqueezeNet's expand 1x1 at
-// batch 2 (the images a slot apart), the last 3x3 part of an Inception
-// module at batch 1 (the slot is dense), a padded part in the middle at
-// batch 2.
+// batch 2 (the images a slot apart, convolved one by one), the last 3x3
+// part of an Inception module at batch 1 (the slot is dense), a padded 3x3
+// part in the middle at batch 2 (its 288 products per output are enough to
+// convolve the batch at once, then copy each image into its slot).
 std::vector<Case> concatenationParts() {
   Case first{2, 32, 9, 11, 48, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
   Case last{1, 64, 14, 14, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
