@@ -181,9 +181,11 @@ def KilnBlockedConvInPlacePass
     strides) into a larger tensor and read by nothing before that, it moves
     the convolution down to the insertion and slices the slot out of the
     tensor inserted into. One-shot bufferization then writes the result in
-    place, and the insertion copies nothing: a batch-1 slot is one dense
-    image, and the runtime writes the images of a larger batch one by one,
-    a slot apart.
+    place, and the insertion copies nothing. A batch-1 slot is one dense
+    image. The images of a larger batch lie a slot apart, which oneDNN's
+    convolutions cannot write: the runtime convolves them one by one where
+    each output sums few products, and otherwise convolves the batch into a
+    buffer of its own and copies each image into its slot.
 
     Before:
     ```mlir

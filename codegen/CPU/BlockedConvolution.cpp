@@ -102,6 +102,8 @@ struct BlockedConvModel
         return failure();
       output = result = *buffer;
     } else if (conv.getDest()) {
+      // The destination is a slot of the tensor its result is inserted
+      // into, which that insertion writes in place anyway.
       FailureOr<Value> buffer = getBuffer(rewriter, conv.getDest(), options, state);
       if (failed(buffer))
         return failure();

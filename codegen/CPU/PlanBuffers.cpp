@@ -128,16 +128,19 @@ UseKind classifyUse(OpOperand &use, Value &alias) {
   // The address leaves as an integer and may be turned back into a pointer,
   // unless it only goes to such kernels, as it is or offset by a constant
   // (an element's address): then their calls are the uses.
+  // An address offset by a constant: the address is its first operand.
+  auto isOffset = [](Operation *op, Value address) {
+    return llvm::isa<arith::AddIOp>(op) && op->getOperand(0) == address &&
+           matchPattern(op->getOperand(1), m_Constant());
+  };
   bool isAddress = llvm::isa<memref::ExtractAlignedPointerAsIndexOp>(user);
-  bool isOffsetAddress = llvm::isa<IndexType>(buffer.getType()) &&
-                         llvm::isa<arith::AddIOp>(user) && use.getOperandNumber() == 0 &&
-                         matchPattern(user->getOperand(1), m_Constant());
-  if (isAddress || isOffsetAddress) {
-    if (llvm::all_of(user->getUsers(), [](Operation *next) {
+  if (isAddress || (llvm::isa<IndexType>(buffer.getType()) && isOffset(user, buffer))) {
+    Value address = user->getResult(0);
+    if (llvm::all_of(address.getUsers(), [&](Operation *next) {
           return (llvm::isa<CallOpInterface>(next) && next->hasAttr(kNoCaptureCallAttr)) ||
-                 llvm::isa<arith::AddIOp>(next);
+                 isOffset(next, address);
         })) {
-      alias = user->getResult(0);
+      alias = address;
       return UseKind::Alias;
     }
     return UseKind::Escape;

@@ -260,7 +260,8 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
  * as much as the convolution), else together into a dense buffer then
  * copied into their places: one image at a time, a 1x1 of 768 channels at
  * 17x17 (Inception-v3) ran 1.3x slower than on the batch, and its copy
- * costs less than that. A site's images are always the one or the other. */
+ * costs less than that. Which of the two a site does follows from its
+ * shape alone, so its primitive is built for the one it does. */
 __attribute__((visibility("default"))) void
 kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
                     int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
@@ -276,20 +277,30 @@ kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, i
     convolve(slot, shape, in, w, bias, out, low, high, flags);
     return;
   }
-  size_t imageBytes = (size_t)outImage * sizeof(float);
-  float *dense = c / group * kh * kw > MAX_PRODUCTS_PER_IMAGE_CALL
-                     ? kilnDnnlThreadBuffer(1, (size_t)n * imageBytes)
-                     : NULL;
-  if (dense) {
-    if (flags & ACCUMULATE)
+  int64_t inImage = flags & PLAIN_INPUT ? c * ih * iw : (c + BLOCK - 1) / BLOCK * ih * iw * BLOCK;
+  if (c / group * kh * kw > MAX_PRODUCTS_PER_IMAGE_CALL) {
+    size_t imageBytes = (size_t)outImage * sizeof(float);
+    pthread_mutex_lock(&kilnDnnlLock);
+    int ready = kilnDnnlInit();
+    pthread_mutex_unlock(&kilnDnnlLock);
+    float *dense = ready ? kilnDnnlThreadBuffer(1, (size_t)n * imageBytes) : NULL;
+    if (dense) {
+      if (flags & ACCUMULATE)
+        for (int64_t image = 0; image < n; ++image)
+          memcpy(dense + image * outImage, out + image * outStride, imageBytes);
+      convolve(slot, shape, in, w, bias, dense, low, high, flags);
       for (int64_t image = 0; image < n; ++image)
-        memcpy(dense + image * outImage, out + image * outStride, imageBytes);
-    convolve(slot, shape, in, w, bias, dense, low, high, flags);
+        memcpy(out + image * outStride, dense + image * outImage, imageBytes);
+      return;
+    }
+    /* No buffer: the same sums by the plain loops, image by image (the
+     * site's primitive is for the whole batch). */
+    shape[N] = 1;
     for (int64_t image = 0; image < n; ++image)
-      memcpy(out + image * outStride, dense + image * outImage, imageBytes);
+      kilnBlockedConv2dLoops(shape, in + image * inImage, w, bias, out + image * outStride, low,
+                             high, flags);
     return;
   }
-  int64_t inImage = flags & PLAIN_INPUT ? c * ih * iw : (c + BLOCK - 1) / BLOCK * ih * iw * BLOCK;
   shape[N] = 1;
   for (int64_t image = 0; image < n; ++image)
     convolve(slot, shape, in + image * inImage, w, bias, out + image * outStride, low, high, flags);

@@ -27,7 +27,9 @@ static inline int kilnDnnlOk(dnnl_status_t status) { return status == dnnl_succe
 int kilnDnnlInit(void);
 
 /* Buffers a thread keeps between calls: [0] the primitives' scratchpads,
- * the others what a kernel needs (a convolution's blocked input and output). */
+ * the others what a kernel needs (a convolution's blocked input and output;
+ * [1] also a blocked convolution's batch before it is copied into the
+ * slots of a concatenation). */
 enum { KILN_THREAD_BUFFERS = 3 };
 
 /* The calling thread's stream, with buffer `index` grown to `bytes`
