@@ -129,6 +129,16 @@ static int prefersLargeTiles(const int64_t *s) {
          36 * s[C] * s[F] * (int64_t)sizeof(float) <= MAX_FILTER_BYTES;
 }
 
+/* Whether Winograd pays at all. For a batch of images oneDNN offers only
+ * F(4x4, 3x3), which lost to its direct kernel on fewer than 64 channels
+ * of images larger than 128x128 (batch 8: Inception-v3's 32-channel stems
+ * at 147x147, 11.8 and 26.0 ms against 9.7 and 17.7; 16 channels, 5.4
+ * against 4.3) and won 1.5x-1.7x at 112x112 and on 64 channels. */
+static int winogradPays(const int64_t *s) {
+  enum { MIN_CHANNELS = 64, MAX_PIXELS = 128 * 128 };
+  return s[N] == 1 || s[C] >= MIN_CHANNELS || s[OH] * s[OW] <= MAX_PIXELS;
+}
+
 /* With kilnDnnlLock held. */
 static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flags, float low,
                   float high) {
@@ -146,7 +156,7 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flag
                                                dnnl_f32, weightRank == 4 ? dnnl_oihw : dnnl_goihw)))
     return;
   int winograd = s[GROUP] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
-                 s[DH] == 1 && s[DW] == 1;
+                 s[DH] == 1 && s[DW] == 1 && winogradPays(s);
   dnnl_primitive_desc_t convDesc =
       winograd ? describe(site, s, hasBias, dnnl_convolution_winograd,
                           prefersLargeTiles(s) ? "wino_4x3" : NULL, flags, low, high)

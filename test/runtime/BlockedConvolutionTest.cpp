@@ -206,13 +206,17 @@ std::vector<Case> cases() {
   // has no padding), under a residual sum and a ReLU.
   Case largeTiles{1, 64, 18, 18, 80, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   Case largeTilesUnpadded{1, 80, 19, 21, 64, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0};
+  // A batch of large images of few channels (Inception-v3's stems): the
+  // direct kernel rather than Winograd.
+  Case largeFewChannels{2, 32, 130, 130, 32, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  largeFewChannels.low = 0.0f;
   Case largeTilesResidual = largeTiles;
   largeTilesResidual.accumulate = true;
   largeTilesResidual.low = 0.0f;
   return {resnet3x3, pointwise, strided, depthwise, depthwiseStrided, dilated, asymmetric,
           stem7x7, relu, clip, noBias, lowOnly, paddedIn, paddedOut, paddedBoth,
           paddedDepthwise, residual, residual1x1, paddedResidual, stemRgb, stemClip, stemGray,
-          largeTiles, largeTilesUnpadded, largeTilesResidual};
+          largeTiles, largeTilesUnpadded, largeTilesResidual, largeFewChannels};
 }
 
 // Parts of concatenations along channels: SqueezeNet's expand 1x1 at
