@@ -1,14 +1,16 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-autodiff{wrt=w.*}),canonicalize)' | FileCheck %s
 
 // A dense layer: the bias gradient sums the cotangent over the batch, the
-// weight gradient is x^T dy, and relu's rule selects where its input was
-// positive. Only the arguments matching `wrt` get gradients.
+// weight gradient is x^T dy, and relu's rule selects where its result is
+// positive (so that nothing in the backward pass reads the sum before the
+// ReLU). Only the arguments matching `wrt` get gradients.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32> {kiln.name = "x"}, %[[W:.*]]: tensor<4x3xf32> {kiln.name = "w"}, %[[B:.*]]: tensor<3xf32> {kiln.name = "wb"})
 // CHECK-SAME: -> (tensor<f32>, tensor<4x3xf32> {kiln.name = "grad_w"}, tensor<3xf32> {kiln.name = "grad_wb"})
 // CHECK: %[[Y:.*]] = kiln.matmul %[[X]], %[[W]]
 // CHECK: %[[Z:.*]] = kiln.add %[[Y]], %[[B]]
-// CHECK: %[[POS:.*]] = kiln.greater %[[Z]], %{{.*}} : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xi1>
+// CHECK: %[[R:.*]] = kiln.relu %[[Z]]
+// CHECK: %[[POS:.*]] = kiln.greater %[[R]], %{{.*}} : (tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xi1>
 // CHECK: %[[DZ:.*]] = kiln.where %[[POS]], %{{.*}}, %{{.*}} : (tensor<8x3xi1>, tensor<8x3xf32>, tensor<f32>) -> tensor<8x3xf32>
 // CHECK: %[[DB:.*]] = kiln.reduce_sum %[[DZ]] {axes = array<i64: 0>} : (tensor<8x3xf32>) -> tensor<1x3xf32>
 // CHECK: %[[DB1:.*]] = kiln.reshape %[[DB]] : tensor<1x3xf32> -> tensor<3xf32>
@@ -21,6 +23,29 @@ func.func @main(%x: tensor<8x4xf32> {kiln.name = "x"}, %w: tensor<4x3xf32> {kiln
   %z = kiln.add %y, %b : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8x3xf32>
   %r = kiln.relu %z : tensor<8x3xf32>
   %s = kiln.reduce_sum %r {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A matrix shared by a batch of products (a linear layer over a sequence):
+// its gradient is one product of the flattened rows, [K, B*M] x [B*M, N],
+// not a batch of products summed afterwards. The input gradient stays
+// batched, dY W^T.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<2x5x4xf32> {kiln.name = "wx"}, %[[W:.*]]: tensor<4x3xf32> {kiln.name = "w"})
+// CHECK: %[[WT:.*]] = kiln.transpose %[[W]] {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DX:.*]] = kiln.matmul %{{.*}}, %[[WT]] : (tensor<2x5x3xf32>, tensor<3x4xf32>) -> tensor<2x5x4xf32>
+// CHECK: %[[XF:.*]] = kiln.reshape %[[X]] : tensor<2x5x4xf32> -> tensor<10x4xf32>
+// CHECK: %[[XT:.*]] = kiln.transpose %[[XF]] {perm = array<i64: 1, 0>} : (tensor<10x4xf32>) -> tensor<4x10xf32>
+// CHECK: %[[GF:.*]] = kiln.reshape %{{.*}} : tensor<2x5x3xf32> -> tensor<10x3xf32>
+// CHECK: %[[DW:.*]] = kiln.matmul %[[XT]], %[[GF]] : (tensor<4x10xf32>, tensor<10x3xf32>) -> tensor<4x3xf32>
+// CHECK-NOT: kiln.reduce_sum
+// CHECK: return %{{.*}}, %[[DX]], %[[DW]]
+func.func @main(%x: tensor<2x5x4xf32> {kiln.name = "wx"}, %w: tensor<4x3xf32> {kiln.name = "w"}) -> tensor<f32> {
+  %y = kiln.matmul %x, %w : (tensor<2x5x4xf32>, tensor<4x3xf32>) -> tensor<2x5x3xf32>
+  %t = kiln.tanh %y : tensor<2x5x3xf32>
+  %s = kiln.reduce_sum %t {axes = array<i64: 0, 1, 2>, keepdims = false} : (tensor<2x5x3xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
 

@@ -95,7 +95,11 @@ LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 LogicalResult ReluOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
   Location loc = getLoc();
-  Value positive = GreaterOp::create(b, loc, getInput(), scalar(b, loc, elementOf(getInput()), 0));
+  // relu(x) > 0 exactly where x > 0. Testing the result leaves the input
+  // unread by the backward pass, so the forward ReLU can fuse into the
+  // product or convolution that feeds it.
+  Value positive =
+      GreaterOp::create(b, loc, getResult(), scalar(b, loc, elementOf(getInput()), 0));
   operandGrads.push_back(selectOrZero(b, loc, positive, resultGrads[0]));
   return success();
 }

@@ -36,9 +36,26 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   Value g = reshapeTo(b, loc, resultGrads[0], productType);
   // Operands of rank 2 and more; batch dimensions broadcast.
   Value lhsGrad = MatMulOp::create(b, loc, g, transposeLastTwo(b, loc, rhs));
-  Value rhsGrad = MatMulOp::create(b, loc, transposeLastTwo(b, loc, lhs), g);
   lhsGrad = unbroadcast(b, loc, lhsGrad, typeOf(lhs));
-  rhsGrad = unbroadcast(b, loc, rhsGrad, typeOf(rhs));
+  Value rhsGrad;
+  RankedTensorType lhsType = typeOf(lhs), rhsType = typeOf(rhs);
+  if (rhsType.getRank() == 2 && lhsType.getRank() > 2 && lhsType.hasStaticShape()) {
+    // A matrix shared by every batch (a linear layer's weight): the batch
+    // rows join the product's rows, so dB = A^T dY is one product of
+    // [K, B*M] by [B*M, N] that sums over the batch as it goes, instead of a
+    // batch of products summed afterwards.
+    int64_t k = lhsType.getShape().back();
+    int64_t rows = lhsType.getNumElements() / k;
+    auto flat = [&](Value value, int64_t cols) {
+      return reshapeTo(b, loc, value,
+                       RankedTensorType::get({rows, cols}, lhsType.getElementType()));
+    };
+    Value lhsRowsT = transposeLastTwo(b, loc, flat(lhs, k));
+    rhsGrad = MatMulOp::create(b, loc, lhsRowsT, flat(g, rhsType.getShape().back()));
+  } else {
+    rhsGrad = MatMulOp::create(b, loc, transposeLastTwo(b, loc, lhs), g);
+    rhsGrad = unbroadcast(b, loc, rhsGrad, rhsType);
+  }
   operandGrads.push_back(reshapeTo(b, loc, lhsGrad, typeOf(getLhs())));
   operandGrads.push_back(reshapeTo(b, loc, rhsGrad, typeOf(getRhs())));
   return success();
