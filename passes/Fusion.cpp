@@ -241,6 +241,28 @@ private:
                                                   maxClonedConstantElements);
   }
 
+  /// Whether `op`'s result is stored for a matrix product or convolution
+  /// whatever the group being grown does (an output fusion takes in no
+  /// producers), and a copy would read a tensor of that size again (`op` has
+  /// an operand of its own size). Such an op is not copied: a layer norm's
+  /// input gradient, read by the next product and by a bias gradient's sum,
+  /// is then read by the sum, where a copy would read the normalized input
+  /// and the cotangent again; and a softmax's probabilities, read by P V and
+  /// by the softmax's gradient, do not take the exponentials into the
+  /// gradient's kernel and split the forward softmax around them.
+  bool storedForOthers(Operation *op) const {
+    int64_t elements = elementsOf(op->getResult(0));
+    if (llvm::none_of(op->getOperands(), [&](Value operand) {
+          auto type = dyn_cast<RankedTensorType>(operand.getType());
+          return type && type.getNumElements() == elements;
+        }))
+      return false;
+    return llvm::any_of(op->getUsers(), [&](Operation *user) {
+      Group *owner = groupOf.lookup(user);
+      return owner && owner->hasContraction;
+    });
+  }
+
   Decision decide(Operation *producer, Operation *consumer, const Group &group) const;
   void growGroup(Group &group);
   void formOutputGroups(ArrayRef<Operation *> ops,
@@ -310,7 +332,7 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     if (usersInGroup)
       return Decision::Fuse;
     return isCheap(producer) && !feedsFloatComparison(producer) &&
-                   !copyStoresExpensiveOperand(producer)
+                   !copyStoresExpensiveOperand(producer) && !storedForOthers(producer)
                ? Decision::Duplicate
                : Decision::Refuse;
   }
@@ -415,6 +437,7 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
         tail = transpose;
       }
     ArrayRef<int64_t> shape = shapeOf(tail->getResult(0));
+    SmallVector<Operation *> epilogue;
     while (static_cast<int64_t>(group->members.size()) < maxOps &&
            tail->getResult(0).hasOneUse()) {
       Operation *user = *tail->getResult(0).getUsers().begin();
@@ -423,8 +446,34 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
         break;
       group->members.insert(user);
       groupOf[user] = group.get();
+      epilogue.push_back(user);
       tail = user;
     }
+    // Masks that only the epilogue reads, computed by a cheap op from
+    // tensors outside the fusion (a ReLU gradient's y > 0 for the selection
+    // after dY W^T): the epilogue reads y instead of a mask that a kernel of
+    // its own would have written. Only masks: arithmetic moved into the
+    // epilogue would round differently there (a multiply and an add
+    // contracted into an FMA), and an optimizer step would then drift from
+    // the formula that frameworks evaluate one operation at a time.
+    for (Operation *member : epilogue)
+      for (Value operand : member->getOperands()) {
+        Operation *producer = operand.getDefiningOp();
+        if (static_cast<int64_t>(group->members.size()) >= maxOps)
+          break;
+        if (!isFusible(producer) || groupOf.count(producer) ||
+            classify(producer) != OpClass::Elementwise || !isCheap(producer) ||
+            !getElementTypeOrSelf(producer->getResult(0).getType()).isInteger(1) ||
+            shapeOf(producer->getResult(0)) != shape ||
+            !llvm::all_of(producer->getUsers(),
+                          [&](Operation *user) { return group->members.contains(user); }) ||
+            llvm::any_of(producer->getOperands(), [&](Value input) {
+              return group->members.contains(input.getDefiningOp());
+            }))
+          continue;
+        group->members.insert(producer);
+        groupOf[producer] = group.get();
+      }
     groups.push_back(std::move(group));
   }
 }

@@ -87,8 +87,8 @@ func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: 
 
 // -----
 
-// Output fusion with a residual add; the producer of the residual stays
-// outside (only the epilogue joins an output fusion).
+// Output fusion with a residual add; the producer of the residual, too
+// costly to be an epilogue's operand, stays outside.
 // CHECK-LABEL: func.func @residual
 // CHECK: %[[P:.*]] = kiln.fusion loop
 // CHECK: kiln.tanh
@@ -102,6 +102,64 @@ func.func @residual(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, %y: tensor<8x16
   %a = kiln.add %m, %p : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
   %r = kiln.relu %a : tensor<8x16xf32>
   return %r : tensor<8x16xf32>
+}
+
+// -----
+
+// A ReLU gradient after dY W^T: the mask y > 0, cheap and read only by the
+// epilogue's selection, joins the output fusion, which then reads y itself.
+// A mask that another kernel reads too stays outside.
+// CHECK-LABEL: func.func @relu_mask
+// CHECK-SAME: (%{{.*}}: tensor<8x16xf32>, %{{.*}}: tensor<16x16xf32>, %[[Y:.*]]: tensor<8x16xf32>)
+// CHECK: kiln.fusion output(%{{.*}}, %{{.*}}, %[[Y]])
+// CHECK: kiln.matmul
+// CHECK: kiln.greater
+// CHECK: kiln.where
+// CHECK-NEXT: kiln.yield
+// CHECK-NOT: kiln.fusion
+func.func @relu_mask(%g: tensor<8x16xf32>, %w: tensor<16x16xf32>, %y: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %m = kiln.matmul %g, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %pos = kiln.greater %y, %zero : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xi1>
+  %d = kiln.where %pos, %m, %zero : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+  return %d : tensor<8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shared_mask
+// CHECK: %[[MASK:.*]] = kiln.fusion loop
+// CHECK: kiln.greater
+// CHECK: kiln.fusion output(%{{.*}}, %{{.*}}, %[[MASK]])
+// CHECK-NOT: kiln.greater
+// CHECK: kiln.where
+func.func @shared_mask(%g: tensor<8x16xf32>, %w: tensor<16x16xf32>, %y: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xi1>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %m = kiln.matmul %g, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %pos = kiln.greater %y, %zero : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xi1>
+  %d = kiln.where %pos, %m, %zero : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+  return %d, %pos : tensor<8x16xf32>, tensor<8x16xi1>
+}
+
+// -----
+
+// A value stored for a matrix product is read, not computed again, by its
+// other consumers: the column sum reads d rather than joining a and b anew.
+// CHECK-LABEL: func.func @stored_for_product
+// CHECK-SAME: (%[[A:.*]]: tensor<8x16xf32>, %[[B:.*]]: tensor<8x16xf32>, %{{.*}}: tensor<16x16xf32>)
+// CHECK: %[[D:.*]] = kiln.fusion loop(%[[A]], %[[B]])
+// CHECK: kiln.sub
+// CHECK: kiln.neg
+// CHECK: kiln.fusion output(%[[D]], %{{.*}})
+// CHECK: kiln.fusion input(%[[D]]) : (tensor<8x16xf32>) -> tensor<1x16xf32>
+// CHECK-NOT: kiln.sub
+// CHECK: kiln.reduce_sum
+func.func @stored_for_product(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<1x16xf32>) {
+  %j = kiln.sub %a, %b : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+  %d = kiln.neg %j : tensor<8x16xf32>
+  %m = kiln.matmul %d, %w : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %s = kiln.reduce_sum %d {axes = array<i64: 0>} : (tensor<8x16xf32>) -> tensor<1x16xf32>
+  return %m, %s : tensor<8x16xf32>, tensor<1x16xf32>
 }
 
 // -----
