@@ -61,7 +61,13 @@ static constexpr const char *kAfterContractions =
     "kiln-prefetch-next-tile),"
     "convert-scf-to-openmp,"
     "func.func(kiln-inline-alloca-scopes),"
-    "fold-memref-alias-ops,"
+    // Reshaped views become strided casts before loads fold through the
+    // views left, so an index into a collapsed buffer stays one linear
+    // offset: folded through the collapse itself it would be split by
+    // division (j / 64, j % 64 for a [4, 64] pair), and a column sum over a
+    // transposed gradient would not vectorize. Delinearizations over unit
+    // dimensions fold away.
+    "expand-strided-metadata,fold-memref-alias-ops,canonicalize,"
     "lower-affine,"
     // Lowering a loop to branches splits its block: one block per loop
     // nest first, so no split moves the rest of the model function.

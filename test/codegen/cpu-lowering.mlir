@@ -60,3 +60,21 @@ func.func @bf16_add(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   %0 = kiln.add %x, %x : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   return %0 : tensor<4xbf16>
 }
+
+// -----
+
+// A column sum over a reshaped tensor indexes the collapsed columns as one
+// linear offset, not split by division into the source's [4, 16] pair, so
+// that LLVM can vectorize across the columns.
+// CHECK-LABEL: llvm.func @column_sum_of_reshape
+// CHECK-NOT: llvm.sdiv
+// CHECK-NOT: llvm.srem
+// CHECK: llvm.fadd
+// CHECK-NOT: llvm.sdiv
+// CHECK-NOT: llvm.srem
+// CHECK: llvm.return
+func.func @column_sum_of_reshape(%x: tensor<8x4x16xf32>) -> tensor<1x64xf32> {
+  %r = kiln.reshape %x : tensor<8x4x16xf32> -> tensor<8x64xf32>
+  %s = kiln.reduce_sum %r {axes = array<i64: 0>} : (tensor<8x64xf32>) -> tensor<1x64xf32>
+  return %s : tensor<1x64xf32>
+}
