@@ -585,6 +585,54 @@ def KilnProfileKernelsPass : Pass<"kiln-profile-kernels", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def KilnHoistInvariantLoadsPass
+    : Pass<"kiln-hoist-invariant-loads", "mlir::func::FuncOp"> {
+  let summary = "Moves loads of one address out of the loops that read it in every iteration";
+  let description = [{
+    A loop over a row reads the row's statistics (a layer norm's mean and
+    reciprocal deviation, a softmax's maximum, a per-channel scale) at the
+    same address in every iteration. LLVM hoists such a load only when it
+    can prove that no store of the loop writes that address, and it cannot
+    tell two views of the static arena, or a result passed in by the
+    caller, apart; its vectorizer then leaves the loop scalar ("unknown
+    data dependence").
+
+    Kiln can: a buffer is a function argument (no two overlap), a global,
+    an allocation, or a planned byte range of the arena (`memref.view` at a
+    constant offset), which overlaps another buffer live at the same kernel
+    only where an elementwise kernel reuses an input in place, and then at
+    the same range. This pass moves a `memref.load` whose memref and indices
+    are defined outside its `scf.for` in front of the loop when the loop
+    runs at least once (constant bounds) and nothing it writes may overlap
+    the loaded buffer. A loop with a write it cannot place (a call, an op
+    without memory effects declared) is left alone. Loops are visited
+    innermost first, so a load can leave a whole nest.
+
+    Before:
+
+    ```mlir
+    scf.for %j = %c0 to %c256 step %c1 {
+      %x = memref.load %row[%c0, %j] : memref<1x256xf32, strided<[256, 1], offset: ?>>
+      %m = memref.load %mean[%c0] : memref<1xf32, strided<[1], offset: ?>>
+      %d = arith.subf %x, %m : f32
+      memref.store %d, %out[%c0, %j] : memref<1x256xf32, strided<[256, 1], offset: ?>>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    %m = memref.load %mean[%c0] : memref<1xf32, strided<[1], offset: ?>>
+    scf.for %j = %c0 to %c256 step %c1 {
+      %x = memref.load %row[%c0, %j] : memref<1x256xf32, strided<[256, 1], offset: ?>>
+      %d = arith.subf %x, %m : f32
+      memref.store %d, %out[%c0, %j] : memref<1x256xf32, strided<[256, 1], offset: ?>>
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def KilnVectorizableMathPass
     : Pass<"kiln-vectorizable-math", "mlir::func::FuncOp"> {
   let summary = "Makes kernels' inner loops vectorizable: polynomial math, reassociable sums";

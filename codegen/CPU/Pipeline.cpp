@@ -56,7 +56,10 @@ static constexpr const char *kAfterContractions =
     // Loops over contiguous dimensions as one: a long innermost loop for
     // LLVM to vectorize, never a short one unrolled under a strided one.
     "kiln-collapse-contiguous-loops,"
-    "convert-linalg-to-loops,kiln-vectorizable-math{ldexp=%LDEXP%},"
+    // Per-row values read once, not in every iteration: LLVM cannot tell
+    // the arena's buffers apart, and would leave such loops scalar.
+    "convert-linalg-to-loops,kiln-hoist-invariant-loads,"
+    "kiln-vectorizable-math{ldexp=%LDEXP%},"
     // Row tiles are often single pages, where hardware prefetching stops.
     "kiln-prefetch-next-tile),"
     "convert-scf-to-openmp,"
