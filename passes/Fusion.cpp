@@ -250,7 +250,7 @@ private:
   /// and the cotangent again; and a softmax's probabilities, read by P V and
   /// by the softmax's gradient, do not take the exponentials into the
   /// gradient's kernel and split the forward softmax around them.
-  bool storedForOthers(Operation *op) const {
+  bool storedForProduct(Operation *op) const {
     int64_t elements = elementsOf(op->getResult(0));
     if (llvm::none_of(op->getOperands(), [&](Value operand) {
           auto type = dyn_cast<RankedTensorType>(operand.getType());
@@ -332,7 +332,7 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     if (usersInGroup)
       return Decision::Fuse;
     return isCheap(producer) && !feedsFloatComparison(producer) &&
-                   !copyStoresExpensiveOperand(producer) && !storedForOthers(producer)
+                   !copyStoresExpensiveOperand(producer) && !storedForProduct(producer)
                ? Decision::Duplicate
                : Decision::Refuse;
   }
