@@ -161,25 +161,23 @@ std::optional<std::pair<memref::LoadOp, memref::StoreOp>> accumulatorOf(scf::For
   return std::nullopt;
 }
 
-/// Keeps the accumulator in a loop-carried value: loaded before the loop,
-/// stored after it.
+/// Keeps the accumulator in a loop-carried value: the load moves before the
+/// loop as its initial value, the store after it.
 scf::ForOp promoteAccumulator(scf::ForOp loop, memref::LoadOp load, memref::StoreOp store) {
   IRRewriter rewriter(loop);
-  Value initial = memref::LoadOp::create(rewriter, load.getLoc(), load.getMemRef(),
-                                         load.getIndices());
+  load->moveBefore(loop);
   Value stored = store.getValueToStore();
   auto promoted = cast<scf::ForOp>(
-      *loop.replaceWithAdditionalYields(rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
+      *loop.replaceWithAdditionalYields(rewriter, load.getResult(),
+                                        /*replaceInitOperandUsesInLoop=*/true,
                                         [&](OpBuilder &, Location, ArrayRef<BlockArgument>) {
                                           return SmallVector<Value>{stored};
                                         })
            .value());
-  rewriter.replaceAllUsesWith(load.getResult(), promoted.getRegionIterArgs().back());
   rewriter.setInsertionPointAfter(promoted);
   memref::StoreOp::create(rewriter, store.getLoc(), promoted.getResults().back(),
                           store.getMemRef(), store.getIndices());
   rewriter.eraseOp(store);
-  rewriter.eraseOp(load);
   return promoted;
 }
 
