@@ -94,20 +94,24 @@ bool feedsFloatComparison(Operation *op) {
   return false;
 }
 
+/// How many of `op`'s operands have as many elements as its result: the
+/// tensors of its own size that a copy of it reads.
+int64_t fullSizeOperands(Operation *op) {
+  auto result = dyn_cast<ShapedType>(op->getResult(0).getType());
+  if (!result || !result.hasStaticShape())
+    return 0;
+  int64_t elements = result.getNumElements();
+  return llvm::count_if(op->getOperands(), [&](Value operand) {
+    auto type = dyn_cast<ShapedType>(operand.getType());
+    return type && type.hasStaticShape() && type.getNumElements() == elements;
+  });
+}
+
 /// Whether copying `op` into a fusion makes it read one more tensor of the
 /// copy's full size: `op` joins two or more of them (a residual sum), where
 /// a chain of unary ops and broadcasts (a normalization's x - mean, times
 /// 1 / stddev, times a scale) reads one.
-bool joinsTensors(Operation *op) {
-  auto result = dyn_cast<ShapedType>(op->getResult(0).getType());
-  if (!result || !result.hasStaticShape())
-    return false;
-  int64_t elements = result.getNumElements();
-  return llvm::count_if(op->getOperands(), [&](Value operand) {
-           auto type = dyn_cast<ShapedType>(operand.getType());
-           return type && type.hasStaticShape() && type.getNumElements() == elements;
-         }) >= 2;
-}
+bool joinsTensors(Operation *op) { return fullSizeOperands(op) >= 2; }
 
 /// Whether a copy of the cheap `op` in another fusion would leave one of its
 /// operands of its own size, computed by an expensive elementwise op that
@@ -251,11 +255,7 @@ private:
   /// by the softmax's gradient, do not take the exponentials into the
   /// gradient's kernel and split the forward softmax around them.
   bool storedForProduct(Operation *op) const {
-    int64_t elements = elementsOf(op->getResult(0));
-    if (llvm::none_of(op->getOperands(), [&](Value operand) {
-          auto type = dyn_cast<RankedTensorType>(operand.getType());
-          return type && type.getNumElements() == elements;
-        }))
+    if (fullSizeOperands(op) == 0)
       return false;
     return llvm::any_of(op->getUsers(), [&](Operation *user) {
       Group *owner = groupOf.lookup(user);
