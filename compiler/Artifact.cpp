@@ -1,5 +1,6 @@
 //===- Artifact.cpp - Native code and the .kiln artifact ------------------===//
 #include "compiler/Artifact.h"
+#include "compiler/DataObject.h"
 
 #include "codegen/Optimize.h"
 #include "dialects/kiln/Device.h"
@@ -15,11 +16,11 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -453,26 +454,36 @@ std::unique_ptr<llvm::Module> createDataModule(llvm::TargetMachine &machine,
   return module;
 }
 
-/// A constant global holding `bytes`, exported as `name`.
-static void addBytes(llvm::Module &module, llvm::StringRef name, llvm::StringRef bytes,
-                     bool nulTerminated, uint64_t alignment) {
-  llvm::Constant *data =
-      llvm::ConstantDataArray::getString(module.getContext(), bytes, nulTerminated);
-  auto *global = new llvm::GlobalVariable(module, data->getType(), /*isConstant=*/true,
-                                          llvm::GlobalValue::ExternalLinkage, data, name);
-  global->setAlignment(llvm::Align(alignment));
+std::vector<DataSymbol> gpuImageSymbols(const GpuImage &image, const std::string &prefix) {
+  // Text symbols keep the string's terminating NUL.
+  auto text = [](const std::string &bytes) { return llvm::ArrayRef<char>(bytes.c_str(), bytes.size() + 1); };
+  std::vector<DataSymbol> symbols;
+  symbols.push_back({prefix + "cuda_program", 8, text(image.program), true});
+  for (const auto &[chip, cubin] : image.cubins)
+    symbols.push_back({prefix + "cuda_cubin_" + chip, 8, llvm::ArrayRef<char>(cubin.data(), cubin.size()), true});
+  if (!image.ptx.empty())
+    symbols.push_back({prefix + "cuda_ptx", 8, text(image.ptx), true});
+  // Never empty, so the symbol exists even for a model without constants.
+  static const char kNoConstants = 0;
+  symbols.push_back({prefix + "cuda_constants", 256,
+                     image.constants.empty()
+                         ? llvm::ArrayRef<char>(&kNoConstants, 1)
+                         : llvm::ArrayRef<char>(image.constants.data(), image.constants.size()),
+                     true});
+  return symbols;
 }
 
-void addGpuImage(llvm::Module &module, const GpuImage &image, const std::string &prefix) {
-  addBytes(module, prefix + "cuda_program", image.program, true, 8);
-  for (const auto &[chip, cubin] : image.cubins)
-    addBytes(module, prefix + "cuda_cubin_" + chip, cubin, false, 8);
-  if (!image.ptx.empty())
-    addBytes(module, prefix + "cuda_ptx", image.ptx, true, 8);
-  // Never empty, so the symbol exists even for a model without constants.
-  addBytes(module, prefix + "cuda_constants",
-           image.constants.empty() ? llvm::StringRef("\0", 1) : llvm::StringRef(image.constants),
-           false, 256);
+void addData(llvm::Module &module, llvm::ArrayRef<DataSymbol> symbols) {
+  for (const DataSymbol &symbol : symbols) {
+    llvm::Constant *data = llvm::ConstantDataArray::getString(
+        module.getContext(), llvm::StringRef(symbol.bytes.data(), symbol.bytes.size()),
+        /*AddNull=*/false);
+    auto *global = new llvm::GlobalVariable(module, data->getType(), /*isConstant=*/true,
+                                            llvm::GlobalValue::ExternalLinkage, data, symbol.name);
+    global->setAlignment(llvm::Align(symbol.alignment));
+    if (!symbol.exported)
+      global->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
 }
 
 /// `input:I` or `stage:S:R`.
@@ -555,44 +566,6 @@ void addManifest(llvm::Module &module, llvm::StringRef text) {
                            llvm::GlobalValue::ExternalLinkage, data, "kiln_manifest");
 }
 
-/// Gives every large constant array of numbers (a layer's weights) the same
-/// bytes as an array of i8, which the object writer copies in one piece
-/// where it writes a float array one element at a time (ResNet-50: 25
-/// million). Only code that is already generated reads them, through
-/// pointers, so their element type no longer matters.
-static void weightsAsBytes(llvm::Module &module) {
-  constexpr uint64_t kMinBytes = 4096;
-  llvm::Type *byte = llvm::Type::getInt8Ty(module.getContext());
-  for (llvm::GlobalVariable &global : llvm::make_early_inc_range(module.globals())) {
-    auto *data = llvm::dyn_cast_or_null<llvm::ConstantDataSequential>(
-        global.hasInitializer() ? global.getInitializer() : nullptr);
-    if (!data || !global.isConstant() || data->getElementType() == byte ||
-        data->getRawDataValues().size() < kMinBytes)
-      continue;
-    llvm::StringRef raw = data->getRawDataValues();
-    auto *bytes = new llvm::GlobalVariable(
-        module, llvm::ArrayType::get(byte, raw.size()), /*isConstant=*/true, global.getLinkage(),
-        llvm::ConstantDataArray::getRaw(raw, raw.size(), byte), "", &global,
-        global.getThreadLocalMode(), global.getAddressSpace());
-    bytes->copyAttributesFrom(&global);
-    bytes->setAlignment(global.getPointerAlignment(module.getDataLayout()));
-    bytes->takeName(&global);
-    global.replaceAllUsesWith(bytes);
-    global.eraseFromParent();
-  }
-}
-
-llvm::Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
-  weightsAsBytes(module);
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if (machine.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return llvm::createStringError("the target cannot emit object files");
-  pm.run(module);
-  return std::string(buffer.str());
-}
-
 std::string cpuKernelsArchive() {
   static int anchor;
   std::vector<std::string> candidates;
@@ -609,15 +582,44 @@ std::string cpuKernelsArchive() {
   return "";
 }
 
-llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
-  llvm::SmallString<128> objectPath;
+/// Writes an object to a new temporary file through `fill`, adding its path
+/// to `paths`.
+static llvm::Error writeTemporaryObject(std::vector<llvm::SmallString<128>> &paths,
+                                        llvm::function_ref<llvm::Error(llvm::raw_ostream &)> fill) {
+  llvm::SmallString<128> &path = paths.emplace_back();
   int fd;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "o", fd, objectPath))
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "o", fd, path))
     return llvm::createStringError("cannot create a temporary file: " + ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << object;
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  llvm::Error error = fill(os);
+  os.close();
+  if (os.has_error()) {
+    std::string reason = os.error().message();
+    os.clear_error();
+    llvm::consumeError(std::move(error));
+    return llvm::createStringError("cannot write " + path.str().str() + ": " + reason);
   }
+  return error;
+}
+
+llvm::Error linkArtifact(llvm::ArrayRef<std::string> objects, llvm::ArrayRef<DataSymbol> data,
+                         const llvm::Triple &triple, llvm::StringRef outputPath) {
+  std::vector<llvm::SmallString<128>> objectPaths;
+  llvm::scope_exit removeObjects([&] {
+    for (const auto &path : objectPaths)
+      llvm::sys::fs::remove(path);
+  });
+  for (const std::string &object : objects)
+    if (llvm::Error error = writeTemporaryObject(objectPaths, [&](llvm::raw_ostream &os) {
+          os << object;
+          return llvm::Error::success();
+        }))
+      return error;
+  if (!data.empty())
+    if (llvm::Error error = writeTemporaryObject(objectPaths, [&](llvm::raw_ostream &os) {
+          return writeDataObject(os, triple, data);
+        }))
+      return error;
   // Shared libraries generated code may call: libc (malloc), libm (scalar
   // math), libgcc_s (half-precision conversions), the OpenMP
   // runtime (kernels' threads) and OpenBLAS (matmul tiles). --as-needed
@@ -637,14 +639,13 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   // The linked image goes to a temporary file; the artifact is that image
   // and its seal, written to `outputPath` atomically.
   llvm::SmallString<128> imagePath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "so", imagePath)) {
-    llvm::sys::fs::remove(objectPath);
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln", "so", imagePath))
     return llvm::createStringError("cannot create a temporary file: " + ec.message());
-  }
   std::string output = imagePath.str().str();
-  std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(),
-                                    objectPath.c_str(), "-z", "noexecstack", "-z", "now",
-                                    "--no-undefined", "--as-needed"};
+  std::vector<const char *> args = {"ld.lld", "-shared", "-o", output.c_str(), "-z", "noexecstack",
+                                    "-z", "now", "--no-undefined", "--as-needed"};
+  for (auto &path : objectPaths)
+    args.push_back(path.c_str());
   // Members are pulled in only for the calls the object makes.
   std::string kernels = cpuKernelsArchive();
   if (!kernels.empty())
@@ -656,15 +657,22 @@ llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath) {
   std::string ignored;
   llvm::raw_string_ostream outs(ignored);
   lld::Result result = lld::lldMain(args, outs, errs, {{lld::Gnu, &lld::elf::link}});
-  llvm::sys::fs::remove(objectPath);
-  auto removeImage = llvm::make_scope_exit([&] { llvm::sys::fs::remove(imagePath); });
+  llvm::scope_exit removeImage([&] { llvm::sys::fs::remove(imagePath); });
   if (result.retCode != 0)
     return llvm::createStringError("linking the artifact failed: " + llvm::StringRef(messages).trim().str());
-  std::string image, reason;
-  if (!rt::readRegularFile(output, image, reason))
-    return llvm::createStringError("cannot read the linked artifact: " + reason);
+  // The image is mapped, not read: for a model of large weights it is most
+  // of the bytes kilnc handles.
+  auto image = llvm::MemoryBuffer::getFile(output, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!image)
+    return llvm::createStringError("cannot read the linked artifact: " + image.getError().message());
+  std::string_view bytes((*image)->getBufferStart(), (*image)->getBufferSize());
   try {
-    rt::writeFileAtomically(outputPath.str(), image + rt::sealFor(image));
+    std::string seal = rt::sealFor(bytes);
+    rt::replaceAtomically(outputPath.str(), [&](rt::FileWriter &out) {
+      out.write(bytes);
+      out.write(seal);
+    });
   } catch (const rt::Error &e) {
     return llvm::createStringError(e.what());
   }

@@ -11,6 +11,7 @@
 #ifndef KILN_COMPILER_ARTIFACT_H
 #define KILN_COMPILER_ARTIFACT_H
 
+#include "compiler/DataObject.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
@@ -156,11 +157,15 @@ struct GpuImage {
   int minDriver = 0;
 };
 
-/// Adds the GPU symbols: kiln_cuda_program, kiln_cuda_cubin_<chip>,
-/// kiln_cuda_ptx and kiln_cuda_constants (`prefix` replaces "kiln_", e.g.
-/// "kiln_stage_2_" for a GPU stage of a partitioned model).
-void addGpuImage(llvm::Module &module, const GpuImage &image,
-                 const std::string &prefix = "kiln_");
+/// The GPU symbols: kiln_cuda_program, kiln_cuda_cubin_<chip>, kiln_cuda_ptx
+/// and kiln_cuda_constants (`prefix` replaces "kiln_", e.g. "kiln_stage_2_"
+/// for a GPU stage of a partitioned model). Their bytes stay in `image`.
+std::vector<DataSymbol> gpuImageSymbols(const GpuImage &image,
+                                        const std::string &prefix = "kiln_");
+
+/// Defines `symbols` in `module`, for outputs without a data object
+/// (--emit=llvm, --emit=obj).
+void addData(llvm::Module &module, llvm::ArrayRef<DataSymbol> symbols);
 
 /// A run-time check of a gather's indices (kIndexCheckAttr): its id, the
 /// size of the dimension it indexes and its node's name.
@@ -192,14 +197,11 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
 /// Adds the `kiln_manifest` symbol.
 void addManifest(llvm::Module &module, llvm::StringRef text);
 
-/// Native object code for `module` (whose large constants become byte
-/// arrays on the way).
-llvm::Expected<std::string> emitObject(llvm::Module &module,
-                                       llvm::TargetMachine &machine);
-
-/// Links `object` into the shared-object artifact at `outputPath` with the
-/// built-in LLD.
-llvm::Error linkArtifact(llvm::StringRef object, llvm::StringRef outputPath);
+/// Links `objects` (compiler/ObjectCode.h) and an object holding `data`
+/// (compiler/DataObject.h, for `triple`) into the shared-object artifact at
+/// `outputPath` with the built-in LLD.
+llvm::Error linkArtifact(llvm::ArrayRef<std::string> objects, llvm::ArrayRef<DataSymbol> data,
+                         const llvm::Triple &triple, llvm::StringRef outputPath);
 
 /// The archive of kernel support code CPU artifacts link
 /// (runtime/kernels: matmuls by constant weights), or "" when it is missing:

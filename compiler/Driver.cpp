@@ -2,6 +2,7 @@
 #include "compiler/Driver.h"
 
 #include "compiler/GpuProgram.h"
+#include "compiler/ObjectCode.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Report.h"
 #include "codegen/GPU/Chip.h"
@@ -760,6 +761,11 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
 
   std::vector<IndexCheck> indexChecks;
   std::vector<ProfiledKernel> profiledKernels;
+  // The weights and GPU images, whose bytes stay in `module`'s attributes and
+  // the GpuImages until the artifact is linked.
+  std::vector<DataSymbol> data;
+  bool useDataObject =
+      options.emit == Emit::Artifact && canWriteDataObject((*machine)->getTargetTriple());
   if (targets.cpu) {
     Phase phase = options.emit == Emit::Linalg ? Phase::Linalg : Phase::LLVMDialect;
     PassManager lowering(&context);
@@ -784,6 +790,10 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
              : std::vector<EntryPoint>{modelEntry(*signature, options.target)};
     if (!plan)
       llvm::append_range(entries, extraEntries(*signature));
+    // An artifact's weights go from their attributes straight into an object
+    // of their own; --emit=llvm and --emit=obj show them in the module.
+    if (useDataObject)
+      data = takeConstantData(*module, kMinDataObjectBytes);
     auto llvmModule = translateToLLVMIR(*module, entries, **machine, options.target, llvmContext);
     if (!llvmModule)
       return reportError(llvmModule.takeError());
@@ -793,12 +803,17 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     host = createDataModule(**machine, llvmContext);
   }
 
+  std::vector<DataSymbol> gpuData;
   if (gpu)
-    addGpuImage(*host, *gpu);
+    llvm::append_range(gpuData, gpuImageSymbols(*gpu));
   for (const auto &[name, image] : gpuEntries)
-    addGpuImage(*host, image, "kiln_entry_" + name + "_");
+    llvm::append_range(gpuData, gpuImageSymbols(image, "kiln_entry_" + name + "_"));
   for (const auto &[index, image] : gpuStages)
-    addGpuImage(*host, image, "kiln_stage_" + std::to_string(index) + "_");
+    llvm::append_range(gpuData, gpuImageSymbols(image, "kiln_stage_" + std::to_string(index) + "_"));
+  if (useDataObject)
+    llvm::append_range(data, gpuData);
+  else
+    addData(*host, gpuData);
   // GPU stages share one set of targets: the first one's records describe all.
   const GpuImage *gpuRecords = gpu ? &*gpu : gpuStages.empty() ? nullptr : &gpuStages.front().second;
   addManifest(*host, buildManifest(*signature, options.target, **machine, targets.cpu, gpuRecords,
@@ -809,14 +824,28 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     host->print(os, nullptr);
     return writeOutput(output, text);
   }
-  auto object = emitObject(*host, **machine);
-  if (!object)
-    return reportError(object.takeError());
-  progress.done("generated " + std::to_string(object->size()) + " bytes of " +
-                (*machine)->getTargetCPU().str() + " code");
-  if (options.emit == Emit::Object)
+  if (options.emit == Emit::Object) {
+    auto object = emitObject(*host, **machine);
+    if (!object)
+      return reportError(object.takeError());
+    progress.done("generated " + std::to_string(object->size()) + " bytes of " +
+                  (*machine)->getTargetCPU().str() + " code");
     return writeOutput(output, *object);
-  if (llvm::Error error = linkArtifact(*object, output))
+  }
+  unsigned threads = options.jobs ? options.jobs : defaultCodegenThreads();
+  auto objects = emitObjects(
+      *host, [&] { return createTargetMachine(options.target); }, threads);
+  if (!objects)
+    return reportError(objects.takeError());
+  size_t bytes = 0;
+  for (const std::string &object : *objects)
+    bytes += object.size();
+  progress.done("generated " + std::to_string(bytes) + " bytes of " +
+                (*machine)->getTargetCPU().str() + " code in " + std::to_string(objects->size()) +
+                (objects->size() == 1 ? " part" : " parts") + " on " +
+                std::to_string(std::min<size_t>(threads, objects->size())) +
+                (std::min<size_t>(threads, objects->size()) == 1 ? " thread" : " threads"));
+  if (llvm::Error error = linkArtifact(*objects, data, (*machine)->getTargetTriple(), output))
     return reportError(std::move(error));
   progress.done("wrote " + output);
   return kExitOk;

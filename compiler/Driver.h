@@ -70,6 +70,8 @@ struct CompilerOptions {
   bool indexChecks = true;
   bool stats = false; // print the buffer plan's figures
   bool verbose = false;
+  /// Threads that generate native code at once; 0: one per core.
+  unsigned jobs = 0;
 };
 
 /// Parses `name=2x3x4` into `options`; returns an error message or "".

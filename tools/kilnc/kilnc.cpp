@@ -1,5 +1,6 @@
 //===- kilnc.cpp - Compiles a model graph to a Kiln artifact --------------===//
 #include "compiler/Driver.h"
+#include "compiler/ObjectCode.h"
 #include "compiler/Registration.h"
 #include "kiln/files.h"
 
@@ -10,9 +11,11 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace cl = llvm::cl;
 
@@ -294,6 +297,14 @@ int main(int argc, char **argv) {
     trainFlags.push_back(std::make_unique<cl::opt<std::string>>(
         llvm::StringRef(flag.name), cl::desc(flag.help), cl::value_desc(flag.value),
         cl::cat(trainCategory)));
+  cl::opt<unsigned> jobs(
+      "jobs",
+      cl::desc("Threads kilnc compiles on: MLIR's passes over functions, and LLVM's code "
+               "generation, which splits the code into parts by size and generates them at "
+               "once (0, the default: one per core this process may use). The artifact's "
+               "bytes do not depend on it"),
+      cl::value_desc("N"), cl::init(0), cl::cat(category));
+  cl::alias jobsShort("j", cl::aliasopt(jobs), cl::desc("Alias for --jobs"));
   cl::opt<bool> verbose("v", cl::desc("Print each phase and its time"), cl::cat(category));
   cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"));
 
@@ -328,9 +339,17 @@ int main(int argc, char **argv) {
       "  --mlir-print-op-on-diagnostic attach the failing op to error messages\n"
       "--help-hidden lists them all.\n");
 
+  // MLIR's passes and LLVM's code generation share one bound on threads; the
+  // pool outlives the context, as MLIR requires.
+  unsigned threads = jobs ? jobs.getValue() : kiln::defaultCodegenThreads();
+  std::optional<llvm::DefaultThreadPool> threadPool;
+  if (threads > 1)
+    threadPool.emplace(llvm::hardware_concurrency(threads));
   mlir::DialectRegistry registry;
   kiln::registerKilnDialects(registry);
-  mlir::MLIRContext context(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  if (threadPool)
+    context.setThreadPool(*threadPool);
   kiln::installDiagnosticPrinter(context, "kilnc");
 
   kiln::CompilerOptions options;
@@ -366,6 +385,7 @@ int main(int argc, char **argv) {
   options.indexChecks = !noIndexChecks;
   options.cpu.profile = profile;
   options.verbose = verbose;
+  options.jobs = threads;
 
   std::map<std::string, std::string> trainValues;
   if (!trainConfig.empty())
