@@ -235,7 +235,7 @@ createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
-bool hasVectorLdexp(llvm::TargetMachine &machine) {
+bool hasSixteenLaneVectors(llvm::TargetMachine &machine) {
   return machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
 

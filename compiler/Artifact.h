@@ -104,9 +104,11 @@ void stripSignatureNames(mlir::ModuleOp module);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Whether the target scales floats by powers of two in one vector
-/// instruction (x86 AVX-512's vscalefps), so kernels' exp may use llvm.ldexp.
-bool hasVectorLdexp(llvm::TargetMachine &machine);
+/// Whether the target has AVX-512: vectors of 16 floats, which oneDNN's
+/// kernels for 16-channel blocks (kiln-blocked-layout) need, and a vector
+/// instruction that scales floats by powers of two (vscalefps), so kernels'
+/// exp may use llvm.ldexp.
+bool hasSixteenLaneVectors(llvm::TargetMachine &machine);
 
 /// A function of the lowered module that the runtime calls through a
 /// `void wrapper(void **buffers)` entry: inputs, then outputs.

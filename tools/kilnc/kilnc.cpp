@@ -209,8 +209,9 @@ int main(int argc, char **argv) {
       "blocked-layout",
       cl::desc("Where CPU inference keeps images in blocks of 16 channels (N x C/16 x H x W x "
                "16, oneDNN's nChw16c) around convolutions by constant filters whose channels "
-               "fill such blocks, each convolution then one oneDNN primitive on all threads "
-               "(see docs/user-guide.md, Performance):"),
+               "fill such blocks, each convolution then one oneDNN primitive on all threads; "
+               "only for a CPU with AVX-512, whose vectors the blocks fill, and on others "
+               "images stay NCHW (see docs/user-guide.md, Performance):"),
       cl::values(
           clEnumValN(kiln::BlockedLayout::Auto, "auto",
                      "where the layout pays for its reorders: a convolution whose input is "
