@@ -8,9 +8,10 @@
 // moved into an LLVMContext of its own through bitcode, and compiled to an
 // object of its own. The linker joins the objects into the artifact.
 //
-// Every global variable (the weights, tens of megabytes for a CNN) stays
+// Every global variable (the manifest, small constants, and the weights
+// when they are not in an object of their own: compiler/DataObject.h) stays
 // defined in the first part, which is the original module with the other
-// parts' function bodies deleted: weights are never copied or serialized.
+// parts' function bodies deleted, so no initializer is copied or serialized.
 // Symbols that only one part defined as local and another part refers to
 // become hidden, so that they resolve within the artifact and are not
 // exported from it.
