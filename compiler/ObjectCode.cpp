@@ -247,6 +247,7 @@ emitObjects(llvm::Module &module, TargetMachineFactory createMachine, unsigned t
     if (!function.isDeclaration() && split.homeOf(&function) != 0) {
       llvm::GlobalValue::VisibilityTypes visibility = function.getVisibility();
       function.deleteBody();
+      function.setComdat(nullptr); // a declaration is in no comdat
       function.setVisibility(visibility);
     }
 
