@@ -26,25 +26,6 @@ namespace {
 /// widest vector load.
 constexpr uint64_t kDataAlignment = 64;
 
-/// The bytes of `attr` as the code reads them, when they are already laid
-/// out so: a non-splat dense array of numbers whose elements are whole
-/// bytes (booleans are packed in bits), or a resource blob.
-std::optional<ArrayRef<char>> denseBytes(Attribute attr) {
-  if (auto resource = llvm::dyn_cast_or_null<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    return blob->getData();
-  }
-  auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(attr);
-  if (!dense || dense.isSplat())
-    return std::nullopt;
-  Type element = dense.getElementType();
-  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
-    return std::nullopt;
-  return dense.getRawData();
-}
-
 /// Appends `text` and a NUL to a string table; returns where it starts.
 uint32_t addString(std::string &table, llvm::StringRef text) {
   auto offset = static_cast<uint32_t>(table.size());
@@ -66,6 +47,22 @@ template <typename T> void writeStruct(llvm::raw_ostream &os, const T &value) {
 
 } // namespace
 
+std::optional<ArrayRef<char>> rawElementBytes(Attribute attr) {
+  if (auto resource = llvm::dyn_cast_or_null<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return std::nullopt;
+    return blob->getData();
+  }
+  auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(attr);
+  if (!dense || dense.isSplat())
+    return std::nullopt;
+  Type element = dense.getElementType();
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+    return std::nullopt;
+  return dense.getRawData();
+}
+
 bool canWriteDataObject(const llvm::Triple &triple) {
   return llvm::sys::IsLittleEndianHost && triple.isOSBinFormatELF() &&
          (triple.getArch() == llvm::Triple::x86_64 || triple.getArch() == llvm::Triple::aarch64);
@@ -76,7 +73,7 @@ std::vector<DataSymbol> takeConstantData(ModuleOp module, uint64_t minBytes) {
   module.walk([&](LLVM::GlobalOp global) {
     if (!global.getConstant() || global.getThreadLocal_())
       return;
-    std::optional<ArrayRef<char>> bytes = denseBytes(global.getValueOrNull());
+    std::optional<ArrayRef<char>> bytes = rawElementBytes(global.getValueOrNull());
     if (!bytes || bytes->size() < minBytes)
       return;
     uint64_t alignment = std::max<uint64_t>(global.getAlignment().value_or(1), kDataAlignment);

@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct DataSymbol {
 /// Smallest initializer worth moving out of LLVM IR. Smaller constants (a
 /// shape, a lookup table) stay where the optimizer can fold loads of them.
 constexpr uint64_t kMinDataObjectBytes = 4096;
+
+/// The bytes of `attr` as code reads them, where the attribute already holds
+/// them so: a non-splat dense array of numbers whose elements are whole bytes
+/// (booleans are packed in bits), or a resource blob; none otherwise.
+std::optional<llvm::ArrayRef<char>> rawElementBytes(mlir::Attribute attr);
 
 /// Whether writeDataObject can write objects for `triple` (64-bit
 /// little-endian ELF: x86-64 and AArch64 Linux).

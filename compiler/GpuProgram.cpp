@@ -1,5 +1,6 @@
 //===- GpuProgram.cpp - The host program of a GPU artifact ----------------===//
 #include "compiler/GpuProgram.h"
+#include "compiler/DataObject.h"
 
 #include "codegen/ArenaPacking.h"
 #include "codegen/Contraction.h"
@@ -45,13 +46,8 @@ int64_t tensorBytes(Type type) {
 FailureOr<std::string> constantBytes(ElementsAttr attr) {
   auto type = llvm::cast<RankedTensorType>(attr.getType());
   Type element = type.getElementType();
-  if (auto resource = llvm::dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return failure();
-    ArrayRef<char> data = blob->getData();
-    return std::string(data.begin(), data.end());
-  }
+  if (std::optional<ArrayRef<char>> bytes = rawElementBytes(attr))
+    return std::string(bytes->begin(), bytes->end());
   auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
   if (!dense)
     return failure();
