@@ -2,10 +2,12 @@
  *
  * kiln_depthwise_conv2d, which generated code calls, forwards to the build
  * of DepthwiseConvolution.c with the widest vectors this CPU and its
- * operating system support (AVX-512, AVX2 with FMA, or the baseline), read
- * once with CPUID.
+ * operating system support (AVX-512, AVX2 with FMA, or the baseline,
+ * CpuVectors.h).
  *
  *===----------------------------------------------------------------------===*/
+#include "CpuVectors.h"
+
 #include <stdint.h>
 
 typedef void DepthwiseFn(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
@@ -15,32 +17,18 @@ typedef void DepthwiseFn(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
                          float lo, float hi, float *out, int64_t outF, int64_t outH);
 
 DepthwiseFn kilnDepthwiseConv2dGeneric;
-#ifdef KILN_DEPTHWISE_X86
-#include <cpuid.h>
-
+#ifdef KILN_CPU_KERNELS_X86
 DepthwiseFn kilnDepthwiseConv2dAvx2, kilnDepthwiseConv2dAvx512;
 
-static uint64_t enabledStates(void) {
-  uint32_t low, high;
-  __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
-  return ((uint64_t)high << 32) | low;
-}
-
 static DepthwiseFn *choose(void) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX))
-    return kilnDepthwiseConv2dGeneric;
-  int fma = (c & bit_FMA) != 0;
-  uint64_t states = enabledStates();
-  /* The OS saves the SSE and AVX registers (and, for AVX-512, the opmask
-   * and upper ZMM ones). */
-  if ((states & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
-    return kilnDepthwiseConv2dGeneric;
-  if ((b & bit_AVX512F) && (states & 0xe6) == 0xe6)
+  switch (kilnCpuVectors()) {
+  case KILN_VECTORS_AVX512:
     return kilnDepthwiseConv2dAvx512;
-  if ((b & bit_AVX2) && fma)
+  case KILN_VECTORS_AVX2:
     return kilnDepthwiseConv2dAvx2;
-  return kilnDepthwiseConv2dGeneric;
+  default:
+    return kilnDepthwiseConv2dGeneric;
+  }
 }
 #else
 static DepthwiseFn *choose(void) { return kilnDepthwiseConv2dGeneric; }

@@ -1,5 +1,6 @@
 /*===- OneDnnSupport.c - Shared state of the oneDNN kernels in artifacts ---===*/
 #include "OneDnnSupport.h"
+#include "CpuVectors.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,6 +187,21 @@ void kilnDnnlFreePacked(KilnPackedWeights *list) {
     free(w->data);
     free(w);
   }
+}
+
+int kilnDirectConvRuns(void) {
+#ifdef KILN_CPU_KERNELS_X86
+  static int runs = -1;
+  int known = __atomic_load_n(&runs, __ATOMIC_RELAXED);
+  if (known < 0) {
+    const char *setting = getenv("KILN_DIRECT_CONV");
+    known = kilnCpuVectors() == KILN_VECTORS_AVX2 && !(setting && strcmp(setting, "0") == 0);
+    __atomic_store_n(&runs, known, __ATOMIC_RELAXED);
+  }
+  return known;
+#else
+  return 0;
+#endif
 }
 
 void kilnDnnlRegister(KilnSite *site) {

@@ -77,5 +77,10 @@ void kilnDnnlRegister(KilnSite *site);
 
 /* Frees a list of packed weights. */
 void kilnDnnlFreePacked(KilnPackedWeights *list);
+/* Whether convolutions of one group (and products shaped as 1x1 ones) by
+ * constant filters run as Kiln's direct kernel (DirectConvolution.c)
+ * rather than oneDNN's: on CPUs with AVX2 and FMA but not AVX-512, unless
+ * the environment sets KILN_DIRECT_CONV=0. */
+int kilnDirectConvRuns(void);
 
 #endif /* KILN_RUNTIME_KERNELS_ONEDNNSUPPORT_H */

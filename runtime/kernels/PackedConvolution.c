@@ -17,11 +17,21 @@
  * largest partial sums. Other filters, or a build without it, get oneDNN's
  * direct convolution.
  *
+ * On CPUs with AVX2 and FMA but not AVX-512, where oneDNN has no Winograd
+ * kernels, a convolution of one group runs instead as Kiln's own direct
+ * kernel (DirectConvolution.c) on the plain image as it is, its filters
+ * packed once per address; KILN_DIRECT_CONV=0 in the environment turns
+ * that off (to compare).
+ *
  * Any failure to build the primitives makes the site compute the
  * convolution with plain loops, slowly but with the same result.
  *
  *===----------------------------------------------------------------------===*/
 #include "OneDnnSupport.h"
+
+#ifdef KILN_CPU_KERNELS_X86
+#include "DirectConvolution.h"
+#endif
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +48,9 @@ typedef struct ConvSite {
   KilnSite base;
   int64_t shape[SHAPE];
   int failed;
+  /* Run by the direct kernel, each tap at its offset. */
+  int direct;
+  int32_t *offsets;
   dnnl_primitive_t conv, srcReorder, dstReorder;
   dnnl_memory_desc_t userSrc, userDst, userWeights, src, dst, weights;
   dnnl_memory_desc_t convScratch, srcScratch, dstScratch;
@@ -53,6 +66,7 @@ enum { MAX_SHAPES = 4 };
 static void release(KilnSite *base) {
   ConvSite *site = (ConvSite *)base;
   kilnDnnlFreePacked(site->ownPacked);
+  free(site->offsets);
   dnnl_primitive_t primitives[] = {site->conv, site->srcReorder, site->dstReorder};
   for (int i = 0; i < 3; ++i)
     if (primitives[i])
@@ -120,9 +134,52 @@ static dnnl_primitive_desc_t describe(const int64_t *s, dnnl_alg_kind_t algorith
   return convDesc;
 }
 
+#ifdef KILN_CPU_KERNELS_X86
+/* Makes `site` a direct kernel's where that runs it. With kilnDnnlLock held. */
+static int buildDirect(ConvSite *site) {
+  const int64_t *s = site->shape;
+  if (s[G] != 1 || !kilnDirectConvRuns())
+    return 0;
+  site->offsets = malloc((size_t)(s[C] * s[KH] * s[KW]) * sizeof(int32_t));
+  if (!site->offsets ||
+      !kilnDirectConvOffsets(s[C], s[KH], s[KW], s[DH], s[DW], s[IN_C], s[IN_H], site->offsets)) {
+    free(site->offsets);
+    site->offsets = NULL;
+    return 0;
+  }
+  site->direct = 1;
+  site->failed = 0;
+  return 1;
+}
+
+/* The filters `w` packed for the direct kernel, from `list` or made and
+ * added to it; NULL without memory. With kilnDnnlLock held. */
+static KilnPackedWeights *packDirect(KilnPackedWeights **list, const float *w, const int64_t *s) {
+  for (KilnPackedWeights *p = *list; p; p = p->next)
+    if (p->source == w)
+      return p;
+  int64_t taps = s[C] * s[KH] * s[KW];
+  size_t bytes = (size_t)kilnDirectConvPackedFloats(s[F], taps) * sizeof(float);
+  KilnPackedWeights *p = calloc(1, sizeof(KilnPackedWeights));
+  if (!p || !(p->data = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+    free(p);
+    return NULL;
+  }
+  kilnDirectConvPack(w, s[F], taps, p->data);
+  p->source = w;
+  p->next = *list;
+  *list = p;
+  return p;
+}
+#endif
+
 /* With kilnDnnlLock held. */
 static void build(ConvSite *site) {
   const int64_t *s = site->shape;
+#ifdef KILN_CPU_KERNELS_X86
+  if (buildDirect(site))
+    return;
+#endif
   dnnl_dims_t srcDims = {1, s[G] * s[C], s[IH], s[IW]};
   dnnl_dims_t dstDims = {1, s[G] * s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims;
@@ -195,7 +252,10 @@ kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64
     build(site);
     site->packed = &site->ownPacked;
     for (ConvSite *other = (ConvSite *)*slot; other && !site->failed; other = other->nextShape)
-      if (!other->failed && dnnl_memory_desc_equal(&other->weights, &site->weights)) {
+      if (!other->failed && other->direct == site->direct &&
+          (site->direct ? other->shape[F] == shape[F] && other->shape[C] == shape[C] &&
+                              other->shape[KH] == shape[KH] && other->shape[KW] == shape[KW]
+                        : dnnl_memory_desc_equal(&other->weights, &site->weights))) {
         site->packed = &other->ownPacked;
         break;
       }
@@ -204,6 +264,18 @@ kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64
     *slot = site;
   }
   int usable = site && !site->failed;
+#ifdef KILN_CPU_KERNELS_X86
+  if (usable && site->direct) {
+    KilnPackedWeights *packed = packDirect(site->packed, w, shape);
+    pthread_mutex_unlock(&kilnDnnlLock);
+    if (packed)
+      kilnDirectConv2dAvx2(c * kh * kw, oh, ow, sh, sw, in, inH, site->offsets, packed->data, f,
+                           out, outF, outH);
+    else
+      direct(shape, in, w, out);
+    return;
+  }
+#endif
   KilnPackedWeights *weights =
       usable ? kilnDnnlPack(site->packed, w, &site->userWeights, &site->weights) : NULL;
   pthread_mutex_unlock(&kilnDnnlLock);

@@ -2,7 +2,10 @@
 // (runtime/kernels/PackedMatmul.c): kiln_matmul_constant_b, C += A B onto
 // what C holds or C = A B over whatever it holds, B plain or transposed,
 // tiles of a larger matrix (leading dimensions), several shapes at one call
-// site, against a float64 loop.
+// site; and kiln_matmul_constant_a, C += A B with A constant and few
+// columns (through the direct convolution kernel on AVX2 CPUs without
+// AVX-512, oneDNN's product elsewhere or where A's rows are apart); each
+// against a float64 loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +17,8 @@ extern "C" {
 void kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_t k,
                             const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
                             int64_t ldc, int64_t accumulate);
+void kiln_matmul_constant_a(void **slot, int64_t m, int64_t n, int64_t k, const float *b,
+                            int64_t ldb, const float *a, int64_t lda, float *c, int64_t ldc);
 }
 
 namespace {
@@ -87,6 +92,47 @@ TEST(PackedMatmulTest, OneSiteWritesAndAccumulates) {
   for (bool accumulate : {false, true, false}) {
     std::mt19937 rng(18);
     check(&slot, {16, 64, 32, false, accumulate}, rng);
+  }
+}
+
+// A convolution tile's product by its filters: ResNet-50's 7x7 stage (a
+// tile of its 2048 filters), sizes that fill no block of 16 filters or
+// micro-tile of 6 columns, A's rows apart (a tile of a wider A), and a
+// second tile of A at the same site; each call twice (packed once).
+TEST(PackedMatmulTest, ConstantA) {
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  struct ACase {
+    int64_t m, n, k, padA, padB, padC;
+  };
+  for (const ACase &c : {ACase{128, 49, 512, 0, 0, 0}, ACase{37, 13, 70, 0, 5, 3},
+                         ACase{40, 64, 24, 6, 0, 2}}) {
+    void *slot = nullptr;
+    int64_t lda = c.k + c.padA, ldb = c.n + c.padB, ldc = c.n + c.padC;
+    std::vector<float> tiles[2] = {std::vector<float>(c.m * lda), std::vector<float>(c.m * lda)};
+    for (std::vector<float> &a : tiles)
+      for (float &v : a)
+        v = value(rng);
+    for (int call = 0; call < 4; ++call) {
+      const std::vector<float> &a = tiles[call % 2];
+      std::vector<float> b(c.k * ldb), out(c.m * ldc);
+      for (std::vector<float> *values : {&b, &out})
+        for (float &v : *values)
+          v = value(rng);
+      const std::vector<float> before = out;
+      kiln_matmul_constant_a(&slot, c.m, c.n, c.k, b.data(), ldb, a.data(), lda, out.data(), ldc);
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          double expected = before[i * ldc + j], magnitude = std::fabs(expected);
+          for (int64_t p = 0; j < c.n && p < c.k; ++p) {
+            double product = double(a[i * lda + p]) * b[p * ldb + j];
+            expected += product;
+            magnitude += std::fabs(product);
+          }
+          ASSERT_NEAR(out[i * ldc + j], expected, 1e-5 * (1 + magnitude))
+              << c.m << "x" << c.n << "x" << c.k << ", call " << call << " at " << i << ", " << j;
+        }
+    }
   }
 }
 
