@@ -19,6 +19,10 @@ and, only when --frameworks names it, a diagnostic configuration:
                       convolutions stay in NCHW rather than in the blocked NCHWc layout kept
                       from layer to layer, so its time against onnxruntime's is what that
                       layout is worth on the model
+    kiln-onednn       Kiln's artifact run with KILN_DIRECT_CONV=0: on a CPU with AVX2 but
+                      not AVX-512, its convolution tiles by oneDNN's kernels instead of
+                      Kiln's direct one, so its time against kiln's is what that kernel is
+                      worth (elsewhere the two are the same)
 
 and checks Kiln's outputs against ONNX Runtime's. Each framework runs in its own process, one
 after another. Batch-norm statistics are calibrated on random batches before export, so the
@@ -53,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
 FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile", "jax", "iree"]
 # Run only when named: not a peer users choose, a measure of what a peer's layout is worth.
-DIAGNOSTICS = ["onnxruntime-nchw"]
+DIAGNOSTICS = ["onnxruntime-nchw", "kiln-onednn"]
 
 
 def _vision(lib, name, size=224):
@@ -393,7 +397,7 @@ def compile_kiln(args, mdir):
     return None, compile_s
 
 
-def run_kiln(args, mdir, compile_s):
+def run_kiln(args, mdir, compile_s, direct_conv=True):
     import numpy as np
     artifact = mdir / "model.kiln"
     names = [n for n in np.load(mdir / "inputs.npz").files]
@@ -402,7 +406,10 @@ def run_kiln(args, mdir, compile_s):
     cmd = [str(args.kiln_bin / "kiln-run"), str(artifact)] + [f"--input={n}={mdir / (n + '.npy')}" for n in names]
     cmd += ["--repeat", str(reps), "--warmup", "3", "--threads", str(args.threads),
             "--output-dir", str(mdir / "kiln_out")]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env_for(args.threads))
+    env = env_for(args.threads)
+    if not direct_conv:
+        env["KILN_DIRECT_CONV"] = "0"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     (mdir / "kiln-run.log").write_text(r.stdout + r.stderr)
     m = MEDIAN_RE.search(r.stdout)
     if r.returncode != 0 or not m:
@@ -482,13 +489,15 @@ def main(argv):
                 continue
             # ONNX Runtime first: its output is the reference, its time sizes Kiln's runs.
             order = ["onnxruntime"] + [fw for fw in frameworks if fw != "onnxruntime"]
-            kiln_failed, compile_s = compile_kiln(args, mdir) if "kiln" in frameworks else (None, 0.0)
+            kiln_failed, compile_s = (compile_kiln(args, mdir)
+                                      if {"kiln", "kiln-onednn"} & set(frameworks) else (None, 0.0))
             rounds = {fw: [] for fw in order}
             args.ort_ms = None
             for r in range(max(1, args.rounds)):
                 for fw in order[r % len(order):] + order[:r % len(order)]:
-                    if fw == "kiln":
-                        res = kiln_failed or run_kiln(args, mdir, compile_s)
+                    if fw in ("kiln", "kiln-onednn"):
+                        res = kiln_failed or run_kiln(args, mdir, compile_s,
+                                                      direct_conv=fw == "kiln")
                     else:
                         res = run_worker(fw, args, mdir, model, batch)
                     if fw == "onnxruntime" and res.get("ok") and not args.ort_ms:
@@ -528,7 +537,7 @@ def render(results, frameworks, command, args, load_before, load_after):
               f"Median over {args.rounds} interleaved rounds of each round's median ms per run") +
              "; `x` columns are the peer's time over Kiln's (above 1: Kiln is faster). "
              "`best peer` is the fastest peer and Kiln's ratio to it (diagnostic configurations such as "
-             "onnxruntime-nchw are not peers).", ""]
+             "onnxruntime-nchw and kiln-onednn are not peers).", ""]
     header = ["model", "batch", "kiln ms"] + [f"{p} ms" for p in peers] + [f"vs {p}" for p in peers] + ["best peer", "kiln compile s"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
