@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Guards every site's construction and its list of packed weights. */
 extern pthread_mutex_t kilnDnnlLock;
@@ -82,5 +83,11 @@ void kilnDnnlFreePacked(KilnPackedWeights *list);
  * rather than oneDNN's: on CPUs with AVX2 and FMA but not AVX-512, unless
  * the environment sets KILN_DIRECT_CONV=0. */
 int kilnDirectConvRuns(void);
+/* PackedConvolution.c's entry point, which kiln_matmul_constant_a hands
+ * the products it runs as 1x1 convolutions. */
+void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64_t iw,
+                            int64_t f, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+                            int64_t sw, int64_t dh, int64_t dw, const float *in, int64_t inC,
+                            int64_t inH, const float *w, float *out, int64_t outF, int64_t outH);
 
 #endif /* KILN_RUNTIME_KERNELS_ONEDNNSUPPORT_H */

@@ -179,11 +179,6 @@ kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_
                c, ldc);
 }
 
-void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64_t iw,
-                            int64_t f, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
-                            int64_t sw, int64_t dh, int64_t dw, const float *in, int64_t inC,
-                            int64_t inH, const float *w, float *out, int64_t outF, int64_t outH);
-
 /* C[m x n] += A[m x k] * B[k x n] (leading dimensions lda, ldb, ldc), A
  * constant for the artifact's lifetime and n small: a convolution tile's
  * product by its filters with few output positions (49 at a 7x7 stage).
@@ -193,9 +188,9 @@ void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, 
  * thread buffer [n][m] that is then added into C transposed (1.3x faster on
  * AVX-512 at n = 49, transpose included). Where kilnDirectConvRuns, the
  * product is the 1x1 convolution of k channels of one row of n positions
- * (dense filters, lda = k) by m filters, which the direct kernel runs 2x
+ * (dense filters, lda = k) by m filters, which the direct kernel runs 1.7x
  * faster than oneDNN's product on AVX2 (ResNet-50's 512->2048 at 7x7:
- * 1.8-2.0 ms against 0.9-1.0 on two Zen 3 cores). The choice is the
+ * 2.4 ms against 1.4 on two Zen 3 cores). The choice is the
  * process's, so that a slot only ever holds one kind of site. */
 __attribute__((visibility("default"))) void
 kiln_matmul_constant_a(void **slot, int64_t m, int64_t n, int64_t k, const float *b,
