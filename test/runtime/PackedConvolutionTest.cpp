@@ -18,16 +18,12 @@ void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, 
                             int64_t f, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
                             int64_t sw, int64_t dh, int64_t dw, const float *in, int64_t inC,
                             int64_t inH, const float *w, float *out, int64_t outF, int64_t outH);
-#if defined(__x86_64__)
-int64_t kilnDirectConvPackedFloats(int64_t f, int64_t taps);
-void kilnDirectConvPack(const float *w, int64_t f, int64_t taps, float *packed);
-int kilnDirectConvOffsets(int64_t c, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t inC,
-                          int64_t inH, int32_t *offset);
-void kilnDirectConv2dAvx2(int64_t taps, int64_t oh, int64_t ow, int64_t sh, int64_t sw,
-                          const float *in, int64_t inH, const int32_t *offset,
-                          const float *packed, int64_t f, float *out, int64_t outF, int64_t outH);
-#endif
 }
+#if defined(__x86_64__)
+extern "C" {
+#include "runtime/kernels/DirectConvolution.h"
+}
+#endif
 
 namespace {
 
