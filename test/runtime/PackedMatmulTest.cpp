@@ -95,18 +95,19 @@ TEST(PackedMatmulTest, OneSiteWritesAndAccumulates) {
   }
 }
 
-// A convolution tile's product by its filters: ResNet-50's 7x7 stage (a
-// tile of its 2048 filters), sizes that fill no block of 16 filters or
-// micro-tile of 6 columns, A's rows apart (a tile of a wider A), and a
-// second tile of A at the same site; each call twice (packed once).
+// A convolution tile's product by its filters at a 7x7 stage: 128 filters
+// of 512 channels (oneDNN's product), 512 of 128 (on AVX2 CPUs without
+// AVX-512, the direct kernel), sizes that fill no block of 16 filters or
+// micro-tile of 6 columns, and A's rows apart (a tile of a wider A, always
+// oneDNN's); two tiles of A at one site, each called twice (packed once).
 TEST(PackedMatmulTest, ConstantA) {
   std::mt19937 rng(19);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   struct ACase {
     int64_t m, n, k, padA, padB, padC;
   };
-  for (const ACase &c : {ACase{128, 49, 512, 0, 0, 0}, ACase{37, 13, 70, 0, 5, 3},
-                         ACase{40, 64, 24, 6, 0, 2}}) {
+  for (const ACase &c : {ACase{128, 49, 512, 0, 0, 0}, ACase{512, 49, 128, 0, 0, 0},
+                         ACase{37, 13, 70, 0, 5, 3}, ACase{40, 64, 24, 6, 0, 2}}) {
     void *slot = nullptr;
     int64_t lda = c.k + c.padA, ldb = c.n + c.padB, ldc = c.n + c.padC;
     std::vector<float> tiles[2] = {std::vector<float>(c.m * lda), std::vector<float>(c.m * lda)};
