@@ -243,6 +243,13 @@ kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64
                                 sh,     sw, dh, dw, inC, inH, outF, outH};
   pthread_mutex_lock(&kilnDnnlLock);
   ConvSite *site = (ConvSite *)*slot;
+  /* A slot shared with kiln_matmul_constant_a holds that entry's sites
+   * (their `release` tells them apart): never read as this one's. */
+  if (site && site->base.release != release) {
+    pthread_mutex_unlock(&kilnDnnlLock);
+    direct(shape, in, w, out);
+    return;
+  }
   int shapes = 0;
   for (; site && memcmp(site->shape, shape, sizeof(shape)) != 0; site = site->nextShape)
     ++shapes;

@@ -103,6 +103,10 @@ static void build(MatmulSite *site) {
  * held. */
 static MatmulSite *siteFor(void **slot, const MatmulSite *shape) {
   MatmulSite *site = (MatmulSite *)*slot;
+  /* A slot of kiln_matmul_constant_a's that holds kiln_conv2d_constant_w's
+   * sites (their `release` tells them apart) is not read as this file's. */
+  if (site && site->base.release != release)
+    return NULL;
   int shapes = 0;
   for (; site && !(site->transposed == shape->transposed &&
                    site->accumulate == shape->accumulate && site->transB == shape->transB &&
@@ -190,16 +194,15 @@ kiln_matmul_constant_b(void **slot, int64_t transB, int64_t m, int64_t n, int64_
  * product is the 1x1 convolution of k channels of one row of n positions
  * (dense filters, lda = k) by m filters, which the direct kernel runs 1.7x
  * faster than oneDNN's product on AVX2 (ResNet-50's 512->2048 at 7x7:
- * 2.4 ms against 1.4 on two Zen 3 cores) where the tile has at least
- * half as many filters as channels; with fewer, oneDNN's product was the
- * faster (2048->512 in tiles of 256 filters: 1.29-1.32 ms against
- * 1.46-1.48; MobileNetV2's 960->320, 0.28 against 0.34). Whether the
- * direct kernel runs is the process's choice and the shape's, so a slot
- * only ever holds one kind of site. */
+ * 2.4 ms against 1.4 on two Zen 3 cores) up to 1024 channels; on more,
+ * oneDNN's product was the faster (2048->512: 1.29-1.32 ms against
+ * 1.46-1.48). The choice depends on what every call of a site shares (the
+ * CPU, k and lda; not m, which a last tile has fewer of), so that a slot
+ * holds one kind of site. */
 __attribute__((visibility("default"))) void
 kiln_matmul_constant_a(void **slot, int64_t m, int64_t n, int64_t k, const float *b,
                        int64_t ldb, const float *a, int64_t lda, float *c, int64_t ldc) {
-  if (kilnDirectConvRuns() && lda == k && 2 * m >= k) {
+  if (kilnDirectConvRuns() && lda == k && k <= 1024) {
     kiln_conv2d_constant_w(slot, 1, k, 1, n, m, 1, 1, 1, n, 1, 1, 1, 1, b, ldb, n, a, c, ldc, n);
     return;
   }

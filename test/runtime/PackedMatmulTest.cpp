@@ -96,10 +96,11 @@ TEST(PackedMatmulTest, OneSiteWritesAndAccumulates) {
 }
 
 // A convolution tile's product by its filters at a 7x7 stage: 128 filters
-// of 512 channels (oneDNN's product), 512 of 128 (on AVX2 CPUs without
-// AVX-512, the direct kernel), sizes that fill no block of 16 filters or
-// micro-tile of 6 columns, and A's rows apart (a tile of a wider A, always
-// oneDNN's); two tiles of A at one site, each called twice (packed once).
+// of 512 channels and 512 of 128 (on AVX2 CPUs without AVX-512, the direct
+// kernel), 64 of 2048 (oneDNN's product), sizes that fill no block of 16
+// filters or micro-tile of 6 columns, and A's rows apart (a tile of a wider
+// A, always oneDNN's); two tiles of A at one site, each called twice
+// (packed once).
 TEST(PackedMatmulTest, ConstantA) {
   std::mt19937 rng(19);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
@@ -107,7 +108,8 @@ TEST(PackedMatmulTest, ConstantA) {
     int64_t m, n, k, padA, padB, padC;
   };
   for (const ACase &c : {ACase{128, 49, 512, 0, 0, 0}, ACase{512, 49, 128, 0, 0, 0},
-                         ACase{37, 13, 70, 0, 5, 3}, ACase{40, 64, 24, 6, 0, 2}}) {
+                         ACase{64, 49, 2048, 0, 0, 0}, ACase{37, 13, 70, 0, 5, 3},
+                         ACase{40, 64, 24, 6, 0, 2}}) {
     void *slot = nullptr;
     int64_t lda = c.k + c.padA, ldb = c.n + c.padB, ldc = c.n + c.padC;
     std::vector<float> tiles[2] = {std::vector<float>(c.m * lda), std::vector<float>(c.m * lda)};
@@ -132,6 +134,41 @@ TEST(PackedMatmulTest, ConstantA) {
           }
           ASSERT_NEAR(out[i * ldc + j], expected, 1e-5 * (1 + magnitude))
               << c.m << "x" << c.n << "x" << c.k << ", call " << call << " at " << i << ", " << j;
+        }
+    }
+  }
+}
+
+// One site called with products of both kinds (dense filters, which the
+// direct kernel takes on AVX2 CPUs without AVX-512, and rows apart, which
+// it does not), in both orders: each kind's calls find the other's sites
+// in the slot, and every product is still right.
+TEST(PackedMatmulTest, ConstantAOneSiteBothKinds) {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  const int64_t m = 32, n = 49, k = 96;
+  std::vector<float> dense(m * k), apart(m * (k + 5)), b(k * n);
+  for (std::vector<float> *values : {&dense, &apart, &b})
+    for (float &v : *values)
+      v = value(rng);
+  for (bool denseFirst : {true, false}) {
+    void *slot = nullptr;
+    for (int call = 0; call < 4; ++call) {
+      bool isDense = (call % 2 == 0) == denseFirst;
+      const std::vector<float> &a = isDense ? dense : apart;
+      int64_t lda = isDense ? k : k + 5;
+      std::vector<float> out(m * n, 0.5f);
+      kiln_matmul_constant_a(&slot, m, n, k, b.data(), n, a.data(), lda, out.data(), n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double expected = 0.5, magnitude = 0.5;
+          for (int64_t p = 0; p < k; ++p) {
+            expected += double(a[i * lda + p]) * b[p * n + j];
+            magnitude += std::fabs(double(a[i * lda + p]) * b[p * n + j]);
+          }
+          ASSERT_NEAR(out[i * n + j], expected, 1e-5 * (1 + magnitude))
+              << (denseFirst ? "dense first" : "apart first") << ", call " << call << " at " << i
+              << ", " << j;
         }
     }
   }
