@@ -456,13 +456,15 @@ std::unique_ptr<llvm::Module> createDataModule(llvm::TargetMachine &machine,
 
 std::vector<DataSymbol> gpuImageSymbols(const GpuImage &image, const std::string &prefix) {
   // Text symbols keep the string's terminating NUL.
-  auto text = [](const std::string &bytes) { return llvm::ArrayRef<char>(bytes.c_str(), bytes.size() + 1); };
+  auto bytes = [](const std::string &from, bool text) {
+    return llvm::ArrayRef<char>(from.c_str(), from.size() + (text ? 1 : 0));
+  };
   std::vector<DataSymbol> symbols;
-  symbols.push_back({prefix + "cuda_program", 8, text(image.program), true});
+  symbols.push_back({prefix + "cuda_program", 8, bytes(image.program, true), true});
   for (const auto &[chip, cubin] : image.cubins)
-    symbols.push_back({prefix + "cuda_cubin_" + chip, 8, llvm::ArrayRef<char>(cubin.data(), cubin.size()), true});
+    symbols.push_back({prefix + "cuda_cubin_" + chip, 8, bytes(cubin, false), true});
   if (!image.ptx.empty())
-    symbols.push_back({prefix + "cuda_ptx", 8, text(image.ptx), true});
+    symbols.push_back({prefix + "cuda_ptx", 8, bytes(image.ptx, true), true});
   // Never empty, so the symbol exists even for a model without constants.
   static const char kNoConstants = 0;
   symbols.push_back({prefix + "cuda_constants", 256,

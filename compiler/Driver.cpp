@@ -851,11 +851,11 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   size_t bytes = 0;
   for (const std::string &object : *objects)
     bytes += object.size();
+  size_t used = std::min<size_t>(threads, objects->size());
   progress.done("generated " + std::to_string(bytes) + " bytes of " +
                 (*machine)->getTargetCPU().str() + " code in " + std::to_string(objects->size()) +
-                (objects->size() == 1 ? " part" : " parts") + " on " +
-                std::to_string(std::min<size_t>(threads, objects->size())) +
-                (std::min<size_t>(threads, objects->size()) == 1 ? " thread" : " threads"));
+                (objects->size() == 1 ? " part" : " parts") + " on " + std::to_string(used) +
+                (used == 1 ? " thread" : " threads"));
   if (llvm::Error error = linkArtifact(*objects, data, (*machine)->getTargetTriple(), output))
     return reportError(std::move(error));
   progress.done("wrote " + output);
