@@ -200,6 +200,20 @@ TEST(DepthwiseConvolutionTest, NarrowStridedRows) {
                   makeCase(2, 5, 5, 14, 14, 2, 2, 1, 1)});
 }
 
+// Rows split into two column phases at stride 2 by the vector deinterleave
+// (AVX2 and AVX-512): images whose first column lands in either phase
+// (left padding 1 or 0), rows of an odd and an even width that leave 1 to
+// 15 floats after the last whole vectors, and rows shorter than one
+// deinterleave step.
+TEST(DepthwiseConvolutionTest, StrideTwoPhases) {
+  checkCases(23, {initialized(unpadded(makeCase(3, 3, 3, 28, 55, 2, 2, 1, 1), 1, 1, 0, 0), true, 0, 6),
+                  initialized(unpadded(makeCase(2, 3, 3, 9, 40, 2, 2, 1, 1), 0, 0, 1, 1), true, 0, 6),
+                  initialized(unpadded(makeCase(2, 5, 5, 11, 37, 2, 2, 1, 1), 2, 2, 1, 1), false, -INFINITY, INFINITY),
+                  unpadded(makeCase(2, 3, 3, 6, 33, 2, 2, 1, 1, 3, 2), 1, 1, 1, 1),
+                  unpadded(makeCase(2, 3, 3, 4, 5, 2, 2, 1, 1), 1, 1, 1, 1),
+                  unpadded(makeCase(2, 3, 3, 5, 8, 2, 2, 1, 1), 1, 0, 0, 1)});
+}
+
 // 3x3 and 5x5 windows at unit stride along rows at least two vectors wide,
 // whose input rows are shared by the output rows of a tile (4 at a time):
 // row counts that leave 1 to 3 rows over, widths with a partial last
