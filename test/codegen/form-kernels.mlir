@@ -250,6 +250,37 @@ func.func @blocked_direct_rows(%x: tensor<1x64x56x56xf32>) -> tensor<1x64x56x56x
 
 // -----
 
+// Bands of unequal share: 43 rows over 2 threads x 4 tiles would be bands
+// of 6, the last of one row, leaving one thread 24 rows and the other 19.
+// The tallest band height from 3 to the 11 rows its input and output allow
+// that gives the busiest thread the fewest rows is taken instead: 11 (22
+// and 21). An image that bands share evenly keeps its height: 47 rows in
+// bands of 6 (24 and 23).
+// CHECK-LABEL: func.func @balanced_bands
+// CHECK: scf.forall (%{{.*}}) = (0) to (43) step (11)
+// CHECK-LABEL: func.func @even_bands
+// CHECK: scf.forall (%{{.*}}) = (0) to (47) step (6)
+func.func @balanced_bands(%x: tensor<1x128x43x43xf32>) -> tensor<1x128x43x43xf32> {
+  %w = arith.constant dense<0.5> : tensor<128x128x7x1xf32>
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x128x43x43xf32>, tensor<128x128x7x1xf32>) -> tensor<1x128x43x43xf32> {
+  ^bb0(%a: tensor<1x128x43x43xf32>, %f: tensor<128x128x7x1xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 3, 0, 3, 0>, strides = array<i64: 1, 1>} : (tensor<1x128x43x43xf32>, tensor<128x128x7x1xf32>) -> tensor<1x128x43x43xf32>
+    kiln.yield %y : tensor<1x128x43x43xf32>
+  }
+  return %0 : tensor<1x128x43x43xf32>
+}
+func.func @even_bands(%x: tensor<1x128x47x47xf32>) -> tensor<1x128x47x47xf32> {
+  %w = arith.constant dense<0.5> : tensor<128x128x7x1xf32>
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x128x47x47xf32>, tensor<128x128x7x1xf32>) -> tensor<1x128x47x47xf32> {
+  ^bb0(%a: tensor<1x128x47x47xf32>, %f: tensor<128x128x7x1xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 3, 0, 3, 0>, strides = array<i64: 1, 1>} : (tensor<1x128x47x47xf32>, tensor<128x128x7x1xf32>) -> tensor<1x128x47x47xf32>
+    kiln.yield %y : tensor<1x128x47x47xf32>
+  }
+  return %0 : tensor<1x128x47x47xf32>
+}
+
+// -----
+
 // With at least one image per thread, each thread's tile is a run of whole
 // images (8 on 2 threads: 4 per tile).
 // CHECK-LABEL: func.func @conv_images
