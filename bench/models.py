@@ -20,9 +20,9 @@ and, only when --frameworks names it, a diagnostic configuration:
                       from layer to layer, so its time against onnxruntime's is what that
                       layout is worth on the model
     kiln-onednn       Kiln's artifact run with KILN_DIRECT_CONV=0: on a CPU with AVX2 but
-                      not AVX-512, its convolution tiles by oneDNN's kernels instead of
-                      Kiln's direct one, so its time against kiln's is what that kernel is
-                      worth (elsewhere the two are the same)
+                      not AVX-512, its convolution tiles and products of few rows by
+                      oneDNN's kernels instead of Kiln's own, so its time against kiln's
+                      is what those kernels are worth (elsewhere the two are the same)
 
 and checks Kiln's outputs against ONNX Runtime's. Each framework runs in its own process, one
 after another. Batch-norm statistics are calibrated on random batches before export, so the

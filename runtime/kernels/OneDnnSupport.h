@@ -79,9 +79,10 @@ void kilnDnnlRegister(KilnSite *site);
 /* Frees a list of packed weights. */
 void kilnDnnlFreePacked(KilnPackedWeights *list);
 /* Whether convolutions of one group (and products shaped as 1x1 ones) by
- * constant filters run as Kiln's direct kernel (DirectConvolution.c)
- * rather than oneDNN's: on CPUs with AVX2 and FMA but not AVX-512, unless
- * the environment sets KILN_DIRECT_CONV=0. */
+ * constant filters, and products of few rows by constant weights, run as
+ * Kiln's own kernels (DirectConvolution.c) rather than oneDNN's: on CPUs
+ * with AVX2 and FMA but not AVX-512, unless the environment sets
+ * KILN_DIRECT_CONV=0. */
 int kilnDirectConvRuns(void);
 /* PackedConvolution.c's entry point, which kiln_matmul_constant_a hands
  * the products it runs as 1x1 convolutions. */

@@ -102,6 +102,34 @@ func.func @narrow(%x: tensor<32x4096xf32>, %w: tensor<4096x40xf32>) -> tensor<32
 
 // -----
 
+// A product of one row (batch-1 inference) has a small result but reads a
+// weight per multiply-add: 1280 x 1000 of them (1.3 M multiply-adds, under
+// the 4 M that other small results need) are split by columns over the
+// threads. A product of 256 x 32 (8 K) stays serial.
+// CHECK-LABEL: func.func @one_row
+// CHECK: scf.forall (%{{.*}}) = (0) to (1000) step (512)
+// CHECK-LABEL: func.func @one_row_small
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @one_row(%x: tensor<1x1280xf32>, %w: tensor<1280x1000xf32>) -> tensor<1x1000xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x1280xf32>, tensor<1280x1000xf32>) -> tensor<1x1000xf32> {
+  ^bb0(%a: tensor<1x1280xf32>, %c: tensor<1280x1000xf32>):
+    %m = kiln.matmul %a, %c : (tensor<1x1280xf32>, tensor<1280x1000xf32>) -> tensor<1x1000xf32>
+    kiln.yield %m : tensor<1x1000xf32>
+  }
+  return %0 : tensor<1x1000xf32>
+}
+func.func @one_row_small(%x: tensor<1x256xf32>, %w: tensor<256x32xf32>) -> tensor<1x32xf32> {
+  %0 = kiln.fusion output(%x, %w) : (tensor<1x256xf32>, tensor<256x32xf32>) -> tensor<1x32xf32> {
+  ^bb0(%a: tensor<1x256xf32>, %c: tensor<256x32xf32>):
+    %m = kiln.matmul %a, %c : (tensor<1x256xf32>, tensor<256x32xf32>) -> tensor<1x32xf32>
+    kiln.yield %m : tensor<1x32xf32>
+  }
+  return %0 : tensor<1x32xf32>
+}
+
+// -----
+
 // Loop fusion: the elementwise chain becomes one generic; rows are tiled.
 // CHECK-LABEL: func.func @chain
 // CHECK: scf.forall (%{{.*}}) in (64)

@@ -2,7 +2,8 @@
 // (runtime/kernels/PackedMatmul.c): kiln_matmul_constant_b, C += A B onto
 // what C holds or C = A B over whatever it holds, B plain or transposed,
 // tiles of a larger matrix (leading dimensions), several shapes at one call
-// site; and kiln_matmul_constant_a, C += A B with A constant and few
+// site, products of few rows (Kiln's own kernel on AVX2 CPUs without
+// AVX-512); and kiln_matmul_constant_a, C += A B with A constant and few
 // columns (through the direct convolution kernel on AVX2 CPUs without
 // AVX-512, oneDNN's product elsewhere or where A's rows are apart); each
 // against a float64 loop.
@@ -34,7 +35,9 @@ void check(void **slot, const Case &c, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   int64_t lda = c.k + c.padA, ldb = (c.transB ? c.k : c.n) + c.padB, ldc = c.n + c.padC;
   std::vector<float> a(c.m * lda), b((c.transB ? c.n : c.k) * ldb), out(c.m * ldc);
-  for (std::vector<float> *values : {&a, &b, &out})
+  // B first: a site keeps B packed by its address, so calls that draw from
+  // one seed must get the same B whatever their row count.
+  for (std::vector<float> *values : {&b, &a, &out})
     for (float &v : *values)
       v = value(rng);
   const std::vector<float> before = out;
@@ -80,6 +83,33 @@ TEST(PackedMatmulTest, MatchesReference) {
   for (const Case &c : cases) {
     void *slot = nullptr;
     check(&slot, c, rng);
+  }
+}
+
+// Products of 1 to 16 rows (batch-1 and small-batch inference), which AVX2
+// CPUs without AVX-512 run as Kiln's own kernel (6 blocks of 16 columns for
+// one row, one block for more, rows in equal groups of at most 6 sharing
+// each block): every row count, column counts that leave a partial block
+// or fill none, B plain and transposed, tiles of wider matrices, and a
+// site that meets a product of 40 rows too (oneDNN's).
+TEST(PackedMatmulTest, FewRows) {
+  std::mt19937 rng(19);
+  for (int64_t m = 1; m <= 16; ++m) {
+    void *slot = nullptr;
+    check(&slot, {m, 100 + 7 * m, 33 + m, m % 2 == 0, m % 3 == 0, m % 4, m % 5, m % 3}, rng);
+  }
+  const Case cases[] = {
+      {1, 9, 5, true, false},       {1, 112, 64, false, true},    {2, 1000, 257, true, true},
+      {7, 16, 1, false, false},     {12, 97, 130, false, false, 3, 5, 1},
+  };
+  for (const Case &c : cases) {
+    void *slot = nullptr;
+    check(&slot, c, rng);
+  }
+  void *slot = nullptr;
+  for (int64_t m : {4, 40, 4, 13}) {
+    std::mt19937 same(20);
+    check(&slot, {m, 50, 70, true, true}, same);
   }
 }
 

@@ -100,7 +100,8 @@ Environment:
                            libcublasLt.so.13/.12/.11 on the loader path and in /usr/local/cuda
   KILN_CUDA_GRAPH=0        as --no-cuda-graph
   KILN_DIRECT_CONV=0       on an AVX2 CPU without AVX-512, run convolutions by constant
-                           filters with oneDNN's kernels instead of Kiln's direct one
+                           filters and products of up to 16 rows by constant weights with
+                           oneDNN's kernels instead of Kiln's own
 
 Examples:
   kiln-run mlp.kiln x.npy --print
