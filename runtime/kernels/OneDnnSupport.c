@@ -135,6 +135,24 @@ int kilnDnnlExecute(dnnl_primitive_t primitive, const dnnl_memory_desc_t *scratc
   return done;
 }
 
+KilnPackedWeights *kilnPackedEntry(KilnPackedWeights **list, const void *source, size_t bytes,
+                                   int *fresh) {
+  *fresh = 0;
+  for (KilnPackedWeights *w = *list; w; w = w->next)
+    if (w->source == source)
+      return w;
+  KilnPackedWeights *w = calloc(1, sizeof(KilnPackedWeights));
+  if (!w || !(w->data = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+    free(w);
+    return NULL;
+  }
+  w->source = source;
+  w->next = *list;
+  *list = w;
+  *fresh = 1;
+  return w;
+}
+
 KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
                                 const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *packed) {
   for (KilnPackedWeights *w = *list; w; w = w->next)

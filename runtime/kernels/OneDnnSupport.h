@@ -67,6 +67,13 @@ typedef struct KilnPackedWeights {
 KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
                                 const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *packed);
 
+/* The copy of `source` in `list` packed for one of Kiln's own kernels, or,
+ * when there is none, a new entry of `bytes` (64-byte aligned) added to it
+ * for the caller to fill (`*fresh` set); NULL without memory. With
+ * kilnDnnlLock held. */
+KilnPackedWeights *kilnPackedEntry(KilnPackedWeights **list, const void *source, size_t bytes,
+                                   int *fresh);
+
 /* A call site: registered once built, released when the artifact unloads. */
 typedef struct KilnSite {
   void (*release)(struct KilnSite *site);

@@ -155,20 +155,12 @@ static int buildDirect(ConvSite *site) {
 /* The filters `w` packed for the direct kernel, from `list` or made and
  * added to it; NULL without memory. With kilnDnnlLock held. */
 static KilnPackedWeights *packDirect(KilnPackedWeights **list, const float *w, const int64_t *s) {
-  for (KilnPackedWeights *p = *list; p; p = p->next)
-    if (p->source == w)
-      return p;
   int64_t taps = s[C] * s[KH] * s[KW];
-  size_t bytes = (size_t)kilnDirectConvPackedFloats(s[F], taps) * sizeof(float);
-  KilnPackedWeights *p = calloc(1, sizeof(KilnPackedWeights));
-  if (!p || !(p->data = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
-    free(p);
-    return NULL;
-  }
-  kilnDirectConvPack(w, s[F], taps, p->data);
-  p->source = w;
-  p->next = *list;
-  *list = p;
+  int fresh;
+  KilnPackedWeights *p = kilnPackedEntry(
+      list, w, (size_t)kilnDirectConvPackedFloats(s[F], taps) * sizeof(float), &fresh);
+  if (fresh)
+    kilnDirectConvPack(w, s[F], taps, p->data);
   return p;
 }
 #endif
