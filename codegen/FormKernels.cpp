@@ -369,8 +369,8 @@ private:
   /// kiln-convolutions-to-blas also wants 2^20 multiply-adds per tile, which
   /// any band that an im2col buffer of 512 KiB would cut has (at least 32
   /// filters by 128 Ki im2col elements).
-  static std::optional<BlockedConvolution>
-  blockedConvolution(FusionOp fusion, linalg::LinalgOp conv, const ConvolutionLoops &loops) {
+  std::optional<BlockedConvolution>
+  blockedConvolution(FusionOp fusion, linalg::LinalgOp conv, const ConvolutionLoops &loops) const {
     if (!loops.channel || loops.window.empty() || loops.spatial.size() != 2)
       return std::nullopt;
     auto argument = dyn_cast<BlockArgument>(throughReshapes(conv.getDpsInputs()[1]));
@@ -384,7 +384,8 @@ private:
       taps *= ranges[loop];
     int64_t filters = ranges[*loops.channel];
     auto image = dyn_cast<RankedTensorType>(conv.getDpsInputs()[0].getType());
-    if (!convolvesInBlockedLayout(channels, filters, taps) || !image || !image.hasStaticShape())
+    if (!convolvesInBlockedLayout(channels, filters, taps, directConvolutions) || !image ||
+        !image.hasStaticShape())
       return std::nullopt;
     // Stride and dilation 1: each spatial index of the image is an output
     // loop plus a window loop.
@@ -560,7 +561,8 @@ private:
       int64_t bandRounds = llvm::divideCeil(bandCount * batch, threadCount());
       int64_t size = matmulTileSize(channels, channelTiles);
       bool staysBlocked =
-          !blocked || (size && convolvesInBlockedLayout(blocked->channels, size, blocked->taps));
+          !blocked || (size && convolvesInBlockedLayout(blocked->channels, size, blocked->taps,
+                                                        directConvolutions));
       if (colBytes <= kMaxChannelTileIm2colBytes && size && staysBlocked &&
           (filterBytes + channelTiles * colBytes) * bandCount * batch <
               (bandCount * filterBytes + colBytes) * bandRounds * threadCount()) {

@@ -55,6 +55,11 @@ struct CPUPipelineOptions {
   /// Products by constant weights call kiln_matmul_constant_b (the artifact
   /// links runtime/kernels' archive).
   bool constantB = false;
+  /// The target has AVX2 and FMA but not AVX-512, where the runtime's
+  /// kiln_conv2d_constant_w runs Kiln's direct kernel on plain images:
+  /// convolutions by constant filters of any channel count call it (with
+  /// constantB).
+  bool directConvolutions = false;
   /// Time each kernel (kiln-profile-kernels).
   bool profile = false;
 };

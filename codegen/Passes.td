@@ -408,7 +408,11 @@ def KilnFormKernelsPass : Pass<"kiln-form-kernels", "mlir::func::FuncOp"> {
            /*default=*/"16384",
            "Smallest kernel result, in elements, worth running on several threads">,
     Option<"innerElements", "inner-elements", "int64_t", /*default=*/"1024",
-           "Trailing elements left untiled for each tile's vectorized inner loops">
+           "Trailing elements left untiled for each tile's vectorized inner loops">,
+    Option<"directConvolutions", "direct-convolutions", "bool", /*default=*/"false",
+           "Convolutions by constant filters of any channel count are tiled as "
+           "kiln-contractions-to-blas hands them to kiln_conv2d_constant_w with the "
+           "same option">
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
@@ -797,7 +801,11 @@ def KilnContractionsToBlasPass
     Option<"constantB", "constant-b", "bool", /*default=*/"false",
            "Products and 3x3 convolutions by constant weights call "
            "kiln_matmul_constant_b and kiln_conv2d_constant_w (oneDNN, weights "
-           "packed once); needs library=onednn and kilnc's kernel archive">
+           "packed once); needs library=onednn and kilnc's kernel archive">,
+    Option<"directConvolutions", "direct-convolutions", "bool", /*default=*/"false",
+           "Convolutions by constant filters of any channel count (an RGB stem's 3) "
+           "call kiln_conv2d_constant_w too, for its direct kernel on targets with AVX2 "
+           "and FMA but not AVX-512; needs constant-b">
   ];
   let dependentDialects = ["mlir::affine::AffineDialect", "mlir::func::FuncDialect",
                            "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",

@@ -239,6 +239,11 @@ bool hasSixteenLaneVectors(llvm::TargetMachine &machine) {
   return machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
 
+bool hasDirectConvolutionKernel(llvm::TargetMachine &machine) {
+  return machine.getTargetTriple().isX86() &&
+         machine.getMCSubtargetInfo()->checkFeatures("+avx2,+fma,-avx512f");
+}
+
 /// Kernel rows are often short (28, 14 or 10 elements in a LeNet). LLVM fully
 /// unrolls constant loops of up to a few dozen iterations before it
 /// vectorizes, and then vectorizes the next loop out, whose accesses are

@@ -110,6 +110,11 @@ createTargetMachine(const TargetOptions &options);
 /// exp may use llvm.ldexp.
 bool hasSixteenLaneVectors(llvm::TargetMachine &machine);
 
+/// Whether the target is an x86 CPU with AVX2 and FMA and without AVX-512:
+/// the CPUs on which the runtime's convolutions by constant filters run its
+/// own direct kernel (runtime/kernels/DirectConvolution.c) on plain images.
+bool hasDirectConvolutionKernel(llvm::TargetMachine &machine);
+
 /// A function of the lowered module that the runtime calls through a
 /// `void wrapper(void **buffers)` entry: inputs, then outputs.
 struct EntryPoint {

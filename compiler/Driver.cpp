@@ -785,6 +785,7 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     CPUPipelineOptions cpu = options.cpu;
     cpu.vectorLdexp = hasSixteenLaneVectors(**machine);
     cpu.constantB = cpu.gemmLibrary == "onednn" && KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
+    cpu.directConvolutions = cpu.constantB && hasDirectConvolutionKernel(**machine);
     buildLoweringPipeline(lowering, phase, cpu);
     if (options.indexChecks)
       indexChecks = planIndexChecks(*module);

@@ -84,7 +84,9 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
   pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass(lower));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  pm.addNestedPass<mlir::func::FuncOp>(createKilnFormKernelsPass());
+  KilnFormKernelsPassOptions kernels;
+  kernels.directConvolutions = cpu.constantB && cpu.directConvolutions;
+  pm.addNestedPass<mlir::func::FuncOp>(createKilnFormKernelsPass(kernels));
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
   if (phase == Phase::Linalg)

@@ -146,11 +146,13 @@ private:
 /// (ConvolutionsToBlas.cpp).
 std::optional<ConvolutionLoops> matchBufferConvolution(mlir::linalg::GenericOp op);
 
-/// Replaces the convolution tile `op` by calls: the depthwise kernel, a
-/// oneDNN primitive (with `primitives`, for constant filters), vectorizable
+/// Replaces the convolution tile `op` by calls: the depthwise kernel,
+/// kiln_conv2d_constant_w (with `primitives`, for constant filters; of any
+/// channel count with `direct`, convolvesInBlockedLayout), vectorizable
 /// loops, or im2col copies and `sgemm` (ConvolutionsToBlas.cpp).
 void rewriteConvolution(mlir::linalg::GenericOp op, const ConvolutionLoops &loops,
-                        mlir::func::FuncOp sgemm, CallSites &sites, bool primitives);
+                        mlir::func::FuncOp sgemm, CallSites &sites, bool primitives,
+                        bool direct);
 
 } // namespace kiln::blas
 

@@ -218,7 +218,9 @@ struct KilnContractionsToBlasPass
     }
     for (auto &[op, loops] : convolutions) {
       callers.insert(op->getParentOfType<func::FuncOp>());
-      rewriteConvolution(op, loops, sgemm, callSites, constantB && library == "onednn");
+      bool primitives = constantB && library == "onednn";
+      rewriteConvolution(op, loops, sgemm, callSites, primitives,
+                         primitives && directConvolutions);
     }
     // Kernels split matmuls into per-thread tiles; the library must not
     // start threads of its own.

@@ -88,7 +88,8 @@ std::optional<std::pair<int64_t, int64_t>> strideAndDilation(AffineExpr expr, in
 /// Rewrites convolution tiles for one pass run.
 class ConvolutionRewriter {
 public:
-  ConvolutionRewriter(CallSites &sites, bool primitives) : sites(sites), primitives(primitives) {}
+  ConvolutionRewriter(CallSites &sites, bool primitives, bool direct)
+      : sites(sites), primitives(primitives), direct(direct) {}
 
   /// An operand's indices at one batch element: the batch loops' induction
   /// variables `batchIvs` where `map` reads a loop of `batchLoops`, `zero`
@@ -744,7 +745,7 @@ public:
       return false;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t f = tile->f, c = tile->c, kh = tile->kh, kw = tile->kw;
-    if (!convolvesInBlockedLayout(ranges[c], ranges[f], kh * kw))
+    if (!convolvesInBlockedLayout(ranges[c], ranges[f], kh * kw, direct))
       return false;
     // The work of the largest tile decides, a partial tile's row count
     // being bounded by the tile size.
@@ -807,6 +808,8 @@ private:
   CallSites &sites;
   /// Whether constant-filter convolutions may call oneDNN primitives.
   bool primitives;
+  /// Whether those of any channel count do (convolvesInBlockedLayout).
+  bool direct;
 };
 
 } // namespace
@@ -816,8 +819,8 @@ std::optional<ConvolutionLoops> matchBufferConvolution(linalg::GenericOp op) {
 }
 
 void rewriteConvolution(linalg::GenericOp op, const ConvolutionLoops &loops, func::FuncOp sgemm,
-                        CallSites &sites, bool primitives) {
-  ConvolutionRewriter(sites, primitives).rewrite(op, loops, sgemm);
+                        CallSites &sites, bool primitives, bool direct) {
+  ConvolutionRewriter(sites, primitives, direct).rewrite(op, loops, sgemm);
 }
 
 } // namespace kiln::blas

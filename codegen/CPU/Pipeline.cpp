@@ -101,7 +101,9 @@ void buildCPULoweringPipeline(OpPassManager &pm, const CPUPipelineOptions &optio
                          // Kernels are still the functions' top-level ops.
                          (options.profile ? "kiln-profile-kernels," : "") + kLoops +
                          "kiln-contractions-to-blas{library=" + options.gemmLibrary +
-                         " constant-b=" + (options.constantB ? "1" : "0") + "}," + after;
+                         " constant-b=" + (options.constantB ? "1" : "0") +
+                         " direct-convolutions=" + (options.directConvolutions ? "1" : "0") +
+                         "}," + after;
   if (failed(parsePassPipeline(pipeline, pm, llvm::errs())))
     llvm::report_fatal_error("kiln: the built-in CPU pipeline does not parse");
 }
