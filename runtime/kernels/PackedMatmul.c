@@ -57,11 +57,11 @@ typedef struct MatmulSite {
 
 /* Shapes a site keeps primitives for; more are computed by dnnl_sgemm. */
 enum { MAX_SHAPES = 4 };
-/* Most rows of a product that kilnSmallMatmulAvx2 takes: from 16 to 64 rows
- * (K 2048, 500 columns, one Zen 3 core) it ran at 90-97 GFLOP/s, where
- * oneDNN's matmul ran these products at about 60 % of ONNX Runtime's
- * speed. Larger products keep oneDNN's. */
-enum { SMALL_MATMUL_ROWS = 64 };
+/* Most rows of a product that kilnSmallMatmulAvx2 takes. On two Zen 3 cores
+ * it beat oneDNN's matmul on the four Gemm/MatMul sweep families at 17 and
+ * 32 rows (1.05-1.7x), but lost two of them at 64 (K 2048 and 3072: 0.84x,
+ * A no longer in L2 for each block of B). */
+enum { SMALL_MATMUL_ROWS = 32 };
 
 static void release(KilnSite *base) {
   MatmulSite *site = (MatmulSite *)base;

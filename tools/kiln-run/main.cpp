@@ -100,7 +100,7 @@ Environment:
                            libcublasLt.so.13/.12/.11 on the loader path and in /usr/local/cuda
   KILN_CUDA_GRAPH=0        as --no-cuda-graph
   KILN_DIRECT_CONV=0       on an AVX2 CPU without AVX-512, run convolutions by constant
-                           filters and products of up to 16 rows by constant weights with
+                           filters and products of up to 32 rows by constant weights with
                            oneDNN's kernels instead of Kiln's own
 
 Examples:
