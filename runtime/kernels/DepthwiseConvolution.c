@@ -517,29 +517,52 @@ static void channelScalarUnpadded(const Shape *s, const float *in, const Unpadde
     }
 }
 
-#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
-/* Small images, channels in the vector lanes: a block of 16 channels is
- * transposed into a padded image of 16-channel pixels (zero outside the
+#if (KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)) ||                                        \
+    (KILN_VECTOR_BYTES == 32 && defined(__AVX2__) && defined(__FMA__))
+#define KILN_CHANNEL_LANES 1
+/* Small images, channels in the vector lanes: a block of VL channels is
+ * transposed into a padded image of VL-channel pixels (zero outside the
  * image), summed there with each tap one aligned load and a multiply-add
- * by a vector of the 16 channels' weights, and transposed back. A row
- * then costs its outputs' vectors, not its padded width's, no load
- * crosses a cache line, and a stride needs no phase planes: for images
- * narrower than two vectors (7x7 to 31x31), where the runs over the padded
- * width took 2.4 cycles per multiply-add (5x5 at 7x7, 240 channels: 64 ->
- * 21 us on one core; 3x3 at 7x7, 960 channels: 112 -> 60 us). The sums
- * are the same, in the same order, as the other paths'. */
+ * by a vector of the block's weights, and transposed back. A row then
+ * costs its outputs' vectors, not its padded width's, no load crosses a
+ * cache line, and a stride needs no phase planes: for narrow images, where
+ * the runs over the padded width took 2.4 cycles per multiply-add
+ * (AVX-512, one core: 5x5 at 7x7, 240 channels: 64 -> 21 us; 3x3 at 7x7,
+ * 960 channels: 112 -> 60 us). The sums are the same, in the same order,
+ * as the other paths'. */
 enum {
   /* Pixels of the padded image a block holds (128 KiB of them: every
-   * image narrower than two vectors under a 7x7 window). */
-  LANES_MAX_PIXELS = 2048,
+   * image narrower than two 16-lane vectors under a 7x7 window). */
+  LANES_MAX_PIXELS = (128 << 10) / KILN_VECTOR_BYTES,
   /* Output pixels summed at once. */
   LANES_PIXELS = 8,
 };
 
+#if KILN_VECTOR_BYTES == 64
+typedef __m512 Lanes;
+
+INLINE __mmask16 firstLanes(int64_t n) {
+  return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+/* The first n (at most VL) floats at p, zero in the other lanes; stores of
+ * the first n lanes of v. Neither touches memory past the n floats. */
+INLINE Lanes loadFirst(const float *p, int64_t n) {
+  return _mm512_maskz_loadu_ps(firstLanes(n), p);
+}
+INLINE void storeFirst(float *p, int64_t n, Lanes v) {
+  _mm512_mask_storeu_ps(p, firstLanes(n), v);
+}
+INLINE Lanes lanesZero(void) { return _mm512_setzero_ps(); }
+INLINE Lanes lanesSplat(float v) { return _mm512_set1_ps(v); }
+INLINE Lanes lanesFmadd(Lanes a, Lanes b, Lanes c) { return _mm512_fmadd_ps(a, b, c); }
+INLINE Lanes lanesClamp(Lanes v, Lanes lo, Lanes hi) {
+  return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+}
+
 /* r[0..15] transposed in place: lane j of r[i] becomes lane i of r[j]. A
  * 4x4 transpose in every 128-bit quarter, then two rounds of quarter
  * shuffles. */
-INLINE void transpose16(__m512 r[16]) {
+INLINE void transposeLanes(Lanes r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -565,81 +588,111 @@ INLINE void transpose16(__m512 r[16]) {
     r[12 + m] = _mm512_shuffle_f32x4(t[4 * m + 1], t[4 * m + 3], 0xDD);
   }
 }
+#else
+typedef __m256 Lanes;
 
-INLINE __mmask16 firstLanes(int64_t n) {
-  return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+INLINE __m256i firstLanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+INLINE Lanes loadFirst(const float *p, int64_t n) {
+  return _mm256_maskload_ps(p, firstLanes(n));
+}
+INLINE void storeFirst(float *p, int64_t n, Lanes v) {
+  _mm256_maskstore_ps(p, firstLanes(n), v);
+}
+INLINE Lanes lanesZero(void) { return _mm256_setzero_ps(); }
+INLINE Lanes lanesSplat(float v) { return _mm256_set1_ps(v); }
+INLINE Lanes lanesFmadd(Lanes a, Lanes b, Lanes c) { return _mm256_fmadd_ps(a, b, c); }
+INLINE Lanes lanesClamp(Lanes v, Lanes lo, Lanes hi) {
+  return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
 }
 
-/* Channels c0 .. c0 + n - 1 (n <= 16), starting from the bias (or zero
+/* r[0..7] transposed in place: a 4x4 transpose in both 128-bit halves,
+ * then the halves exchanged. */
+INLINE void transposeLanes(Lanes r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int b = 0; b < 2; ++b) {
+    u[4 * b] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0x44);
+    u[4 * b + 1] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0xEE);
+    u[4 * b + 2] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0x44);
+    u[4 * b + 3] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0xEE);
+  }
+  for (int m = 0; m < 4; ++m) {
+    r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+    r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+  }
+}
+#endif
+
+/* Channels c0 .. c0 + n - 1 (n <= VL), starting from the bias (or zero
  * without one): `image` (rows x columns pixels) and `sums` (oh x ow) are
  * scratch. */
 static void channelBlock(const Shape *s, int64_t n, const float *in, int64_t inC,
                          const Unpadded *u, int64_t rows, int64_t columns, const float *w,
                          const float *bias, float lo, float hi, int clamps, float *out,
-                         int64_t outF, int64_t outH, __m512 *image, __m512 *sums) {
+                         int64_t outF, int64_t outH, Lanes *image, Lanes *sums) {
   int64_t taps = s->kh * s->kw;
-  memset(image, 0, (size_t)(rows * columns) * sizeof(__m512));
-  __mmask16 channels = firstLanes(n);
-  /* In: 16 pixels of a row at a time, one vector per channel, transposed
-   * into 16 pixels of 16 channels. */
+  memset(image, 0, (size_t)(rows * columns) * sizeof(Lanes));
+  /* In: VL pixels of a row at a time, one vector per channel, transposed
+   * into VL pixels of VL channels. */
   int64_t end = columns - u->left < u->iw ? columns - u->left : u->iw;
   for (int64_t r = 0; r < u->ih && u->top + r < rows; ++r)
-    for (int64_t x = 0; x < end; x += 16) {
-      __mmask16 pixels = firstLanes(end - x);
-      __m512 v[16];
-      for (int64_t c = 0; c < 16; ++c)
-        v[c] = c < n ? _mm512_maskz_loadu_ps(pixels, in + c * inC + r * u->inH + x)
-                     : _mm512_setzero_ps();
-      transpose16(v);
-      __m512 *to = image + (u->top + r) * columns + u->left + x;
-      for (int64_t p = 0; p < 16 && x + p < end; ++p)
+    for (int64_t x = 0; x < end; x += VL) {
+      Lanes v[VL];
+      for (int64_t c = 0; c < VL; ++c)
+        v[c] = c < n ? loadFirst(in + c * inC + r * u->inH + x, end - x) : lanesZero();
+      transposeLanes(v);
+      Lanes *to = image + (u->top + r) * columns + u->left + x;
+      for (int64_t p = 0; p < VL && x + p < end; ++p)
         to[p] = v[p];
     }
   /* The weights, tap by tap across the channels. */
-  __m512 weights[MAX_TAPS];
+  Lanes weights[MAX_TAPS];
   for (int64_t t = 0; t < taps; ++t) {
-    float lane[16] = {0};
+    float lane[VL] = {0};
     for (int64_t c = 0; c < n; ++c)
       lane[c] = w[c * taps + t];
-    weights[t] = _mm512_loadu_ps(lane);
+    weights[t] = loadFirst(lane, VL);
   }
-  __m512 start = bias ? _mm512_maskz_loadu_ps(channels, bias) : _mm512_setzero_ps(),
-         low = _mm512_set1_ps(lo),
-         high = _mm512_set1_ps(hi);
+  Lanes start = bias ? loadFirst(bias, n) : lanesZero(), low = lanesSplat(lo),
+        high = lanesSplat(hi);
   for (int64_t y = 0; y < s->oh; ++y)
     for (int64_t x0 = 0; x0 < s->ow; x0 += LANES_PIXELS) {
       int64_t count = s->ow - x0 < LANES_PIXELS ? s->ow - x0 : LANES_PIXELS;
-      __m512 acc[LANES_PIXELS];
+      Lanes acc[LANES_PIXELS];
       for (int j = 0; j < LANES_PIXELS; ++j)
         acc[j] = start;
       for (int64_t ky = 0; ky < s->kh; ++ky) {
-        const __m512 *row = image + (y * s->sh + ky * s->dh) * columns + x0 * s->sw;
+        const Lanes *row = image + (y * s->sh + ky * s->dh) * columns + x0 * s->sw;
         for (int64_t kx = 0; kx < s->kw; ++kx) {
-          __m512 wt = weights[ky * s->kw + kx];
-          const __m512 *p = row + kx * s->dw;
+          Lanes wt = weights[ky * s->kw + kx];
+          const Lanes *p = row + kx * s->dw;
           if (count == LANES_PIXELS)
             for (int j = 0; j < LANES_PIXELS; ++j)
-              acc[j] = _mm512_fmadd_ps(wt, p[j * s->sw], acc[j]);
+              acc[j] = lanesFmadd(wt, p[j * s->sw], acc[j]);
           else
             for (int j = 0; j < count; ++j)
-              acc[j] = _mm512_fmadd_ps(wt, p[j * s->sw], acc[j]);
+              acc[j] = lanesFmadd(wt, p[j * s->sw], acc[j]);
         }
       }
       for (int j = 0; j < count; ++j)
-        sums[y * s->ow + x0 + j] =
-            clamps ? _mm512_min_ps(_mm512_max_ps(acc[j], low), high) : acc[j];
+        sums[y * s->ow + x0 + j] = clamps ? lanesClamp(acc[j], low, high) : acc[j];
     }
-  /* Out: 16 pixels of a row at a time, transposed back into one vector
-   * per channel. */
+  /* Out: VL pixels of a row at a time, transposed back into one vector per
+   * channel. */
   for (int64_t y = 0; y < s->oh; ++y)
-    for (int64_t x = 0; x < s->ow; x += 16) {
-      __m512 v[16];
-      for (int64_t p = 0; p < 16; ++p)
-        v[p] = x + p < s->ow ? sums[y * s->ow + x + p] : _mm512_setzero_ps();
-      transpose16(v);
-      __mmask16 pixels = firstLanes(s->ow - x);
+    for (int64_t x = 0; x < s->ow; x += VL) {
+      Lanes v[VL];
+      for (int64_t p = 0; p < VL; ++p)
+        v[p] = x + p < s->ow ? sums[y * s->ow + x + p] : lanesZero();
+      transposeLanes(v);
       for (int64_t c = 0; c < n; ++c)
-        _mm512_mask_storeu_ps(out + c * outF + y * outH + x, pixels, v[c]);
+        storeFirst(out + c * outF + y * outH + x, s->ow - x, v[c]);
     }
 }
 #endif
@@ -658,20 +711,26 @@ void KILN_DEPTHWISE_NAME(int64_t groups, int64_t kh, int64_t kw, int64_t oh, int
   int64_t rows = (oh - 1) * sh + (kh - 1) * dh + 1, columns = (ow - 1) * sw + (kw - 1) * dw + 1;
   Unpadded unpadded = {ih, iw, inH, padTop, padLeft};
   int padded = padTop == 0 && padLeft == 0 && ih >= rows && iw >= columns;
-#if KILN_VECTOR_BYTES == 64 && defined(__AVX512F__)
-  /* Blocks of 16 channels in the lanes, where there are enough channels
-   * and the window has enough taps to pay for the transposes: 5x5 and
-   * larger on every narrow image; 3x3 while the runs' extra columns per
-   * row (2 of 26) cost more than the transposes (level from 27x27 on). */
-  if (init && kh * kw >= 9 && kh * kw <= MAX_TAPS && groups >= 16 &&
-      ow < (kh * kw >= 25 ? 2 * VL : 24) && rows * columns <= LANES_MAX_PIXELS) {
-    __m512 *lanes = aligned_alloc(64, (size_t)(rows * columns + oh * ow) * sizeof(__m512));
+#ifdef KILN_CHANNEL_LANES
+  /* Blocks of VL channels in the lanes, where there are enough channels
+   * and the window has enough taps to pay for the transposes. On AVX-512:
+   * 5x5 and larger on every narrow image; 3x3 while the runs' extra
+   * columns per row (2 of 26) cost more than the transposes (level from
+   * 27x27 on). On AVX2 (the AVX2 build on one Zen 4 core; 3x3 144
+   * channels, 5x5 240, 3x3 stride 2 96): 1.2-2.6x faster up to 8 columns;
+   * level to 1.2x from 9 to 15 at stride 1 but 0.85-0.98x at stride 2;
+   * 0.56-0.7x from 16 on, where rows fill whole vectors. */
+  int lanesPay = KILN_VECTOR_BYTES == 64 ? ow < (kh * kw >= 25 ? 2 * VL : 24)
+                                         : ow <= VL || (sw == 1 && ow < 2 * VL);
+  if (init && kh * kw >= 9 && kh * kw <= MAX_TAPS && groups >= VL && lanesPay &&
+      rows * columns <= LANES_MAX_PIXELS) {
+    Lanes *lanes = aligned_alloc(sizeof(Lanes), (size_t)(rows * columns + oh * ow) * sizeof(Lanes));
     if (lanes) {
       Shape window = {kh, kw, oh, ow, sh, sw, dh, dw, inH};
       Unpadded image = {ih, iw, inH, padTop, padLeft};
       int clampsLanes = lo > -INFINITY || hi < INFINITY;
-      for (int64_t g = 0; g < groups; g += 16)
-        channelBlock(&window, groups - g < 16 ? groups - g : 16, in + g * inC, inC, &image,
+      for (int64_t g = 0; g < groups; g += VL)
+        channelBlock(&window, groups - g < VL ? groups - g : VL, in + g * inC, inC, &image,
                      rows, columns, w + g * kh * kw, bias ? bias + g : NULL, lo, hi, clampsLanes,
                      out + g * outF, outF, outH, lanes, lanes + rows * columns);
       free(lanes);

@@ -231,14 +231,15 @@ TEST(DepthwiseConvolutionTest, SharedInputRows) {
                   makeCase(2, 5, 5, 11, 37, 1, 1, 1, 1, 5, 9)});
 }
 
-// Images narrower than two vectors with 16 or more channels, summed with
-// channels in the vector lanes on AVX-512: whole and partial blocks of 16,
-// 3x3 to 7x7 windows, strides and dilations, padding taken over, with and
-// without a bias, clamped or not, rows and channels further apart than
-// dense.
+// Narrow images with at least a vector's worth of channels, summed with
+// channels in the vector lanes (AVX-512 and AVX2): whole and partial blocks
+// of 16 and 8, 3x3 to 7x7 windows, strides and dilations, padding taken
+// over, with and without a bias, clamped or not, rows and channels further
+// apart than dense.
 TEST(DepthwiseConvolutionTest, ChannelsInLanes) {
   checkCases(19, {initialized(unpadded(makeCase(16, 3, 3, 7, 7, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 6),
                   initialized(unpadded(makeCase(37, 5, 5, 14, 14, 1, 1, 1, 1), 2, 2, 2, 2), true, -INFINITY, INFINITY),
+                  initialized(unpadded(makeCase(9, 3, 3, 8, 8, 2, 2, 1, 1), 1, 1, 1, 1), true, 0, 6),
                   initialized(unpadded(makeCase(21, 5, 5, 7, 7, 2, 2, 1, 1), 2, 2, 2, 2), false, 0, INFINITY),
                   initialized(unpadded(makeCase(32, 3, 3, 31, 31, 1, 1, 1, 1), 1, 1, 1, 1), true, 0, 6),
                   initialized(unpadded(makeCase(17, 3, 5, 9, 13, 2, 1, 2, 1), 2, 2, 2, 2), true, -1, 1),
