@@ -50,10 +50,16 @@ Outputs of one model, all on fixed pseudo-random data:
             transposed product with the filters packed
             (kiln_matmul_constant_a);
   y_1x1_s2: Conv 1x1, stride 2, 64->48 on 1x64x13x13: the same from the
-            column buffer of the strided image (7x7 positions).
+            column buffer of the strided image (7x7 positions);
+  y_dw_silu, y_1x1_silu: SiLU (x * Sigmoid(x), as PyTorch exports it; the
+            product's operands either way round) of a depthwise Conv 3x3, pad
+            1, on 1x32x14x14 and of a Conv 1x1 32->48 on 1x32x10x10
+            (EfficientNet's): a loop over the convolution's result, in blocks
+            or not.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
-in any order gives the reference exactly (see tensor()). Layout as in ONNX's backend tests, so kiln-conformance
+in any order gives the reference exactly (see tensor()), up to the rounding of
+the sigmoid in the SiLU outputs. Layout as in ONNX's backend tests, so kiln-conformance
 checks it. Needs numpy and onnx (bench/.venv has both):
     bench/.venv/bin/python test/models/conv/generate.py
 """
@@ -139,6 +145,10 @@ x17 = tensor((1, 96, 7, 7))
 w_1x1_7x7, b_1x1_7x7 = tensor((80, 96, 1, 1), 0.3), tensor((80,), 0.1)
 x18 = tensor((1, 64, 13, 13))
 w_1x1_s2 = tensor((48, 64, 1, 1), 0.3)
+x19 = tensor((1, 32, 14, 14))
+w_dw_silu, b_dw_silu = tensor((32, 1, 3, 3), 0.3), tensor((32,), 0.1)
+x20 = tensor((1, 32, 10, 10))
+w_1x1_silu, b_1x1_silu = tensor((48, 32, 1, 1), 0.3), tensor((48,), 0.1)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -187,6 +197,14 @@ nodes = [
     helper.make_node("Relu", ["c_1x1_7x7"], ["y_1x1_7x7"], name="relu_1x1_7x7"),
     helper.make_node("Conv", ["x18", "w_1x1_s2"], ["y_1x1_s2"], name="conv_1x1_s2",
                      kernel_shape=[1, 1], strides=[2, 2]),
+    helper.make_node("Conv", ["x19", "w_dw_silu", "b_dw_silu"], ["c_dw_silu"], name="conv_dw_silu",
+                     kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32),
+    helper.make_node("Sigmoid", ["c_dw_silu"], ["s_dw_silu"], name="sigmoid_dw_silu"),
+    helper.make_node("Mul", ["c_dw_silu", "s_dw_silu"], ["y_dw_silu"], name="mul_dw_silu"),
+    helper.make_node("Conv", ["x20", "w_1x1_silu", "b_1x1_silu"], ["c_1x1_silu"], name="conv_1x1_silu",
+                     kernel_shape=[1, 1]),
+    helper.make_node("Sigmoid", ["c_1x1_silu"], ["s_1x1_silu"], name="sigmoid_1x1_silu"),
+    helper.make_node("Mul", ["s_1x1_silu", "c_1x1_silu"], ["y_1x1_silu"], name="mul_1x1_silu"),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -210,11 +228,19 @@ y_direct_1x7 = conv_reference(x16, w_direct_1x7, None, [0, 3, 0, 3])
 y_1x1_7x7 = np.maximum(conv_reference(x17, w_1x1_7x7, b_1x1_7x7, [0, 0, 0, 0]), 0.0)
 y_1x1_s2 = conv_reference(x18, w_1x1_s2, None, [0, 0, 0, 0], strides=(2, 2))
 
+
+def silu(v):
+    return v / (1.0 + np.exp(-v))
+
+
+y_dw_silu = silu(conv_reference(x19, w_dw_silu, b_dw_silu, [1, 1, 1, 1], group=32))
+y_1x1_silu = silu(conv_reference(x20, w_1x1_silu, b_1x1_silu, [0, 0, 0, 0]))
+
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
                   ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
                   ("x14", x14), ("x15", x15), ("x16", x16),
-                  ("x17", x17), ("x18", x18)],
+                  ("x17", x17), ("x18", x18), ("x19", x19), ("x20", x20)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
@@ -223,7 +249,7 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
                   ("y_direct_s2", y_direct_s2), ("y_direct_7x1", y_direct_7x1),
                   ("y_direct_1x7", y_direct_1x7), ("y_1x1_7x7", y_1x1_7x7),
-                  ("y_1x1_s2", y_1x1_s2)],
+                  ("y_1x1_s2", y_1x1_s2), ("y_dw_silu", y_dw_silu), ("y_1x1_silu", y_1x1_silu)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -236,4 +262,5 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("b_direct_5x5", b_direct_5x5), ("w_direct_s2", w_direct_s2),
                   ("b_direct_s2", b_direct_s2), ("w_direct_7x1", w_direct_7x1),
                   ("w_direct_1x7", w_direct_1x7), ("w_1x1_7x7", w_1x1_7x7),
-                  ("b_1x1_7x7", b_1x1_7x7), ("w_1x1_s2", w_1x1_s2)])
+                  ("b_1x1_7x7", b_1x1_7x7), ("w_1x1_s2", w_1x1_s2), ("w_dw_silu", w_dw_silu),
+                  ("b_dw_silu", b_dw_silu), ("w_1x1_silu", w_1x1_silu), ("b_1x1_silu", b_1x1_silu)])
