@@ -589,6 +589,8 @@ INLINE void transposeLanes(Lanes r[16]) {
   }
 }
 #else
+#include "Transpose8.h"
+
 typedef __m256 Lanes;
 
 INLINE __m256i firstLanes(int64_t n) {
@@ -608,25 +610,8 @@ INLINE Lanes lanesClamp(Lanes v, Lanes lo, Lanes hi) {
   return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
 }
 
-/* r[0..7] transposed in place: a 4x4 transpose in both 128-bit halves,
- * then the halves exchanged. */
-INLINE void transposeLanes(Lanes r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int b = 0; b < 2; ++b) {
-    u[4 * b] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0x44);
-    u[4 * b + 1] = _mm256_shuffle_ps(t[4 * b], t[4 * b + 2], 0xEE);
-    u[4 * b + 2] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0x44);
-    u[4 * b + 3] = _mm256_shuffle_ps(t[4 * b + 1], t[4 * b + 3], 0xEE);
-  }
-  for (int m = 0; m < 4; ++m) {
-    r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
-    r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
-  }
-}
+/* r[0..7] transposed in place. */
+INLINE void transposeLanes(Lanes r[8]) { kilnTranspose8(r); }
 #endif
 
 /* Channels c0 .. c0 + n - 1 (n <= VL), starting from the bias (or zero

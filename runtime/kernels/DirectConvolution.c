@@ -30,6 +30,7 @@
  *
  *===----------------------------------------------------------------------===*/
 #include "DirectConvolution.h"
+#include "Transpose8.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -124,25 +125,6 @@ INLINE void microTile(int P, const float *const *base, const int32_t *offset, in
   }
 }
 
-/* r[0..7] transposed: lane j of r[i] becomes lane i of r[j]. */
-INLINE void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-  }
-}
-
 /* Adds tile[r][lane] (n positions from `first`, `channels` <= 16 channels)
  * into out[lane][y][x], a row's run at a time: 8 positions x 8 channels
  * transposed into one vector per channel, the rest one by one. */
@@ -159,7 +141,7 @@ static void addTile(const float *tile, int64_t first, int64_t n, int64_t channel
         __m256 v[8];
         for (int i = 0; i < 8; ++i)
           v[i] = _mm256_load_ps(sums + (q + i) * BLOCK + half * LANES);
-        transpose8(v);
+        kilnTranspose8(v);
         int64_t lanes = channels - half * LANES < LANES ? channels - half * LANES : LANES;
         for (int64_t i = 0; i < lanes; ++i) {
           float *o = row + (half * LANES + i) * outF + q;
