@@ -593,15 +593,54 @@ INLINE void transposeLanes(Lanes r[16]) {
 
 typedef __m256 Lanes;
 
-INLINE __m256i firstLanes(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+/* loadFirst and storeFirst as on AVX-512, without masked moves
+ * (vmaskmovps): AMD's Zen cores run a masked store as microcode, many
+ * times slower than a plain one. Partial vectors go by 128-, 64- and
+ * 32-bit moves instead (one Zen 1 core, 3x3 at 14x14, 576 channels: 294 ->
+ * 208 us; at 7x7, 960 channels: 129 -> 99 us). */
+
+/* The first n (at most 4) floats at p, zero in the other lanes. */
+INLINE __m128 loadFirstQuarter(const float *p, int64_t n) {
+  switch (n) {
+  case 0:
+    return _mm_setzero_ps();
+  case 1:
+    return _mm_load_ss(p);
+  case 2:
+    return _mm_castpd_ps(_mm_load_sd((const double *)p));
+  case 3:
+    return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)), _mm_load_ss(p + 2));
+  default:
+    return _mm_loadu_ps(p);
+  }
 }
 INLINE Lanes loadFirst(const float *p, int64_t n) {
-  return _mm256_maskload_ps(p, firstLanes(n));
+  if (n >= 8)
+    return _mm256_loadu_ps(p);
+  __m128 low = loadFirstQuarter(p, n);
+  __m128 high = n > 4 ? loadFirstQuarter(p + 4, n - 4) : _mm_setzero_ps();
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(low), high, 1);
 }
 INLINE void storeFirst(float *p, int64_t n, Lanes v) {
-  _mm256_maskstore_ps(p, firstLanes(n), v);
+  if (n >= 8) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
+  __m128 part = _mm256_castps256_ps128(v);
+  if (n >= 4) {
+    _mm_storeu_ps(p, part);
+    part = _mm256_extractf128_ps(v, 1);
+    p += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    _mm_storel_pi((__m64 *)p, part);
+    part = _mm_movehl_ps(part, part);
+    p += 2;
+    n -= 2;
+  }
+  if (n)
+    _mm_store_ss(p, part);
 }
 INLINE Lanes lanesZero(void) { return _mm256_setzero_ps(); }
 INLINE Lanes lanesSplat(float v) { return _mm256_set1_ps(v); }

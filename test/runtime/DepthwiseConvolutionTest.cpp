@@ -248,6 +248,27 @@ TEST(DepthwiseConvolutionTest, ChannelsInLanes) {
                   initialized(makeCase(20, 5, 5, 6, 30, 1, 1, 2, 1, 2, 7), false, -INFINITY, INFINITY)});
 }
 
+// Random shapes that take the channels-in-lanes path: a block or more of
+// channels, narrow rows (every partial vector length at the row's end and
+// in the last block of channels), outputs started from the bias.
+TEST(DepthwiseConvolutionTest, ChannelsInLanesRandom) {
+  std::mt19937 rng(2031);
+  std::uniform_int_distribution<int64_t> groups(8, 40), window(0, 1), narrow(1, 15), rows(1, 9),
+      stride(1, 2), pad(0, 2), outPad(0, 3), coin(0, 1);
+  for (const Variant &variant : variants())
+    for (int i = 0; i < 150; ++i) {
+      int64_t k = window(rng) ? 5 : 3;
+      Case c = makeCase(groups(rng), k, k, rows(rng), narrow(rng), stride(rng), stride(rng), 1, 1,
+                        pad(rng), outPad(rng));
+      c = unpadded(c, std::min(pad(rng), k - 1), std::min(pad(rng), k - 1), pad(rng), pad(rng));
+      c = initialized(c, coin(rng) != 0, coin(rng) ? 0.0f : -INFINITY,
+                      coin(rng) ? 6.0f : INFINITY);
+      check(variant, c, rng);
+      if (::testing::Test::HasFatalFailure())
+        return;
+    }
+}
+
 TEST(DepthwiseConvolutionTest, RandomPaddingBiasAndClamp) {
   checkRandomShapes(2027, 300, true);
 }
