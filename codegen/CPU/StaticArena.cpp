@@ -38,8 +38,7 @@ constexpr int64_t kPageBytes = 4096;
 /// 1 MiB covers 16 rows of images up to 128 x 128.
 constexpr int64_t kMaxTailBytes = 1 << 20;
 
-struct KilnStaticArenaPass
-    : impl::KilnStaticArenaPassBase<KilnStaticArenaPass> {
+struct KilnStaticArenaPass : impl::KilnStaticArenaPassBase<KilnStaticArenaPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -53,42 +52,33 @@ struct KilnStaticArenaPass
       for (memref::AllocOp alloc : arenas) {
         MemRefType type = alloc.getType();
         if (!type.hasStaticShape() || !alloc.getDynamicSizes().empty()) {
-          alloc.emitError(
-              "kiln-static-arena: the arena must have a static size");
+          alloc.emitError("kiln-static-arena: the arena must have a static size");
           return signalPassFailure();
         }
         // A byte arena (kiln-plan-buffers') gets its tail; others stay as
         // they are.
         int64_t size = type.getNumElements();
-        bool bytes = type.getRank() == 1 &&
-                     type.getElementType().isInteger(8) &&
+        bool bytes = type.getRank() == 1 && type.getElementType().isInteger(8) &&
                      type.getLayout().isIdentity() && size > 0;
-        int64_t tail = bytes
-                           ? std::min<int64_t>(kMaxTailBytes,
-                                               llvm::alignTo(size, kPageBytes))
-                           : 0;
+        int64_t tail =
+            bytes ? std::min<int64_t>(kMaxTailBytes, llvm::alignTo(size, kPageBytes)) : 0;
         MemRefType globalType =
-            bytes ? MemRefType::get({size + tail}, type.getElementType())
-                  : type;
+            bytes ? MemRefType::get({size + tail}, type.getElementType()) : type;
         Location loc = alloc.getLoc();
         builder.setInsertionPoint(func);
         auto global = memref::GlobalOp::create(
             builder, loc, ("__kiln_arena_" + func.getSymName()).str(),
             builder.getStringAttr("private"), globalType, builder.getUnitAttr(),
             /*constant=*/false,
-            alloc.getAlignment()
-                ? builder.getI64IntegerAttr(*alloc.getAlignment())
-                : IntegerAttr());
+            alloc.getAlignment() ? builder.getI64IntegerAttr(*alloc.getAlignment())
+                                 : IntegerAttr());
         symbols.insert(global); // renames on a clash
         builder.setInsertionPoint(alloc);
-        Value arena = memref::GetGlobalOp::create(builder, loc, globalType,
-                                                  global.getSymName());
+        Value arena = memref::GetGlobalOp::create(builder, loc, globalType, global.getSymName());
         if (bytes) {
-          faultInTail(builder, symbols, func, loc, arena, size, tail,
-                      global.getSymName());
+          faultInTail(builder, symbols, func, loc, arena, size, tail, global.getSymName());
           Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-          arena = memref::ViewOp::create(builder, loc, type, arena, zero,
-                                         ValueRange{});
+          arena = memref::ViewOp::create(builder, loc, type, arena, zero, ValueRange{});
         }
         alloc.getResult().replaceAllUsesWith(arena);
         alloc.erase();
@@ -98,9 +88,8 @@ struct KilnStaticArenaPass
 
   /// On the function's first call (a flag global, `<name>_tail_ready`), a
   /// store of zero into each page of `arena`'s `tail` bytes after `size`.
-  static void faultInTail(OpBuilder &builder, SymbolTable &symbols,
-                          func::FuncOp func, Location loc, Value arena,
-                          int64_t size, int64_t tail, StringRef name) {
+  static void faultInTail(OpBuilder &builder, SymbolTable &symbols, func::FuncOp func, Location loc,
+                          Value arena, int64_t size, int64_t tail, StringRef name) {
     Type i8 = builder.getI8Type();
     auto flagType = MemRefType::get({1}, i8);
     memref::GlobalOp flagGlobal;
@@ -108,32 +97,26 @@ struct KilnStaticArenaPass
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPoint(func);
       flagGlobal = memref::GlobalOp::create(
-          builder, loc, (name + "_tail_ready").str(),
-          builder.getStringAttr("private"), flagType,
-          DenseElementsAttr::get(RankedTensorType::get({1}, i8),
-                                 builder.getI8IntegerAttr(0)),
+          builder, loc, (name + "_tail_ready").str(), builder.getStringAttr("private"), flagType,
+          DenseElementsAttr::get(RankedTensorType::get({1}, i8), builder.getI8IntegerAttr(0)),
           /*constant=*/false, IntegerAttr());
       symbols.insert(flagGlobal); // renames on a clash
     }
-    Value flag = memref::GetGlobalOp::create(builder, loc, flagType,
-                                             flagGlobal.getSymName());
+    Value flag = memref::GetGlobalOp::create(builder, loc, flagType, flagGlobal.getSymName());
     Value c0 = arith::ConstantIndexOp::create(builder, loc, 0);
     Value zeroByte = arith::ConstantIntOp::create(builder, loc, i8, 0);
     Value ready = memref::LoadOp::create(builder, loc, flag, c0);
-    Value cold = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                       ready, zeroByte);
+    Value cold = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, ready, zeroByte);
     scf::IfOp::create(builder, loc, cold, [&](OpBuilder &b, Location l) {
       Value begin = arith::ConstantIndexOp::create(b, l, size);
       Value end = arith::ConstantIndexOp::create(b, l, size + tail);
       Value step = arith::ConstantIndexOp::create(b, l, kPageBytes);
-      scf::ForOp::create(
-          b, l, begin, end, step, ValueRange{},
-          [&](OpBuilder &nb, Location nl, Value offset, ValueRange) {
-            memref::StoreOp::create(nb, nl, zeroByte, arena, offset);
-            scf::YieldOp::create(nb, nl);
-          });
-      memref::StoreOp::create(b, l, arith::ConstantIntOp::create(b, l, i8, 1),
-                              flag, c0);
+      scf::ForOp::create(b, l, begin, end, step, ValueRange{},
+                         [&](OpBuilder &nb, Location nl, Value offset, ValueRange) {
+                           memref::StoreOp::create(nb, nl, zeroByte, arena, offset);
+                           scf::YieldOp::create(nb, nl);
+                         });
+      memref::StoreOp::create(b, l, arith::ConstantIntOp::create(b, l, i8, 1), flag, c0);
       scf::YieldOp::create(b, l);
     });
   }
