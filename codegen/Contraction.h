@@ -68,7 +68,7 @@ constexpr int64_t kMinColumnsPerProduct = 64;
 bool joinsBatchIntoColumns(mlir::linalg::LinalgOp op, const ConvolutionLoops &loops);
 
 /// Fewest input and output channels for which the blocked layout pays
-/// (channels come in whole blocks of kChannelBlock, KilnOps.h, or oneDNN's
+/// (channels come in whole blocks of kWideChannelBlock, KilnOps.h, or oneDNN's
 /// Winograd kernels fall back to a direct convolution no faster than im2col
 /// and sgemm).
 /// Winograd's element-wise products are batched matrix products over
@@ -104,8 +104,8 @@ inline mlir::Value throughReshapes(mlir::Value value) {
 inline bool convolvesInBlockedLayout(int64_t channels, int64_t filters, int64_t taps,
                                      bool direct = false) {
   if (direct)
-    return taps >= 2 && filters >= kChannelBlock;
-  return taps >= 2 && channels % kChannelBlock == 0 && filters % kChannelBlock == 0 &&
+    return taps >= 2 && filters >= kWideChannelBlock;
+  return taps >= 2 && channels % kWideChannelBlock == 0 && filters % kWideChannelBlock == 0 &&
          channels >= kMinBlockedChannels && filters >= kMinBlockedChannels;
 }
 

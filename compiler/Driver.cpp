@@ -618,13 +618,19 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
                         !cpuKernelsArchive().empty();
   if (!blockedKernels)
     graphOptions.blockedLayout = BlockedLayout::Off;
-  // oneDNN's convolution and pooling kernels for 16-channel blocks are
-  // AVX-512 code; on other CPUs it runs them as its reference loops, some
-  // thousand times slower (ResNet-50: 138 s a run against 87 ms in NCHW).
-  if (graphOptions.blockedLayout != BlockedLayout::Off && !hasSixteenLaneVectors(**machine)) {
+  // A block is one vector of channels: oneDNN's kernels for 16-channel
+  // blocks are AVX-512 code, those for 8-channel blocks AVX2 code, and a CPU
+  // without them runs its reference loops, some thousand times slower
+  // (ResNet-50: 138 s a run against 87 ms in NCHW).
+  if (hasSixteenLaneVectors(**machine))
+    graphOptions.channelBlock = kWideChannelBlock;
+  else if (hasDirectConvolutionKernel(**machine))
+    graphOptions.channelBlock = kNarrowChannelBlock;
+  else if (graphOptions.blockedLayout != BlockedLayout::Off) {
     if (graphOptions.blockedLayout == BlockedLayout::All)
-      llvm::errs() << "kilnc: warning: --blocked-layout=all needs a CPU with AVX-512 (--cpu="
-                   << (*machine)->getTargetCPU() << " has none); images stay NCHW\n";
+      llvm::errs() << "kilnc: warning: --blocked-layout=all needs a CPU with AVX2 and FMA or "
+                      "AVX-512 (--cpu="
+                   << (*machine)->getTargetCPU() << " has neither); images stay NCHW\n";
     graphOptions.blockedLayout = BlockedLayout::Off;
   }
   PlacementOptions &placement = graphOptions.placement.emplace();

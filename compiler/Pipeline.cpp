@@ -49,6 +49,7 @@ mlir::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, const GraphOptio
   if (options.blockedLayout != BlockedLayout::Off) {
     KilnBlockedLayoutPassOptions blocked;
     blocked.everywhere = options.blockedLayout == BlockedLayout::All;
+    blocked.block = options.channelBlock;
     pm.addNestedPass<mlir::func::FuncOp>(createKilnBlockedLayoutPass(blocked));
   }
   pm.addPass(mlir::createCanonicalizerPass());

@@ -32,7 +32,7 @@ struct PlacementOptions {
   bool log = false;
 };
 
-/// Where kiln-blocked-layout puts images in blocks of 16 channels.
+/// Where kiln-blocked-layout puts images in blocks of channels.
 enum class BlockedLayout {
   /// Nowhere: every image stays NCHW.
   Off,
@@ -65,10 +65,13 @@ struct GraphOptions {
   /// lowering then writes channel-first (kiln-fuse
   /// channel-first-convolutions); only when every kernel is CPU code.
   bool channelFirstConvolutions = false;
-  /// Where images go in blocks of 16 channels around convolutions by
-  /// constant filters (kiln-blocked-layout); only for CPU inference with the
+  /// Where images go in blocks of channels around convolutions by constant
+  /// filters (kiln-blocked-layout); only for CPU inference with the
   /// runtime's oneDNN kernels.
   BlockedLayout blockedLayout = BlockedLayout::Off;
+  /// Channels per block: the target's vector of floats, 16 (AVX-512) or 8
+  /// (AVX2).
+  int64_t channelBlock = 16;
 };
 
 /// Adds the graph-level passes on the kiln dialect: canonicalization

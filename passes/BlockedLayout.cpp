@@ -1,7 +1,8 @@
 //===- BlockedLayout.cpp - Convolutions on channel-blocked images ---------===//
 //
 // kiln-blocked-layout: convolutions by constant filters become
-// kiln.blocked_conv, whose images are N x C/16 x H x W x 16, and the
+// kiln.blocked_conv, whose images are N x C/B x H x W x B in blocks of B
+// channels (the pass's `block`: 16 for AVX-512, 8 for AVX2), and the
 // elementwise ops between them follow, so that a chain of convolutions
 // passes its images on in that layout. The walk goes in program order and
 // keeps, for each NCHW value, its blocked form where one exists: a
@@ -29,33 +30,43 @@ namespace kiln {
 
 namespace {
 
-/// `channels` rounded up to whole blocks; the last one's lanes past them
-/// hold zeros.
-int64_t paddedChannels(int64_t channels) { return llvm::alignTo(channels, kChannelBlock); }
+/// The blocks of channels that images are split into.
+struct ChannelBlocks {
+  int64_t size;
 
-/// Whether `channels` are worth blocks: whole ones, or a last one padded by
-/// at most half again the channels' work (24 in 32, 40 in 48; not an RGB
-/// image's 3 in 16).
-bool fillsBlocks(int64_t channels) {
-  return channels % kChannelBlock == 0 ||
-         (channels >= kChannelBlock && 2 * paddedChannels(channels) <= 3 * channels);
-}
+  /// `channels` rounded up to whole blocks; the last one's lanes past them
+  /// hold zeros.
+  int64_t padded(int64_t channels) const { return llvm::alignTo(channels, size); }
 
-/// Whether `type` is a static f32 NCHW image whose channels fill blocks.
-bool isBlockableImage(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
-         tensor.getElementType().isF32() && fillsBlocks(tensor.getDimSize(1));
-}
+  /// Whether `channels` are worth blocks: whole ones, or a last one padded
+  /// by at most half again the channels' work (24 in 32, 40 in 48; not an
+  /// RGB image's 3 in 16).
+  bool worthBlocks(int64_t channels) const {
+    return channels % size == 0 || (channels >= size && 2 * padded(channels) <= 3 * channels);
+  }
 
-/// Whether the blocked form of the NCHW image `type` has padding lanes.
-bool isPadded(RankedTensorType type) { return type.getDimSize(1) % kChannelBlock != 0; }
+  /// Whether `type` is a static f32 NCHW image whose channels fill blocks.
+  bool isBlockableImage(Type type) const {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && tensor.hasStaticShape() && tensor.getRank() == 4 &&
+           tensor.getElementType().isF32() && worthBlocks(tensor.getDimSize(1));
+  }
+
+  /// Whether the blocked form of the NCHW image `type` has padding lanes.
+  bool isPadded(RankedTensorType type) const { return type.getDimSize(1) % size != 0; }
+
+  /// The blocked form of the NCHW image type `type`.
+  RankedTensorType blockedType(RankedTensorType type) const {
+    ArrayRef<int64_t> s = type.getShape();
+    return type.clone({s[0], channelBlocks(s[1], size), s[2], s[3], size});
+  }
+};
 
 /// Whether `conv` can run on blocked images: constant filters, channels
 /// that fill blocks, one group or depthwise.
-bool isBlockable(ConvOp conv) {
-  if (!isBlockableImage(conv.getInput().getType()) || !isBlockableImage(conv.getType()) ||
-      !conv.getFilter().getDefiningOp<ConstantOp>())
+bool isBlockable(ConvOp conv, ChannelBlocks blocks) {
+  if (!blocks.isBlockableImage(conv.getInput().getType()) ||
+      !blocks.isBlockableImage(conv.getType()) || !conv.getFilter().getDefiningOp<ConstantOp>())
     return false;
   int64_t channels = conv.getInput().getType().getDimSize(1);
   int64_t filters = conv.getType().getDimSize(1);
@@ -66,11 +77,11 @@ bool isBlockable(ConvOp conv) {
 /// Whether `conv` can read its NCHW image as it is and give its result in
 /// blocks: an image too narrow for blocks (an RGB stem), constant filters,
 /// one group, and output channels that fill blocks.
-bool isBlockableFromPlain(ConvOp conv) {
+bool isBlockableFromPlain(ConvOp conv, ChannelBlocks blocks) {
   auto input = dyn_cast<RankedTensorType>(conv.getInput().getType());
   return input && input.hasStaticShape() && input.getRank() == 4 &&
-         input.getElementType().isF32() && input.getDimSize(1) < kChannelBlock &&
-         isBlockableImage(conv.getType()) && conv.getGroup() == 1 &&
+         input.getElementType().isF32() && input.getDimSize(1) < blocks.size &&
+         blocks.isBlockableImage(conv.getType()) && conv.getGroup() == 1 &&
          conv.getFilter().getDefiningOp<ConstantOp>();
 }
 
@@ -86,7 +97,10 @@ std::optional<float> splatValue(Value value) {
 /// The reorders between NCHW images and their blocked forms, each made once.
 class Reorders {
 public:
-  explicit Reorders(OpBuilder &builder) : b(builder) {}
+  Reorders(OpBuilder &builder, ChannelBlocks blocks) : b(builder), blocks(blocks) {}
+
+  /// The blocks images are split into.
+  ChannelBlocks getBlocks() const { return blocks; }
 
   /// The blocked form of the NCHW image `image` made by a reorder (or the
   /// one already made), placed right after `image` is defined.
@@ -101,14 +115,14 @@ public:
     auto type = cast<RankedTensorType>(image.getType());
     ArrayRef<int64_t> s = type.getShape();
     Location loc = image.getLoc();
-    int64_t channels = paddedChannels(s[1]);
+    int64_t channels = blocks.padded(s[1]);
     Value padded = image;
     if (channels != s[1])
       padded = PadOp::create(b, loc, type.clone({s[0], channels, s[2], s[3]}), image, Value(),
                              b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, channels - s[1], 0, 0}),
                              b.getStringAttr("constant"));
     Value split = ReshapeOp::create(
-        b, loc, type.clone({s[0], channels / kChannelBlock, kChannelBlock, s[2], s[3]}), padded);
+        b, loc, type.clone({s[0], channels / blocks.size, blocks.size, s[2], s[3]}), padded);
     Value result = TransposeOp::create(b, loc, split, ArrayRef<int64_t>{0, 1, 3, 4, 2});
     blockedOf[image] = result;
     return result;
@@ -122,9 +136,9 @@ public:
     ArrayRef<int64_t> s = type.getShape();
     Value channelsFirst =
         TransposeOp::create(b, loc, blockedImage, ArrayRef<int64_t>{0, 1, 4, 2, 3});
-    Value result = ReshapeOp::create(
-        b, loc, type.clone({s[0], s[1] * kChannelBlock, s[2], s[3]}), channelsFirst);
-    if (s[1] * kChannelBlock != channels)
+    Value result =
+        ReshapeOp::create(b, loc, type.clone({s[0], s[1] * s[4], s[2], s[3]}), channelsFirst);
+    if (s[1] * s[4] != channels)
       result = SliceOp::create(b, loc, type.clone({s[0], channels, s[2], s[3]}), result,
                                b.getDenseI64ArrayAttr({0, 0, 0, 0}),
                                b.getDenseI64ArrayAttr({1, 1, 1, 1}));
@@ -184,6 +198,7 @@ public:
 
 private:
   OpBuilder &b;
+  ChannelBlocks blocks;
   DenseMap<Value, Value> blockedOf;
   DenseSet<Value> views;
 };
@@ -224,29 +239,26 @@ bool keepsZeros(Operation *op, ArrayRef<bool> uniform) {
 /// Whether `op` is a 2-D max or average pool of an NCHW image, which runs on
 /// its blocked form alike: its windows move over rows and columns only, and
 /// zero padding lanes pool to zero.
-bool isBlockablePool(Operation *op) {
-  if (!isa<MaxPoolOp, AveragePoolOp>(op))
-    return false;
-  auto input = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  return input && input.getRank() == 4 && isBlockableImage(input);
+bool isBlockablePool(Operation *op, ChannelBlocks blocks) {
+  return isa<MaxPoolOp, AveragePoolOp>(op) && blocks.isBlockableImage(op->getOperand(0).getType());
 }
 
 /// Whether `op` joins NCHW images along their channels in whole blocks
 /// (Inception's branches, DenseNet's features): the blocked images join
 /// along their blocks.
-bool isBlockableConcat(Operation *op) {
+bool isBlockableConcat(Operation *op, ChannelBlocks blocks) {
   auto concat = dyn_cast<ConcatOp>(op);
-  return concat && concat.getAxis() == 1 && isBlockableImage(concat.getType()) &&
-         llvm::all_of(concat.getInputs(), [](Value input) {
+  return concat && concat.getAxis() == 1 && blocks.isBlockableImage(concat.getType()) &&
+         llvm::all_of(concat.getInputs(), [&](Value input) {
            auto type = cast<RankedTensorType>(input.getType());
-           return isBlockableImage(type) && !isPadded(type);
+           return blocks.isBlockableImage(type) && !blocks.isPadded(type);
          });
 }
 
 /// Whether the NCHW image `image` reaches, directly or through elementwise
 /// ops, pools and concatenations, a convolution that can run on blocked
 /// images.
-bool feedsBlockableConv(Value image) {
+bool feedsBlockableConv(Value image, ChannelBlocks blocks) {
   SmallVector<Value> work{image};
   DenseSet<Value> seen{image};
   while (!work.empty()) {
@@ -254,12 +266,13 @@ bool feedsBlockableConv(Value image) {
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       if (auto conv = dyn_cast<ConvOp>(user)) {
-        if (use.getOperandNumber() == 0 && isBlockable(conv))
+        if (use.getOperandNumber() == 0 && isBlockable(conv, blocks))
           return true;
         continue;
       }
-      if ((isElementwise(user) || isBlockablePool(user) || isBlockableConcat(user)) &&
-          isBlockableImage(user->getResult(0).getType()) &&
+      if ((isElementwise(user) || isBlockablePool(user, blocks) ||
+           isBlockableConcat(user, blocks)) &&
+          blocks.isBlockableImage(user->getResult(0).getType()) &&
           seen.insert(user->getResult(0)).second)
         work.push_back(user->getResult(0));
     }
@@ -298,8 +311,9 @@ bool hasStridedWindow(ConvOp conv) {
 /// alone between NCHW images would pay a pass over each of its two images
 /// for a layout nothing else reads; the NCHW kernels run it as fast as that.
 bool worthBlocking(ConvOp conv, const Reorders &reorders) {
-  return reorders.hasBlocked(conv.getInput()) || feedsBlockableConv(conv.getResult()) ||
-         hasTallWindow(conv) || hasStridedWindow(conv);
+  return reorders.hasBlocked(conv.getInput()) ||
+         feedsBlockableConv(conv.getResult(), reorders.getBlocks()) || hasTallWindow(conv) ||
+         hasStridedWindow(conv);
 }
 
 /// The bounds a convolution's result is clamped to.
@@ -366,13 +380,14 @@ void foldResidualSums(func::FuncOp func) {
           conv.getType() != add.getType() || addend.getType() != add.getType())
         continue;
       SmallVector<Operation *> absorbed;
-      bool padded = conv.getFilter().getType().getDimSize(0) % kChannelBlock != 0;
+      bool padded = conv.getFilter().getType().getDimSize(0) % conv.getBlock() != 0;
       Clamp clamp = absorbClamp(add.getResult(), padded, absorbed);
       OpBuilder b(add);
       auto fused = BlockedConvOp::create(
           b, b.getFusedLoc({conv.getLoc(), add.getLoc()}), conv.getInput(), conv.getFilter(),
           conv.getBias(), addend, /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(),
-          conv.getDilationsAttr(), conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b));
+          conv.getDilationsAttr(), conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b),
+          conv.getBlockAttr());
       Operation *last = absorbed.empty() ? add.getOperation() : absorbed.back();
       last->getResult(0).replaceAllUsesWith(fused.getResult());
       for (Operation *op : llvm::reverse(absorbed))
@@ -391,8 +406,15 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
+    if (!isChannelBlock(block)) {
+      emitError(func.getLoc()) << "kiln-blocked-layout: block must be " << kNarrowChannelBlock
+                               << " or " << kWideChannelBlock << " channels, got "
+                               << block.getValue();
+      return signalPassFailure();
+    }
+    ChannelBlocks blocks{block.getValue()};
     OpBuilder b(&getContext());
-    Reorders reorders(b);
+    Reorders reorders(b, blocks);
     // The ops as they were: a conversion erases the clamp after a
     // convolution along with it.
     SmallVector<Operation *> ops = llvm::map_to_vector(
@@ -402,9 +424,9 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       if (erased.contains(op))
         continue;
       if (auto conv = dyn_cast<ConvOp>(op)) {
-        if (isBlockable(conv) && (everywhere || worthBlocking(conv, reorders)))
+        if (isBlockable(conv, blocks) && (everywhere || worthBlocking(conv, reorders)))
           convert(b, reorders, conv, erased, /*plainInput=*/false);
-        else if (isBlockableFromPlain(conv))
+        else if (isBlockableFromPlain(conv, blocks))
           convert(b, reorders, conv, erased, /*plainInput=*/true);
         continue;
       }
@@ -412,9 +434,9 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
         convertElementwise(b, reorders, op);
       else if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp>(op))
         convertSpatialReduction(b, reorders, op);
-      else if (isBlockablePool(op))
+      else if (isBlockablePool(op, blocks))
         convertPool(b, reorders, op);
-      else if (isBlockableConcat(op))
+      else if (isBlockableConcat(op, blocks))
         convertConcat(b, reorders, cast<ConcatOp>(op));
     }
     // The NCHW views no op reads any more, so that each blocked value's
@@ -433,11 +455,12 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     b.setInsertionPoint(conv);
     Value input = plainInput ? conv.getInput() : reorders.blocked(conv.getInput());
     SmallVector<Operation *> absorbed;
-    Clamp clamp = absorbClamp(conv.getResult(), isPadded(conv.getType()), absorbed);
+    ChannelBlocks blocks = reorders.getBlocks();
+    Clamp clamp = absorbClamp(conv.getResult(), blocks.isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(
         b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), /*addend=*/Value(),
-        /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(), conv.getGroupAttr(),
-        clamp.lowAttr(b), clamp.highAttr(b));
+        /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
+        conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b), b.getI64IntegerAttr(blocks.size));
     Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
     Value result = last->getResult(0);
     b.setInsertionPointAfter(last);
@@ -453,21 +476,23 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
   /// Replaces the reduction `op` over an image's rows and columns (a global
   /// pool, a squeeze-and-excitation's mean) by the same reduction of its
   /// blocked form, when that is a view: the blocked result,
-  /// `N x C/16 x 1 x 1 x 16`, is a per-channel vector the image's
+  /// `N x C/B x 1 x 1 x B`, is a per-channel vector the image's
   /// elementwise ops take as it is, and its NCHW view is small. A sum,
   /// maximum or minimum of zero lanes is zero, so padding stays zero.
   static void convertSpatialReduction(OpBuilder &b, Reorders &reorders, Operation *op) {
     Value input = op->getOperand(0);
     auto inputType = dyn_cast<RankedTensorType>(input.getType());
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-    if (!reorders.isView(input) || !inputType || !isBlockableImage(inputType) || !axes ||
+    if (!reorders.isView(input) || !inputType ||
+        !reorders.getBlocks().isBlockableImage(inputType) || !axes ||
         axes.asArrayRef() != ArrayRef<int64_t>{2, 3})
       return;
     ArrayRef<int64_t> s = inputType.getShape();
     NamedAttrList attrs(op->getAttrs());
     attrs.set("keepdims", b.getBoolAttr(true));
     Value blocked = rebuildOnBlocked(
-        b, reorders, op, inputType.clone({s[0], channelBlocks(s[1]), 1, 1, kChannelBlock}), attrs);
+        b, reorders, op, reorders.getBlocks().blockedType(inputType.clone({s[0], s[1], 1, 1})),
+        attrs);
     replaceByBlocked(b, reorders, op, blocked, s[1]);
   }
 
@@ -479,11 +504,9 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     if (!reorders.isView(op->getOperand(0)))
       return;
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    ArrayRef<int64_t> s = resultType.getShape();
-    Value blocked = rebuildOnBlocked(
-        b, reorders, op, resultType.clone({s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock}),
-        op->getAttrs());
-    replaceByBlocked(b, reorders, op, blocked, s[1]);
+    Value blocked = rebuildOnBlocked(b, reorders, op, reorders.getBlocks().blockedType(resultType),
+                                     op->getAttrs());
+    replaceByBlocked(b, reorders, op, blocked, resultType.getDimSize(1));
   }
 
   /// Replaces `concat` of images whose blocked forms all exist (views, or
@@ -526,7 +549,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
   /// of its operands is a blocked image's view and the others can follow.
   static void convertElementwise(OpBuilder &b, Reorders &reorders, Operation *op) {
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || !isBlockableImage(type) ||
+    ChannelBlocks blocks = reorders.getBlocks();
+    if (!type || !blocks.isBlockableImage(type) ||
         llvm::none_of(op->getOperands(), [&](Value v) { return reorders.isView(v); }))
       return;
     b.setInsertionPoint(op);
@@ -540,16 +564,13 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
       operands.push_back(blocked);
       uniform.push_back(isUniform);
     }
-    if (isPadded(type) && !keepsZeros(op, uniform))
+    if (blocks.isPadded(type) && !keepsZeros(op, uniform))
       return;
-    ArrayRef<int64_t> s = type.getShape();
-    auto blockedType = type.clone(
-        {s[0], channelBlocks(s[1]), s[2], s[3], kChannelBlock});
-    OperationState state(op->getLoc(), op->getName(), operands, TypeRange{blockedType},
+    OperationState state(op->getLoc(), op->getName(), operands, TypeRange{blocks.blockedType(type)},
                          op->getAttrs());
     Operation *blocked = b.create(state);
     op->getResult(0).replaceAllUsesWith(
-        reorders.plain(blocked->getResult(0), s[1], op->getLoc()));
+        reorders.plain(blocked->getResult(0), type.getDimSize(1), op->getLoc()));
     op->erase();
   }
 };

@@ -76,14 +76,15 @@ def KilnDecomposePass : Pass<"kiln-decompose", "mlir::func::FuncOp"> {
 }
 
 def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
-  let summary = "Keeps images in blocks of 16 channels between convolutions";
+  let summary = "Keeps images in blocks of channels between convolutions";
   let description = [{
     Rewrites each convolution by constant filters whose input and output
-    channels fill blocks of 16 (one group, or depthwise) into a
-    `kiln.blocked_conv`, which takes and gives its image as
-    `N x C/16 x H x W x 16` (oneDNN's `nChw16c`, one AVX-512 vector of
-    channels per pixel). Channels that are not a multiple of 16 (24, 40)
-    qualify when zeros padding the last block add at most half again the
+    channels fill blocks of `block` channels (one group, or depthwise) into
+    a `kiln.blocked_conv`, which takes and gives its image as
+    `N x C/B x H x W x B`, `B = block`: one vector of channels per pixel,
+    16 on AVX-512 (oneDNN's `nChw16c`) and 8 on AVX2 (`nChw8c`); kilnc
+    picks the target's. Channels that are not a multiple of the block (24
+    or 40 in blocks of 16, 20 in blocks of 8) qualify when zeros padding the last block add at most half again the
     work. A Relu, or a Clip's max and min by constants, that is the
     convolution's only user becomes its clamp.
 
@@ -95,7 +96,7 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     window is larger than 1x1 at a stride (the NCHW kernels' tiles of
     output channels would each reorder the whole image). Any other
     one alone between NCHW images stays as it is. A convolution of an image
-    with fewer than 16 channels (an RGB stem), one group, is always
+    with fewer channels than a block (an RGB stem), one group, is always
     rewritten: it reads the NCHW image as it is, and the NCHW kernels would
     compute it as a product only `C x kh x kw` deep (147 for ResNet's 7x7
     stem), slower than oneDNN's kernel and a reorder of its result.
@@ -139,7 +140,9 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
   let options = [
     Option<"everywhere", "everywhere", "bool", /*default=*/"false",
            "Rewrite every convolution that can run on blocked images, even one "
-           "alone between NCHW images (to test the blocked kernels on any graph)">
+           "alone between NCHW images (to test the blocked kernels on any graph)">,
+    Option<"block", "block", "int64_t", /*default=*/"16",
+           "Channels per block: 16 (AVX-512's vectors) or 8 (AVX2's)">
   ];
 }
 

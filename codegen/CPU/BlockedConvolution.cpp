@@ -120,13 +120,14 @@ struct BlockedConvModel
       return op->emitOpError("has an output buffer without strides");
 
     // Arguments: slot, n, c, ih, iw, f, group, kh, kw, oh, ow, strides (2),
-    // dilations (2), pads (top, left, bottom, right), input, filter, bias
+    // dilations (2), pads (top, left, bottom, right), channels per block,
+    // input, filter, bias
     // (0: none), output, the elements from one output image to the next,
     // clamp low, clamp high, flags (1: the output holds an addend; 2: the
     // input is NCHW).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
-    argTypes.append(18, i64);
+    argTypes.append(19, i64);
     argTypes.append(4, index);
     argTypes.push_back(i64);
     argTypes.append(2, f32);
@@ -147,6 +148,7 @@ struct BlockedConvModel
     llvm::append_range(sizes, conv.getStrides());
     llvm::append_range(sizes, conv.getDilations());
     llvm::append_range(sizes, conv.getPads());
+    sizes.push_back(static_cast<int64_t>(conv.getBlock()));
     auto address = [&](Value buffer) { return firstElementAddress(rewriter, loc, buffer); };
     SmallVector<Value> args = {address(slot)};
     for (int64_t size : sizes)

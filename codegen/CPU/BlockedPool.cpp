@@ -62,10 +62,11 @@ struct BlockedPoolModel
     RankedTensorType resultType = pool.getType();
 
     // Arguments: slot, n, blocks, ih, iw, oh, ow, kh, kw, strides (2),
-    // dilations (2), pads (top, left, bottom, right), input, output, kind.
+    // dilations (2), pads (top, left, bottom, right), channels per block,
+    // input, output, kind.
     auto module = op->template getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
-    argTypes.append(16, i64);
+    argTypes.append(17, i64);
     argTypes.append(2, index);
     argTypes.push_back(i64);
     func::FuncOp callee = blas::declare(module, kBlockedPool, FunctionType::get(ctx, argTypes, {}));
@@ -78,6 +79,7 @@ struct BlockedPoolModel
     llvm::append_range(sizes, pool.getStrides());
     llvm::append_range(sizes, pool.getDilations());
     llvm::append_range(sizes, pool.getPads());
+    sizes.push_back(in[4]);
     int64_t kind = kMax;
     if (auto average = dyn_cast<AveragePoolOp>(op))
       kind = average.getCountIncludePad() ? kAverageCountingPads : kAverage;

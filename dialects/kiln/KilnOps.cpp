@@ -55,12 +55,16 @@ TransposeOp kiln::channelFirstTranspose(ConvOp conv) {
   return transpose;
 }
 
+bool kiln::isBlockedImage(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.getRank() == 5 && isChannelBlock(tensor.getDimSize(4));
+}
+
 bool kiln::isBlockedPool(Operation *op) {
   if (!isa<MaxPoolOp, AveragePoolOp>(op))
     return false;
-  auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
-  return type && type.getRank() == 5 && type.getDimSize(4) == kChannelBlock &&
-         type.getElementType().isF32();
+  Type type = op->getOperand(0).getType();
+  return isBlockedImage(type) && cast<RankedTensorType>(type).getElementType().isF32();
 }
 
 int64_t kiln::windowOutputSize(int64_t input, int64_t padBegin, int64_t padEnd,
@@ -360,13 +364,16 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
                                               SmallVectorImpl<Type> &results) {
   RankedTensorType input = rankedType(adaptor.getInput());
   RankedTensorType filter = rankedType(adaptor.getFilter());
+  int64_t block = adaptor.getBlock();
+  if (!isChannelBlock(block))
+    return emitOptionalError(loc, "block must be ", kNarrowChannelBlock, " or ", kWideChannelBlock,
+                             " channels, got ", block);
   // An image too narrow for blocks (RGB) comes as it is, in NCHW.
-  bool plain = input.getRank() == 4 && input.getDimSize(1) < kChannelBlock;
-  if (!plain && (input.getRank() != 5 || input.getDimSize(4) != kChannelBlock))
-    return emitOptionalError(loc, "input must be 5-D in blocks of ", kChannelBlock,
-                             " channels (N x C/", kChannelBlock, " x H x W x ", kChannelBlock,
-                             "), or NCHW with fewer than ", kChannelBlock, " channels, got ",
-                             input);
+  bool plain = input.getRank() == 4 && input.getDimSize(1) < block;
+  if (!plain && (input.getRank() != 5 || input.getDimSize(4) != block))
+    return emitOptionalError(loc, "input must be 5-D in blocks of ", block, " channels (N x C/",
+                             block, " x H x W x ", block, "), or NCHW with fewer than ", block,
+                             " channels, got ", input);
   if (filter.getRank() != 4)
     return emitOptionalError(loc, "filter must be 4-D (MCHW), got ", filter);
   // The image's channels are the filter's: a last, partial block is
@@ -377,10 +384,10 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
     return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
                              group, " does not convolve the ", input.getDimSize(1),
                              " channels of NCHW ", input, " in one group");
-  if (!plain && input.getDimSize(1) != channelBlocks(channels))
-    return emitOptionalError(loc, "filter ", shapeString(filter.getShape()), " with group = ",
-                             group, " reads ", channels, " channels, not the ",
-                             input.getDimSize(1), " blocks of ", kChannelBlock, " of ", input);
+  if (!plain && input.getDimSize(1) != channelBlocks(channels, block))
+    return emitOptionalError(loc, "filter ", shapeString(filter.getShape()),
+                             " with group = ", group, " reads ", channels, " channels, not the ",
+                             input.getDimSize(1), " blocks of ", block, " of ", input);
   SmallVector<int64_t> image = {input.getDimSize(0), channels, input.getDimSize(2),
                                 input.getDimSize(3)};
   FailureOr<SmallVector<int64_t>> shape = convResultShape(loc, image, adaptor);
@@ -395,7 +402,7 @@ LogicalResult BlockedConvOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   if (low && high && !(low.getValueAsDouble() <= high.getValueAsDouble()))
     return emitOptionalError(loc, "clamp_min ", low, " exceeds clamp_max ", high);
   auto result = RankedTensorType::get(
-      {(*shape)[0], channelBlocks(filters), (*shape)[2], (*shape)[3], kChannelBlock},
+      {(*shape)[0], channelBlocks(filters, block), (*shape)[2], (*shape)[3], block},
       input.getElementType());
   if (Value addend = adaptor.getAddend(); addend && addend.getType() != result)
     return emitOptionalError(loc, "addend ", addend.getType(), " is not the result's type ",
@@ -415,10 +422,11 @@ static LogicalResult inferPool(std::optional<Location> loc,
   RankedTensorType input = rankedType(adaptor.getInput());
   // A blocked image (kiln-blocked-layout) has its rows and columns where an
   // NCHW one has them, and a trailing block of channels.
-  bool blocked = input.getRank() == 5 && input.getDimSize(4) == kChannelBlock;
+  bool blocked = isBlockedImage(input);
   if (input.getRank() != 4 && !blocked)
-    return emitOptionalError(loc, "input must be 4-D (NCHW) or a blocked image (N x C/",
-                             kChannelBlock, " x H x W x ", kChannelBlock, "), got ", input);
+    return emitOptionalError(
+        loc, "input must be 4-D (NCHW) or a blocked image (N x C/B x H x W x B, B = ",
+        kNarrowChannelBlock, " or ", kWideChannelBlock, "), got ", input);
   if (adaptor.getKernelShape().size() != 2 || adaptor.getStrides().size() != 2 ||
       adaptor.getDilations().size() != 2 || adaptor.getPads().size() != 4)
     return emitOptionalError(loc, "expected 2 kernel sizes, strides and "
@@ -436,7 +444,7 @@ static LogicalResult inferPool(std::optional<Location> loc,
         adaptor.getCeilMode()));
   }
   if (blocked)
-    shape.push_back(kChannelBlock);
+    shape.push_back(input.getDimSize(4));
   results.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }

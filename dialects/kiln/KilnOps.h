@@ -22,16 +22,26 @@
 
 namespace kiln {
 
-/// Channels per block of the blocked image layout (oneDNN's nChw16c: one
-/// AVX-512 vector of channels per pixel) that kiln.blocked_conv takes and
-/// gives.
-constexpr int64_t kChannelBlock = 16;
+/// Channels per block of the blocked image layout that kiln.blocked_conv
+/// takes and gives: one vector of channels per pixel, 16 on AVX-512
+/// (oneDNN's nChw16c) and 8 on AVX2 (nChw8c).
+constexpr int64_t kWideChannelBlock = 16;
+constexpr int64_t kNarrowChannelBlock = 8;
 
-/// Blocks of kChannelBlock that `channels` channels take, the last one
-/// padded.
-constexpr int64_t channelBlocks(int64_t channels) {
-  return (channels + kChannelBlock - 1) / kChannelBlock;
+/// Whether `lanes` is a block size of the blocked layout.
+constexpr bool isChannelBlock(int64_t lanes) {
+  return lanes == kWideChannelBlock || lanes == kNarrowChannelBlock;
 }
+
+/// Blocks of `block` channels that `channels` channels take, the last one
+/// padded.
+constexpr int64_t channelBlocks(int64_t channels, int64_t block) {
+  return (channels + block - 1) / block;
+}
+
+/// Whether `type` is a blocked image: 5-D, its last dimension a block of
+/// channels.
+bool isBlockedImage(mlir::Type type);
 
 /// The NumPy broadcast of `shapes`, or failure when two dimensions disagree.
 llvm::LogicalResult broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes,

@@ -357,16 +357,17 @@ def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor, Kiln_Differentiable]> {
 def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "2-D convolution of channel-blocked images, clamp fused";
   let description = [{
-    `kiln.conv` with its images in blocks of 16 channels (oneDNN's
-    `nChw16c`): `input` is `N x ceil(C/16) x H x W x 16`, channel `c` of
-    pixel `(y, x)` at `[n, c / 16, y, x, c % 16]`, and the result is
-    `N x ceil(M/16) x OH x OW x 16`. `filter` (`M x C/group x KH x KW`) and
-    the optional `bias` (`M`) are as for `kiln.conv`, and a grouped
-    convolution is depthwise (`group = C = M`). Where `C` or `M` is not a
-    multiple of 16, the last block's lanes past it hold zeros, in the input
-    as in the result. An input of fewer than 16 channels (an RGB image) may
-    instead come in NCHW, `N x C x H x W`, with one group: the convolution
-    then reads it as it is and gives its result in blocks. The optional `addend`, an image of the result's type
+    `kiln.conv` with its images in blocks of `block` channels, 16 (oneDNN's
+    `nChw16c`, for AVX-512) or 8 (`nChw8c`, for AVX2): with `B = block`,
+    `input` is `N x ceil(C/B) x H x W x B`, channel `c` of pixel `(y, x)` at
+    `[n, c / B, y, x, c % B]`, and the result is `N x ceil(M/B) x OH x OW x
+    B`. `filter` (`M x C/group x KH x KW`) and the optional `bias` (`M`) are
+    as for `kiln.conv`, and a grouped convolution is depthwise (`group = C =
+    M`). Where `C` or `M` is not a multiple of `B`, the last block's lanes
+    past it hold zeros, in the input as in the result. An input of fewer
+    than `B` channels (an RGB image) may instead come in NCHW, `N x C x H x
+    W`, with one group: the convolution then reads it as it is and gives its
+    result in blocks. The optional `addend`, an image of the result's type
     (a residual branch), is added to the convolution, and the sum is
     clamped to `[clamp_min, clamp_max]` where they are given (a fused Relu
     or Clip): `relu(conv(x) + identity)` is one op. The optional `dest`, of
@@ -386,6 +387,8 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
         : (tensor<1x2x28x28x16xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x4x28x28x16xf32>
     %r = kiln.blocked_conv %y, %w1, %b1 add %y {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, clamp_min = 0.0 : f32}
         : (tensor<1x4x28x28x16xf32>, tensor<64x64x1x1xf32>, tensor<64xf32>, tensor<1x4x28x28x16xf32>) -> tensor<1x4x28x28x16xf32>
+    %z = kiln.blocked_conv %x8, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, block = 8 : i64}
+        : (tensor<1x4x28x28x8xf32>, tensor<64x32x3x3xf32>) -> tensor<1x8x28x28x8xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$filter,
@@ -396,7 +399,8 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
                    DenseI64ArrayAttr:$dilations,
                    DefaultValuedAttr<I64Attr, "1">:$group,
                    OptionalAttr<F32Attr>:$clamp_min,
-                   OptionalAttr<F32Attr>:$clamp_max);
+                   OptionalAttr<F32Attr>:$clamp_max,
+                   DefaultValuedAttr<I64Attr, "16">:$block);
   let results = (outs RankedTensorOf<[F32]>:$output);
   let assemblyFormat =
     "$input `,` $filter (`,` $bias^)? (`add` $addend^)? (`into` $dest^)? attr-dict `:` "
@@ -413,8 +417,8 @@ class Kiln_PoolOp<string mnemonic, string onnx, string what, dag extra>
   let description = "Takes the " # what # " over each `kernel_shape` window. "
     # "`pads` is `[top, left, bottom, right]`; with `ceil_mode` the output "
     # "size rounds up, and windows that start inside the padded input are kept."
-    # " The input may also be a blocked image, `N x C/16 x H x W x 16` "
-    # "(see `kiln-blocked-layout`), pooled over its rows and columns alike; "
+    # " The input may also be a blocked image, `N x C/B x H x W x B` with "
+    # "`B` = 8 or 16 (see `kiln-blocked-layout`), pooled over its rows and columns alike; "
     # "such a pool has no gradient rule."
     # "\n\n```mlir\n%y = kiln." # mnemonic
     # " %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, "

@@ -1,10 +1,11 @@
 /*===- BlockedConvolution.c - Convolutions on channel-blocked images -------===
  *
  * A kiln.blocked_conv (kiln-blocked-layout): a whole 2-D convolution whose
- * input and output are images in blocks of 16 channels, N x C/16 x H x W x
- * 16 (oneDNN's nChw16c), by constant filters, with its bias, its addend (a
- * residual branch, already in the output buffer) and its clamp (a fused
- * Relu or Clip) as the primitive's bias, sum and eltwise post-ops. One
+ * input and output are images in blocks of B = 16 or 8 channels,
+ * N x C/B x H x W x B (oneDNN's nChw16c or nChw8c), by constant filters,
+ * with its bias, its addend (a residual branch, already in the output
+ * buffer) and its clamp (a fused Relu or Clip) as the primitive's bias, sum
+ * and eltwise post-ops. One
  * oneDNN primitive per call site, built at the first call, with the filters
  * reordered into its layout once; the images go in and out as they are, so
  * a chain of these reorders nothing between convolutions.
@@ -28,10 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N, C, IH, IW, F, GROUP, KH, KW, OH, OW, SH, SW, DH, DW, PT, PL, PB, PR, SHAPE };
-enum { BLOCK = 16 };
+enum { N, C, IH, IW, F, GROUP, KH, KW, OH, OW, SH, SW, DH, DW, PT, PL, PB, PR, BLOCK, SHAPE };
 /* kiln_conv2d_blocked's flags: the output holds an addend; the input is
- * NCHW (fewer than 16 channels, one group). */
+ * NCHW (fewer channels than a block, one group). */
 enum { ACCUMULATE = 1, PLAIN_INPUT = 2 };
 
 typedef struct BlockedSite {
@@ -146,14 +146,15 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flag
   dnnl_dims_t dstDims = {s[N], s[F], s[OH], s[OW]};
   dnnl_dims_t weightDims, biasDims = {s[F]};
   int weightRank = weightDimsOf(s, weightDims);
+  dnnl_format_tag_t layout = s[BLOCK] == 8 ? dnnl_nChw8c : dnnl_nChw16c;
   site->failed = 1;
   if (!kilnDnnlInit() ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->src, 4, srcDims, dnnl_f32,
-                                               flags & PLAIN_INPUT ? dnnl_nchw : dnnl_nChw16c)) ||
-      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->dst, 4, dstDims, dnnl_f32, dnnl_nChw16c)) ||
+                                               flags & PLAIN_INPUT ? dnnl_nchw : layout)) ||
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->dst, 4, dstDims, dnnl_f32, layout)) ||
       !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->bias, 1, biasDims, dnnl_f32, dnnl_a)) ||
-      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, weightRank, weightDims,
-                                               dnnl_f32, weightRank == 4 ? dnnl_oihw : dnnl_goihw)))
+      !kilnDnnlOk(dnnl_memory_desc_init_by_tag(&site->userWeights, weightRank, weightDims, dnnl_f32,
+                                               weightRank == 4 ? dnnl_oihw : dnnl_goihw)))
     return;
   int winograd = s[GROUP] == 1 && s[KH] == 3 && s[KW] == 3 && s[SH] == 1 && s[SW] == 1 &&
                  s[DH] == 1 && s[DW] == 1 && winogradPays(s);
@@ -177,14 +178,14 @@ static void build(BlockedSite *site, const int64_t *s, int hasBias, int64_t flag
 void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, const float *bias,
                             float *out, float low, float high, int64_t flags) {
   int accumulate = (flags & ACCUMULATE) != 0, plain = (flags & PLAIN_INPUT) != 0;
-  int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP];
-  int64_t inBlocks = (s[C] + BLOCK - 1) / BLOCK, outBlocks = (s[F] + BLOCK - 1) / BLOCK;
+  int64_t perGroup = s[C] / s[GROUP], filtersPerGroup = s[F] / s[GROUP], block = s[BLOCK];
+  int64_t inBlocks = (s[C] + block - 1) / block, outBlocks = (s[F] + block - 1) / block;
   for (int64_t n = 0; n < s[N]; ++n)
-    for (int64_t f = 0; f < outBlocks * BLOCK; ++f)
+    for (int64_t f = 0; f < outBlocks * block; ++f)
       for (int64_t y = 0; y < s[OH]; ++y)
         for (int64_t x = 0; x < s[OW]; ++x) {
-          float *result = &out[(((n * outBlocks + f / BLOCK) * s[OH] + y) * s[OW] + x) * BLOCK +
-                               f % BLOCK];
+          float *result =
+              &out[(((n * outBlocks + f / block) * s[OH] + y) * s[OW] + x) * block + f % block];
           if (f >= s[F]) {
             *result = 0.0f; /* a padding lane */
             continue;
@@ -201,10 +202,10 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
                 int64_t ix = x * s[SW] - s[PL] + j * s[DW];
                 if (ix < 0 || ix >= s[IW])
                   continue;
-                int64_t at = plain ? ((n * s[C] + c) * s[IH] + iy) * s[IW] + ix
-                                   : (((n * inBlocks + c / BLOCK) * s[IH] + iy) * s[IW] + ix) *
-                                             BLOCK +
-                                         c % BLOCK;
+                int64_t at =
+                    plain ? ((n * s[C] + c) * s[IH] + iy) * s[IW] + ix
+                          : (((n * inBlocks + c / block) * s[IH] + iy) * s[IW] + ix) * block +
+                                c % block;
                 sum += in[at] * w[((f * perGroup + k) * s[KH] + i) * s[KW] + j];
               }
             }
@@ -254,15 +255,14 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
 }
 
 /* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
- * of 16 channels, adding what `out` holds when `flags` has ACCUMULATE (a
- * residual sum): `in` is n x ceil(c/16) x ih x iw x 16 (n x c x ih x iw
- * with PLAIN_INPUT), dense, and `out` n images of ceil(f/16) x oh x ow x
- * 16, each dense, `outStride` elements apart (a slot of a concatenation
- * along channels when that is more than an image), the lanes past c and f
- * in their last blocks zero; `w` is f x c/group x kh x kw and `bias` (f
- * elements, or NULL) are dense and constant for the artifact's lifetime;
- * group is 1 or c (= f). Pads are top, left, bottom, right. `slot` is the
- * call site's zero-initialized 8 bytes.
+ * of `block` channels (8 or 16), adding what `out` holds when `flags` has
+ * ACCUMULATE (a residual sum): `in` is n x ceil(c/block) x ih x iw x block
+ * (n x c x ih x iw with PLAIN_INPUT), dense, and `out` n images of
+ * ceil(f/block) x oh x ow x block, each dense, `outStride` elements apart
+ * (a slot of a concatenation along channels when that is more than an
+ * image), the lanes past c and f in their last blocks zero; `w` is f x c/group x kh x kw and `bias`
+ * (f elements, or NULL) are dense and constant for the artifact's lifetime; group is 1 or c (= f).
+ * Pads are top, left, bottom, right. `slot` is the call site's zero-initialized 8 bytes.
  *
  * oneDNN's fast convolutions write dense images only. Images that are not
  * next to one another are convolved one by one where each output element
@@ -276,18 +276,18 @@ __attribute__((visibility("default"))) void
 kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
                     int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
                     int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
-                    int64_t padBottom, int64_t padRight, const float *in, const float *w,
-                    const float *bias, float *out, int64_t outStride, float low, float high,
-                    int64_t flags) {
+                    int64_t padBottom, int64_t padRight, int64_t block, const float *in,
+                    const float *w, const float *bias, float *out, int64_t outStride, float low,
+                    float high, int64_t flags) {
   enum { MAX_PRODUCTS_PER_IMAGE_CALL = 256 };
-  int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,      oh,
-                          ow, sh, sw, dh, dw, padTop, padLeft, padBottom, padRight};
-  int64_t outImage = (f + BLOCK - 1) / BLOCK * oh * ow * BLOCK;
+  int64_t shape[SHAPE] = {n,  c,  ih, iw, f,      group,   kh,        kw,       oh,   ow,
+                          sh, sw, dh, dw, padTop, padLeft, padBottom, padRight, block};
+  int64_t outImage = (f + block - 1) / block * oh * ow * block;
   if (n == 1 || outStride == outImage) {
     convolve(slot, shape, in, w, bias, out, low, high, flags);
     return;
   }
-  int64_t inImage = flags & PLAIN_INPUT ? c * ih * iw : (c + BLOCK - 1) / BLOCK * ih * iw * BLOCK;
+  int64_t inImage = flags & PLAIN_INPUT ? c * ih * iw : (c + block - 1) / block * ih * iw * block;
   if (c / group * kh * kw > MAX_PRODUCTS_PER_IMAGE_CALL) {
     size_t imageBytes = (size_t)outImage * sizeof(float);
     pthread_mutex_lock(&kilnDnnlLock);

@@ -5,7 +5,7 @@
 // A blocked convolution becomes one call of the runtime on its buffers'
 // addresses: the call site's state (a zeroed global of its own), the sizes
 // (n, c, ih, iw, f, group, kh, kw, oh, ow), strides, dilations and pads
-// (top, left, bottom, right), the input, the filters, the bias (0: none), a
+// (top, left, bottom, right), the channels per block, the input, the filters, the bias (0: none), a
 // fresh output buffer and the elements from one of its images to the next,
 // the clamp (unbounded: infinities) and 0 for no addend. The call is marked as keeping no buffer after it returns.
 // CHECK-DAG: memref.global "private" @kiln_kernel_site : memref<1xi64> = dense<0> {alignment = 8 : i64}
@@ -32,16 +32,16 @@
 // CHECK: %[[W1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64x32x3x3xf32>
 // CHECK: %[[B1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64xf32>
 // CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
-// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[C4096]], %[[ZERO]], %[[INF]], %[[C0]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C16]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[C4096]], %[[ZERO]], %[[INF]], %[[C0]]) {kiln.no_capture}
 // CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x8x16xf32>
 // CHECK: %[[SITE2:.*]] = memref.get_global @kiln_kernel_site_0 : memref<1xi64>
 // CHECK: %[[S2:.*]] = memref.extract_aligned_pointer_as_index %[[SITE2]]
 // CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
 // CHECK: %[[W2:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<16x64x1x1xf32>
 // CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
-// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[C1024]], %[[NINF]], %[[INF]], %[[C0]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C16]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[C1024]], %[[NINF]], %[[INF]], %[[C0]]) {kiln.no_capture}
 // CHECK: return %[[OUT]]
-// CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, i64, f32, f32, i64)
+// CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, i64, f32, f32, i64)
 
 // The intermediate between the two calls goes in the arena, live until the
 // second call reads it: kiln-plan-buffers sees through the addresses to the
@@ -171,4 +171,25 @@ func.func @slot_of_an_intermediate(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4
   %1 = tensor.insert_slice %0 into %i[0, 1, 0, 0, 0] [1, 1, 4, 4, 16] [1, 1, 1, 1, 1] : tensor<1x1x4x4x16xf32> into tensor<1x2x4x4x16xf32>
   %2 = kiln.blocked_conv %1, %w2 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x4x4x16xf32>, tensor<16x32x1x1xf32>) -> tensor<1x1x4x4x16xf32>
   return %2 : tensor<1x1x4x4x16xf32>
+}
+
+// -----
+
+// In blocks of 8 channels (AVX2's vectors) the call passes 8, and an RGB
+// image's 3 channels come in NCHW (flag 2).
+// CHECK-LABEL: func.func @blocks_of_8
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : i64
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x3x5x5x8xf32>
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %{{.*}}, %[[C2]]) {kiln.no_capture}
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x3x5x5x8xf32>
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C8]], %{{.*}}, %[[C0]]) {kiln.no_capture}
+func.func @blocks_of_8(%x: tensor<1x3x5x5xf32>) -> tensor<1x3x5x5x8xf32> {
+  %w1 = arith.constant dense<1.0> : tensor<24x3x3x3xf32>
+  %w2 = arith.constant dense<2.0> : tensor<20x24x1x1xf32>
+  %0 = kiln.blocked_conv %x, %w1 {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x5x5xf32>, tensor<24x3x3x3xf32>) -> tensor<1x3x5x5x8xf32>
+  %1 = kiln.blocked_conv %0, %w2 {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x5x5x8xf32>, tensor<20x24x1x1xf32>) -> tensor<1x3x5x5x8xf32>
+  return %1 : tensor<1x3x5x5x8xf32>
 }

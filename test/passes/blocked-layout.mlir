@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout,canonicalize))' | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout{everywhere=true},canonicalize))' | FileCheck %s --check-prefix=ALL
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-blocked-layout{block=8},canonicalize))' | FileCheck %s --check-prefix=B8
 
 // A chain: each convolution takes the one before it's blocked image, the
 // first one's input is reordered once and the last one's result reordered
@@ -13,6 +14,16 @@
 // CHECK: %[[C2:.*]] = kiln.blocked_conv %[[C1]], %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x8x8x16xf32>, tensor<16x64x1x1xf32>) -> tensor<1x1x8x8x16xf32>
 // CHECK: %[[T:.*]] = kiln.transpose %[[C2]] {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x1x8x8x16xf32>) -> tensor<1x1x16x8x8xf32>
 // CHECK: %[[Y:.*]] = kiln.reshape %[[T]] : tensor<1x1x16x8x8xf32> -> tensor<1x16x8x8xf32>
+// In blocks of 8 (AVX2's vectors), the same chain in twice as many blocks.
+// B8-LABEL: func.func @chain
+// B8-SAME: (%[[X:.*]]: tensor<1x32x8x8xf32>)
+// B8: %[[S:.*]] = kiln.reshape %[[X]] : tensor<1x32x8x8xf32> -> tensor<1x4x8x8x8xf32>
+// B8: %[[B:.*]] = kiln.transpose %[[S]] {perm = array<i64: 0, 1, 3, 4, 2>} : (tensor<1x4x8x8x8xf32>) -> tensor<1x4x8x8x8xf32>
+// B8: %[[C1:.*]] = kiln.blocked_conv %[[B]], %{{.*}}, %{{.*}} {block = 8 : i64, clamp_min = 0.000000e+00 : f32, {{.*}}} : (tensor<1x4x8x8x8xf32>, tensor<64x32x3x3xf32>, tensor<64xf32>) -> tensor<1x8x8x8x8xf32>
+// B8: %[[C2:.*]] = kiln.blocked_conv %[[C1]], %{{.*}} {block = 8 : i64, {{.*}}} : (tensor<1x8x8x8x8xf32>, tensor<16x64x1x1xf32>) -> tensor<1x2x8x8x8xf32>
+// B8: %[[T:.*]] = kiln.transpose %[[C2]] {perm = array<i64: 0, 1, 4, 2, 3>} : (tensor<1x2x8x8x8xf32>) -> tensor<1x2x8x8x8xf32>
+// B8: %[[Y:.*]] = kiln.reshape %[[T]] : tensor<1x2x8x8x8xf32> -> tensor<1x16x8x8xf32>
+// B8: return %[[Y]]
 // CHECK: return %[[Y]]
 func.func @chain(%x: tensor<1x32x8x8xf32>) -> tensor<1x16x8x8xf32> {
   %w1 = kiln.constant dense<1.0> : tensor<64x32x3x3xf32>
@@ -147,6 +158,14 @@ func.func @unchanged(%x: tensor<1x3x8x8xf32>, %y: tensor<1x32x8x8xf32>, %wy: ten
 // CHECK: %[[G:.*]] = kiln.sigmoid %[[M]] : tensor<1x24x4x4xf32>
 // CHECK: %[[N:.*]] = kiln.blocked_conv %[[SUM]]
 // CHECK: return %[[G]]
+// In blocks of 8, 24 channels fill three whole blocks: no padding, and
+// the clamp to 1 and the sigmoid run on the blocked images too.
+// B8-LABEL: func.func @padded
+// B8-NOT: kiln.pad
+// B8: %[[SUM:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}} add %{{.*}} {{{.*}}} : (tensor<1x3x4x4x8xf32>, tensor<24x24x1x1xf32>, tensor<1x3x4x4x8xf32>) -> tensor<1x3x4x4x8xf32>
+// B8: kiln.max %[[SUM]], %{{.*}} : (tensor<1x3x4x4x8xf32>, tensor<f32>) -> tensor<1x3x4x4x8xf32>
+// B8: kiln.sigmoid %{{.*}} : tensor<1x3x4x4x8xf32>
+// B8: kiln.blocked_conv %[[SUM]]
 func.func @padded(%x: tensor<1x24x4x4xf32>) -> (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) {
   %w = kiln.constant dense<1.0> : tensor<24x24x1x1xf32>
   %one = kiln.constant dense<1.0> : tensor<f32>

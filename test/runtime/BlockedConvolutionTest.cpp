@@ -5,7 +5,8 @@
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
 // dilated, asymmetric pads, bias or none, clamps, channels that end in a
 // padded block, a residual addend in the output, an RGB image in NCHW,
-// outputs written into a slot of a concatenation of several images).
+// outputs written into a slot of a concatenation of several images), in
+// blocks of 16 channels (AVX-512's nChw16c) and of 8 (AVX2's nChw8c).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,9 +17,9 @@
 
 extern "C" {
 void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
-                         int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
-                         int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t padTop,
-                         int64_t padLeft, int64_t padBottom, int64_t padRight, const float *in,
+                         int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,
+                         int64_t sw, int64_t dh, int64_t dw, int64_t padTop, int64_t padLeft,
+                         int64_t padBottom, int64_t padRight, int64_t block, const float *in,
                          const float *w, const float *bias, float *out, int64_t outStride,
                          float low, float high, int64_t flags);
 void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
@@ -27,16 +28,16 @@ void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *
 
 namespace {
 
-constexpr int64_t kBlock = 16;
-
 struct Case {
   int64_t n, c, ih, iw, f, group, kh, kw, sh, sw, dh, dw, top, left, bottom, right;
   bool withBias = true;
   float low = -INFINITY, high = INFINITY;
   // Whether the output holds an addend on entry (a residual sum).
   bool accumulate = false;
-  // Whether the input is NCHW (fewer than 16 channels, one group).
+  // Whether the input is NCHW (fewer channels than a block, one group).
   bool plain = false;
+  // Channels per block.
+  int64_t block = 16;
   // Blocks of a concatenation before and after the output's in each image,
   // which the convolution must leave as they are.
   int64_t blocksBefore = 0, blocksAfter = 0;
@@ -49,45 +50,46 @@ struct Case {
   int64_t ow() const { return (iw + left + right - dw * (kw - 1) - 1) / sw + 1; }
 };
 
-int64_t blocks(int64_t channels) { return (channels + kBlock - 1) / kBlock; }
+int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) / block; }
 
 // Element (n, c, y, x) of an image of `channels` channels, `h` x `w`, in
-// blocks of 16 channels, the last one padded.
+// blocks of `block` channels, the last one padded.
 int64_t blockedIndex(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels, int64_t h,
-                     int64_t w) {
-  return (((n * blocks(channels) + c / kBlock) * h + y) * w + x) * kBlock + c % kBlock;
+                     int64_t w, int64_t block) {
+  return (((n * blocks(channels, block) + c / block) * h + y) * w + x) * block + c % block;
 }
 
 int64_t Case::inputIndex(int64_t image, int64_t channel, int64_t y, int64_t x) const {
   return plain ? ((image * c + channel) * ih + y) * iw + x
-               : blockedIndex(image, channel, y, x, c, ih, iw);
+               : blockedIndex(image, channel, y, x, c, ih, iw, block);
 }
 
 enum class Path { Primitive, Loops };
 
 void check(const Case &c, Path path, std::mt19937 &rng) {
+  const int64_t block = c.block;
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   int64_t perGroup = c.c / c.group, oh = c.oh(), ow = c.ow();
   // The output's channels within the concatenation's.
-  int64_t channels = (c.blocksBefore + blocks(c.f) + c.blocksAfter) * kBlock;
+  int64_t channels = (c.blocksBefore + blocks(c.f, block) + c.blocksAfter) * block;
   auto outIndex = [&](int64_t n, int64_t f, int64_t y, int64_t x) {
-    return blockedIndex(n, c.blocksBefore * kBlock + f, y, x, channels, oh, ow);
+    return blockedIndex(n, c.blocksBefore * block + f, y, x, channels, oh, ow, block);
   };
-  std::vector<float> in(c.n * (c.plain ? c.c : blocks(c.c) * kBlock) * c.ih * c.iw),
+  std::vector<float> in(c.n * (c.plain ? c.c : blocks(c.c, block) * block) * c.ih * c.iw),
       w(c.f * perGroup * c.kh * c.kw), bias(c.f), out(c.n * channels * oh * ow);
   for (std::vector<float> *values : {&in, &w, &bias, &out})
     for (float &v : *values)
       v = value(rng);
   // The input's padding lanes are zero; the output's must come out so.
   for (int64_t n = 0; n < c.n && !c.plain; ++n)
-    for (int64_t channel = c.c; channel < blocks(c.c) * kBlock; ++channel)
+    for (int64_t channel = c.c; channel < blocks(c.c, block) * block; ++channel)
       for (int64_t y = 0; y < c.ih; ++y)
         for (int64_t x = 0; x < c.iw; ++x)
-          in[blockedIndex(n, channel, y, x, c.c, c.ih, c.iw)] = 0.0f;
+          in[blockedIndex(n, channel, y, x, c.c, c.ih, c.iw, block)] = 0.0f;
   // An addend's padding lanes are zero too; without one, the output's
   // values on entry must not matter.
   for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
+    for (int64_t f = c.f; f < blocks(c.f, block) * block; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
           out[outIndex(n, f, y, x)] = c.accumulate ? 0.0f : 1.0f;
@@ -99,35 +101,34 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
     void *slot = nullptr;
     for (int call = 0; call < 2; ++call) {
       out = addend;
-      kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh,
-                          c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, in.data(), w.data(),
-                          biasData, out.data() + c.blocksBefore * oh * ow * kBlock,
+      kiln_conv2d_blocked(&slot, c.n, c.c, c.ih, c.iw, c.f, c.group, c.kh, c.kw, oh, ow, c.sh, c.sw,
+                          c.dh, c.dw, c.top, c.left, c.bottom, c.right, block, in.data(), w.data(),
+                          biasData, out.data() + c.blocksBefore * oh * ow * block,
                           channels * oh * ow, c.low, c.high, c.flags());
     }
   } else {
-    ASSERT_EQ(channels, blocks(c.f) * kBlock) << "the loops write dense images only";
-    const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,
-                             oh,   ow,   c.sh, c.sw, c.dh,  c.dw,    c.top,    c.left,
-                             c.bottom, c.right};
+    ASSERT_EQ(channels, blocks(c.f, block) * block) << "the loops write dense images only";
+    const int64_t shape[] = {c.n,  c.c,  c.ih, c.iw, c.f,   c.group, c.kh,     c.kw,    oh,   ow,
+                             c.sh, c.sw, c.dh, c.dw, c.top, c.left,  c.bottom, c.right, block};
     kilnBlockedConv2dLoops(shape, in.data(), w.data(), biasData, out.data(), c.low, c.high,
                            c.flags());
   }
   // The concatenation's other blocks are left as they were.
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t channel = 0; channel < channels; ++channel) {
-      int64_t f = channel - c.blocksBefore * kBlock;
-      if (f >= 0 && f < blocks(c.f) * kBlock)
+      int64_t f = channel - c.blocksBefore * block;
+      if (f >= 0 && f < blocks(c.f, block) * block)
         continue;
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x) {
-          int64_t at = blockedIndex(n, channel, y, x, channels, oh, ow);
+          int64_t at = blockedIndex(n, channel, y, x, channels, oh, ow, block);
           ASSERT_EQ(out[at], addend[at]) << "channel " << channel << " of the concatenation, "
                                          << "image " << n << " row " << y << " column " << x;
         }
     }
   int64_t filtersPerGroup = c.f / c.group;
   for (int64_t n = 0; n < c.n; ++n)
-    for (int64_t f = c.f; f < blocks(c.f) * kBlock; ++f)
+    for (int64_t f = c.f; f < blocks(c.f, block) * block; ++f)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
           ASSERT_EQ(out[outIndex(n, f, y, x)], 0.0f)
@@ -157,14 +158,13 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
           expected = std::min<double>(std::max<double>(expected, c.low), c.high);
           // Winograd's transforms round differently from a direct sum: a
           // few ulp of the largest partial sums.
-          ASSERT_NEAR(out[outIndex(n, f, y, x)], expected,
-                      1e-5 * (1 + magnitude))
+          ASSERT_NEAR(out[outIndex(n, f, y, x)], expected, 1e-5 * (1 + magnitude))
               << (path == Path::Primitive ? "primitive" : "loops") << ": " << c.n << "x" << c.c
               << "x" << c.ih << "x" << c.iw << " by " << c.f << "x" << perGroup << "x" << c.kh
-              << "x" << c.kw << ", group " << c.group << ", strides " << c.sh << "x" << c.sw
-              << ", dilations " << c.dh << "x" << c.dw << ", pads " << c.top << "," << c.left
-              << "," << c.bottom << "," << c.right << ", at image " << n << " filter " << f
-              << " row " << y << " column " << x;
+              << "x" << c.kw << ", group " << c.group << ", blocks of " << block << ", strides "
+              << c.sh << "x" << c.sw << ", dilations " << c.dh << "x" << c.dw << ", pads " << c.top
+              << "," << c.left << "," << c.bottom << "," << c.right << ", at image " << n
+              << " filter " << f << " row " << y << " column " << x;
         }
 }
 
@@ -234,6 +234,13 @@ std::vector<Case> concatenationParts() {
   return {first, last, middle};
 }
 
+// `all` in blocks of `block` channels.
+std::vector<Case> inBlocksOf(int64_t block, std::vector<Case> all) {
+  for (Case &c : all)
+    c.block = block;
+  return all;
+}
+
 TEST(BlockedConvolutionTest, PrimitiveMatchesReference) {
   std::mt19937 rng(11);
   for (const Case &c : cases())
@@ -249,6 +256,26 @@ TEST(BlockedConvolutionTest, PrimitiveWritesConcatenationSlots) {
 TEST(BlockedConvolutionTest, LoopsMatchReference) {
   std::mt19937 rng(12);
   for (const Case &c : cases())
+    check(c, Path::Loops, rng);
+}
+
+// The same in blocks of 8 (AVX2's vectors): 24 and 40 channels then fill
+// whole blocks, and the stems' 3 and 1 channels are still fewer than one.
+TEST(BlockedConvolutionTest, PrimitiveMatchesReferenceInBlocksOf8) {
+  std::mt19937 rng(21);
+  for (const Case &c : inBlocksOf(8, cases()))
+    check(c, Path::Primitive, rng);
+}
+
+TEST(BlockedConvolutionTest, PrimitiveWritesConcatenationSlotsInBlocksOf8) {
+  std::mt19937 rng(23);
+  for (const Case &c : inBlocksOf(8, concatenationParts()))
+    check(c, Path::Primitive, rng);
+}
+
+TEST(BlockedConvolutionTest, LoopsMatchReferenceInBlocksOf8) {
+  std::mt19937 rng(22);
+  for (const Case &c : inBlocksOf(8, cases()))
     check(c, Path::Loops, rng);
 }
 

@@ -3,7 +3,8 @@
 // (runtime/kernels/BlockedPool.c): the oneDNN primitive and the plain loops a
 // site falls back to, against a float64 loop written from ONNX's definition,
 // on the pools of ResNet, Inception-v3 and DenseNet and each path's edges
-// (ceil mode, pads counted or not, asymmetric pads, dilations, batches).
+// (ceil mode, pads counted or not, asymmetric pads, dilations, batches), in
+// blocks of 16 channels (AVX-512's nChw16c) and of 8 (AVX2's nChw8c).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,13 +18,13 @@ extern "C" {
 void kiln_pool2d_blocked(void **slot, int64_t n, int64_t cb, int64_t ih, int64_t iw, int64_t oh,
                          int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
                          int64_t dw, int64_t padTop, int64_t padLeft, int64_t padBottom,
-                         int64_t padRight, const float *in, float *out, int64_t kind);
+                         int64_t padRight, int64_t block, const float *in, float *out,
+                         int64_t kind);
 void kilnBlockedPool2dLoops(const int64_t *shape, const float *in, float *out, int64_t kind);
 }
 
 namespace {
 
-constexpr int64_t kBlock = 16;
 enum Kind : int64_t { kMax = 0, kAverageCountingPads = 1, kAverage = 2 };
 
 // ONNX's output extent along one axis (kiln::windowOutputSize).
@@ -40,6 +41,8 @@ struct Case {
   int64_t n, cb, ih, iw, kh, kw, sh, sw, dh, dw, top, left, bottom, right;
   Kind kind;
   bool ceil = false;
+  // Channels per block.
+  int64_t block = 16;
 
   int64_t oh() const { return extent(ih, top, bottom, kh, sh, dh, ceil); }
   int64_t ow() const { return extent(iw, left, right, kw, sw, dw, ceil); }
@@ -49,8 +52,8 @@ enum class Path { Primitive, Loops };
 
 void check(const Case &c, Path path, std::mt19937 &rng) {
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  int64_t oh = c.oh(), ow = c.ow();
-  std::vector<float> in(c.n * c.cb * c.ih * c.iw * kBlock), out(c.n * c.cb * oh * ow * kBlock);
+  int64_t oh = c.oh(), ow = c.ow(), block = c.block;
+  std::vector<float> in(c.n * c.cb * c.ih * c.iw * block), out(c.n * c.cb * oh * ow * block);
   for (float &v : in)
     v = value(rng);
   for (float &v : out)
@@ -60,18 +63,18 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
     // call and reused by the second.
     void *slot = nullptr;
     for (int call = 0; call < 2; ++call)
-      kiln_pool2d_blocked(&slot, c.n, c.cb, c.ih, c.iw, oh, ow, c.kh, c.kw, c.sh, c.sw, c.dh,
-                          c.dw, c.top, c.left, c.bottom, c.right, in.data(), out.data(), c.kind);
+      kiln_pool2d_blocked(&slot, c.n, c.cb, c.ih, c.iw, oh, ow, c.kh, c.kw, c.sh, c.sw, c.dh, c.dw,
+                          c.top, c.left, c.bottom, c.right, block, in.data(), out.data(), c.kind);
   } else {
-    const int64_t shape[] = {c.n,  c.cb, c.ih, c.iw, oh,    ow,     c.kh,     c.kw,
-                             c.sh, c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right};
+    const int64_t shape[] = {c.n,  c.cb, c.ih, c.iw,  oh,     ow,       c.kh,    c.kw, c.sh,
+                             c.sw, c.dh, c.dw, c.top, c.left, c.bottom, c.right, block};
     kilnBlockedPool2dLoops(shape, in.data(), out.data(), c.kind);
   }
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t b = 0; b < c.cb; ++b)
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
-          for (int64_t lane = 0; lane < kBlock; ++lane) {
+          for (int64_t lane = 0; lane < block; ++lane) {
             double best = -INFINITY, sum = 0.0;
             int64_t inside = 0, counted = 0;
             for (int64_t i = 0; i < c.kh; ++i)
@@ -82,7 +85,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
                 counted += iy < c.ih + c.bottom && ix < c.iw + c.right;
                 if (iy < 0 || iy >= c.ih || ix < 0 || ix >= c.iw)
                   continue;
-                double v = in[(((n * c.cb + b) * c.ih + iy) * c.iw + ix) * kBlock + lane];
+                double v = in[(((n * c.cb + b) * c.ih + iy) * c.iw + ix) * block + lane];
                 best = std::max(best, v);
                 sum += v;
                 ++inside;
@@ -90,11 +93,10 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
             double expected = c.kind == kMax                ? best
                               : c.kind == kAverageCountingPads ? sum / counted
                                                                : sum / inside;
-            ASSERT_NEAR(out[(((n * c.cb + b) * oh + y) * ow + x) * kBlock + lane], expected,
-                        1e-6)
+            ASSERT_NEAR(out[(((n * c.cb + b) * oh + y) * ow + x) * block + lane], expected, 1e-6)
                 << (path == Path::Primitive ? "primitive" : "loops") << ", " << c.name
-                << ": image " << n << " block " << b << " row " << y << " column " << x
-                << " lane " << lane;
+                << ", blocks of " << block << ": image " << n << " block " << b << " row " << y
+                << " column " << x << " lane " << lane;
           }
 }
 
@@ -135,10 +137,31 @@ TEST(BlockedPoolTest, LoopsMatchReference) {
     check(c, Path::Loops, rng);
 }
 
+// The cases in blocks of 8 channels (AVX2's vectors).
+std::vector<Case> casesInBlocksOf8() {
+  std::vector<Case> all = cases();
+  for (Case &c : all)
+    c.block = 8;
+  return all;
+}
+
+TEST(BlockedPoolTest, PrimitiveMatchesReferenceInBlocksOf8) {
+  std::mt19937 rng(22);
+  for (const Case &c : casesInBlocksOf8())
+    check(c, Path::Primitive, rng);
+}
+
+TEST(BlockedPoolTest, LoopsMatchReferenceInBlocksOf8) {
+  std::mt19937 rng(23);
+  for (const Case &c : casesInBlocksOf8())
+    check(c, Path::Loops, rng);
+}
+
 // A NaN in a window gives NaN, in the loops as in Kiln's own pools; a
 // window of zeros (a padding lane) gives zero.
 TEST(BlockedPoolTest, LoopsKeepNaNsAndZeroLanes) {
-  const int64_t shape[] = {1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
+  constexpr int64_t kBlock = 16;
+  const int64_t shape[] = {1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, kBlock};
   std::vector<float> in(2 * 2 * kBlock, 0.0f), out(kBlock, 1.0f);
   in[1 * kBlock + 3] = std::numeric_limits<float>::quiet_NaN();
   in[2 * kBlock + 3] = 5.0f;

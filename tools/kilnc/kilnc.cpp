@@ -207,11 +207,11 @@ int main(int argc, char **argv) {
                          cl::cat(category));
   cl::opt<kiln::BlockedLayout> blockedLayout(
       "blocked-layout",
-      cl::desc("Where CPU inference keeps images in blocks of 16 channels (N x C/16 x H x W x "
-               "16, oneDNN's nChw16c) around convolutions by constant filters whose channels "
-               "fill such blocks, each convolution then one oneDNN primitive on all threads; "
-               "only for a CPU with AVX-512, whose vectors the blocks fill, and on others "
-               "images stay NCHW (see docs/user-guide.md, Performance):"),
+      cl::desc("Where CPU inference keeps images in blocks of channels (N x C/B x H x W x B) "
+               "around convolutions by constant filters whose channels fill such blocks, each "
+               "convolution then one oneDNN primitive on all threads. A block is one vector: "
+               "B = 16 (oneDNN's nChw16c) on a CPU with AVX-512, 8 (nChw8c) on one with AVX2 "
+               "and FMA; on others images stay NCHW (see docs/user-guide.md, Performance):"),
       cl::values(
           clEnumValN(kiln::BlockedLayout::Auto, "auto",
                      "where the layout pays for its reorders: a convolution whose input is "

@@ -106,7 +106,7 @@ func.func @conv_bias(%x: tensor<1x4x7x7xf32>, %w: tensor<6x4x3x3xf32>, %b: tenso
 // -----
 
 func.func @pool_rank(%x: tensor<4x7x7xf32>) -> tensor<4x3x3xf32> {
-  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/16 x H x W x 16)}}
+  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/B x H x W x B, B = 8 or 16)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.max_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<4x7x7xf32>) -> tensor<4x3x3xf32>
   return %0 : tensor<4x3x3xf32>
@@ -114,12 +114,12 @@ func.func @pool_rank(%x: tensor<4x7x7xf32>) -> tensor<4x3x3xf32> {
 
 // -----
 
-// Five dimensions are a blocked image only with 16 lanes last.
-func.func @pool_blocks(%x: tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32> {
-  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/16 x H x W x 16)}}
+// Five dimensions are a blocked image only with 8 or 16 lanes last.
+func.func @pool_blocks(%x: tensor<1x2x8x8x4xf32>) -> tensor<1x2x4x4x4xf32> {
+  // expected-error @+2 {{input must be 4-D (NCHW) or a blocked image (N x C/B x H x W x B, B = 8 or 16)}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.average_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x8x8x8xf32>) -> tensor<1x2x4x4x8xf32>
-  return %0 : tensor<1x2x4x4x8xf32>
+  %0 = kiln.average_pool %x {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x8x8x4xf32>) -> tensor<1x2x4x4x4xf32>
+  return %0 : tensor<1x2x4x4x4xf32>
 }
 
 // -----
@@ -683,6 +683,26 @@ func.func @blocked_conv_rank(%x: tensor<1x32x7x7xf32>, %w: tensor<16x32x1x1xf32>
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.blocked_conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x32x7x7xf32>, tensor<16x32x1x1xf32>) -> tensor<1x1x7x7x16xf32>
   return %0 : tensor<1x1x7x7x16xf32>
+}
+
+// -----
+
+// The block is 8 or 16 channels.
+func.func @blocked_conv_block(%x: tensor<1x8x7x7x4xf32>, %w: tensor<32x32x1x1xf32>) -> tensor<1x8x7x7x4xf32> {
+  // expected-error @+2 {{block must be 8 or 16 channels, got 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w {block = 4 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x8x7x7x4xf32>, tensor<32x32x1x1xf32>) -> tensor<1x8x7x7x4xf32>
+  return %0 : tensor<1x8x7x7x4xf32>
+}
+
+// -----
+
+// An image in blocks of 8 is not one in blocks of 16, the default.
+func.func @blocked_conv_block_mismatch(%x: tensor<1x4x7x7x8xf32>, %w: tensor<32x32x1x1xf32>) -> tensor<1x4x7x7x8xf32> {
+  // expected-error @+2 {{input must be 5-D in blocks of 16 channels (N x C/16 x H x W x 16), or NCHW with fewer than 16 channels, got 'tensor<1x4x7x7x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.blocked_conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x4x7x7x8xf32>, tensor<32x32x1x1xf32>) -> tensor<1x4x7x7x8xf32>
+  return %0 : tensor<1x4x7x7x8xf32>
 }
 
 // -----

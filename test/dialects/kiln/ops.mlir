@@ -260,3 +260,14 @@ func.func @blocked_conv(%x: tensor<1x1x7x7x16xf32>, %w: tensor<16x16x1x1xf32>, %
   %1 = kiln.blocked_conv %x, %w into %r {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x7x7x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x7x7x16xf32>) -> tensor<1x1x7x7x16xf32>
   return %0, %1 : tensor<1x1x7x7x16xf32>, tensor<1x1x7x7x16xf32>
 }
+
+// Blocks of 8 channels (AVX2's vectors): the attribute round-trips, and a
+// blocked pool keeps the input's block.
+// CHECK-LABEL: func @blocks_of_8
+// CHECK: kiln.blocked_conv %arg0, %arg1 {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x7x7xf32>, tensor<20x3x1x1xf32>) -> tensor<1x3x7x7x8xf32>
+// CHECK: kiln.max_pool %{{.*}} : (tensor<1x3x7x7x8xf32>) -> tensor<1x3x3x3x8xf32>
+func.func @blocks_of_8(%x: tensor<1x3x7x7xf32>, %w: tensor<20x3x1x1xf32>) -> tensor<1x3x3x3x8xf32> {
+  %0 = kiln.blocked_conv %x, %w {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x7x7xf32>, tensor<20x3x1x1xf32>) -> tensor<1x3x7x7x8xf32>
+  %1 = kiln.max_pool %0 {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x3x7x7x8xf32>) -> tensor<1x3x3x3x8xf32>
+  return %1 : tensor<1x3x3x3x8xf32>
+}
