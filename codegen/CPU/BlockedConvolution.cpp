@@ -121,10 +121,9 @@ struct BlockedConvModel
 
     // Arguments: slot, n, c, ih, iw, f, group, kh, kw, oh, ow, strides (2),
     // dilations (2), pads (top, left, bottom, right), channels per block,
-    // input, filter, bias
-    // (0: none), output, the elements from one output image to the next,
-    // clamp low, clamp high, flags (1: the output holds an addend; 2: the
-    // input is NCHW).
+    // input, filter, bias (0: none), output, the elements from one output
+    // image to the next, clamp low, clamp high, flags (1: the output holds
+    // an addend; 2: the input is NCHW).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(19, i64);

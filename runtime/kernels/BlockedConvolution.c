@@ -5,10 +5,10 @@
  * N x C/B x H x W x B (oneDNN's nChw16c or nChw8c), by constant filters,
  * with its bias, its addend (a residual branch, already in the output
  * buffer) and its clamp (a fused Relu or Clip) as the primitive's bias, sum
- * and eltwise post-ops. One
- * oneDNN primitive per call site, built at the first call, with the filters
- * reordered into its layout once; the images go in and out as they are, so
- * a chain of these reorders nothing between convolutions.
+ * and eltwise post-ops. One oneDNN primitive per call site, built at the
+ * first call, with the filters reordered into its layout once; the images
+ * go in and out as they are, so a chain of these reorders nothing between
+ * convolutions.
  *
  * The generated code calls this outside its parallel loops, and oneDNN
  * spreads each convolution over all the threads. 3x3 filters at stride 1
@@ -260,9 +260,10 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
  * (n x c x ih x iw with PLAIN_INPUT), dense, and `out` n images of
  * ceil(f/block) x oh x ow x block, each dense, `outStride` elements apart
  * (a slot of a concatenation along channels when that is more than an
- * image), the lanes past c and f in their last blocks zero; `w` is f x c/group x kh x kw and `bias`
- * (f elements, or NULL) are dense and constant for the artifact's lifetime; group is 1 or c (= f).
- * Pads are top, left, bottom, right. `slot` is the call site's zero-initialized 8 bytes.
+ * image), the lanes past c and f in their last blocks zero; `w` is f x
+ * c/group x kh x kw and `bias` (f elements, or NULL) are dense and constant
+ * for the artifact's lifetime; group is 1 or c (= f). Pads are top, left,
+ * bottom, right. `slot` is the call site's zero-initialized 8 bytes.
  *
  * oneDNN's fast convolutions write dense images only. Images that are not
  * next to one another are convolved one by one where each output element

@@ -133,9 +133,9 @@ void kilnBlockedPool2dLoops(const int64_t *s, const float *in, float *out, int64
 /* out = pool(in) for images in blocks of `block` channels (8 or 16): `in`
  * is n x cb x ih x iw x block and `out` n x cb x oh x ow x block, both
  * dense (padding lanes of zeros give zeros); `kind` is 0 (max), 1 (average
- * counting the explicit pads) or 2 (average over the input alone). Pads are top, left, bottom,
- * right; oh and ow are the pool's (ceil mode's included). `slot` is the
- * call site's zero-initialized 8 bytes. */
+ * counting the explicit pads) or 2 (average over the input alone). Pads
+ * are top, left, bottom, right; oh and ow are the pool's (ceil mode's
+ * included). `slot` is the call site's zero-initialized 8 bytes. */
 __attribute__((visibility("default"))) void
 kiln_pool2d_blocked(void **slot, int64_t n, int64_t cb, int64_t ih, int64_t iw, int64_t oh,
                     int64_t ow, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,

@@ -137,23 +137,22 @@ TEST(BlockedPoolTest, LoopsMatchReference) {
     check(c, Path::Loops, rng);
 }
 
-// The cases in blocks of 8 channels (AVX2's vectors).
-std::vector<Case> casesInBlocksOf8() {
-  std::vector<Case> all = cases();
+// `all` in blocks of `block` channels.
+std::vector<Case> inBlocksOf(int64_t block, std::vector<Case> all) {
   for (Case &c : all)
-    c.block = 8;
+    c.block = block;
   return all;
 }
 
 TEST(BlockedPoolTest, PrimitiveMatchesReferenceInBlocksOf8) {
   std::mt19937 rng(22);
-  for (const Case &c : casesInBlocksOf8())
+  for (const Case &c : inBlocksOf(8, cases()))
     check(c, Path::Primitive, rng);
 }
 
 TEST(BlockedPoolTest, LoopsMatchReferenceInBlocksOf8) {
   std::mt19937 rng(23);
-  for (const Case &c : casesInBlocksOf8())
+  for (const Case &c : inBlocksOf(8, cases()))
     check(c, Path::Loops, rng);
 }
 
