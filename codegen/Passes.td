@@ -248,6 +248,36 @@ def KilnResultsInPlacePass : Pass<"kiln-results-in-place", "mlir::func::FuncOp">
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def KilnStateInPlacePass : Pass<"kiln-state-in-place", "mlir::ModuleOp"> {
+  let summary = "Finds the train-step state that may be updated in its own buffer";
+  let description = [{
+    A train step reads each state tensor (a weight, an optimizer slot, the
+    step counter) as an input and writes its next value as an output. With
+    the state resident in the runtime, the output may share the input's
+    buffer, which saves a buffer per state tensor and the copy of every
+    weight that starts its update (`out = w; out -= lr * A^T B` in one
+    sgemm), but only if the step reads no element of the input after the
+    output's element has been written.
+
+    This pass proves that on buffers, for each pair the driver lists in
+    `kiln.state_pairs` on a function (`[input, output, ...]`, argument
+    numbers after `buffer-results-to-out-params`). A pair qualifies when,
+    in the function's top-level order:
+    - no op writes the input (through any view of it);
+    - no op after the first that touches the output touches the input;
+    - in that op every access to either buffer is one elementwise
+      `linalg.generic` (or `memref.copy`) that reads the input and writes
+      the output through the same view: the same element is read, then
+      written, in one iteration (a kernel's tiles are disjoint).
+
+    A function that calls a collective (`kiln_all_reduce_*`) qualifies for
+    nothing: a step that fails midway must leave its state as it was. The
+    proven outputs' argument numbers go to the module attribute
+    `kiln.in_place_state` (empty when none), which the driver writes into
+    the manifest; `kiln.state_pairs` is removed.
+  }];
+}
+
 def KilnCollapseContiguousLoopsPass
     : Pass<"kiln-collapse-contiguous-loops", "mlir::func::FuncOp"> {
   let summary = "Runs loops over dimensions that are contiguous in memory as one loop";

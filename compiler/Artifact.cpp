@@ -191,6 +191,37 @@ llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module)
   return std::optional<PartitionPlan>(std::move(plan));
 }
 
+void markStatePairs(ModuleOp module, const ModelSignature &signature) {
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!main || main.isExternal() || main.getNumArguments() != signature.inputs.size())
+    return;
+  SmallVector<int64_t> pairs;
+  int64_t inputs = static_cast<int64_t>(signature.inputs.size());
+  for (auto [i, input] : llvm::enumerate(signature.inputs)) {
+    if (input.state.empty())
+      continue;
+    for (auto [o, output] : llvm::enumerate(signature.outputs))
+      if (output.name == input.name && output.state == input.state && output.dtype == input.dtype &&
+          output.shape == input.shape) {
+        pairs.append({static_cast<int64_t>(i), inputs + static_cast<int64_t>(o)});
+        break;
+      }
+  }
+  if (!pairs.empty())
+    main->setAttr("kiln.state_pairs", DenseI64ArrayAttr::get(module.getContext(), pairs));
+}
+
+void readInPlaceState(ModuleOp module, ModelSignature &signature) {
+  auto proven = module->getAttrOfType<DenseI64ArrayAttr>("kiln.in_place_state");
+  if (!proven)
+    return;
+  int64_t inputs = static_cast<int64_t>(signature.inputs.size());
+  for (int64_t argument : proven.asArrayRef())
+    if (argument >= inputs && argument - inputs < static_cast<int64_t>(signature.outputs.size()))
+      signature.outputs[argument - inputs].inPlace = true;
+  module->removeAttr("kiln.in_place_state");
+}
+
 void stripSignatureNames(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     for (llvm::StringRef attr : {"kiln.name", "kiln.state", "kiln.unsigned"}) {
@@ -545,6 +576,8 @@ std::string buildManifest(const ModelSignature &signature, const TargetOptions &
     os << keyword << " " << encodeName(t.name) << " " << t.dtype << " " << shapeText(t.shape);
     if (!t.state.empty())
       os << " state=" << t.state;
+    if (t.inPlace)
+      os << " in-place";
     os << "\n";
   };
   for (const TensorSignature &t : signature.inputs)

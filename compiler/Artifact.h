@@ -39,6 +39,9 @@ struct TensorSignature {
   /// The train-step state kind (`kiln.state`: parameter, momentum, step, ...);
   /// empty for ordinary inputs and outputs.
   std::string state;
+  /// A state output that the step may write into its input's buffer
+  /// (kiln-state-in-place proved it): the manifest says `in-place`.
+  bool inPlace = false;
 };
 
 /// The signature of @main (inputs, outputs), read from the kiln-level module
@@ -94,6 +97,15 @@ struct PartitionPlan {
 /// The plan of a partitioned @main (calls to stage functions), or nullopt
 /// when @main is not partitioned; failure after an error.
 llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(mlir::ModuleOp module);
+
+/// Lists @main's state pairs (an input and the output of the same name and
+/// state kind) for kiln-state-in-place, as `kiln.state_pairs`: input and
+/// output argument numbers once results are out-parameters.
+void markStatePairs(mlir::ModuleOp module, const ModelSignature &signature);
+
+/// Marks the outputs kiln-state-in-place proved may share their input's
+/// buffer (the module's `kiln.in_place_state`, which it then drops).
+void readInPlaceState(mlir::ModuleOp module, ModelSignature &signature);
 
 /// Drops the signature attributes (`kiln.name`, `kiln.state`,
 /// `kiln.unsigned`) from every function once the signature is read; the LLVM

@@ -795,8 +795,13 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
     buildLoweringPipeline(lowering, phase, cpu);
     if (options.indexChecks)
       indexChecks = planIndexChecks(*module);
+    // Resident state may be updated in its own buffer, unless the step can
+    // fail midway (an index check), which must leave the state as it was.
+    if (!plan && indexChecks.empty() && phase == Phase::LLVMDialect)
+      markStatePairs(*module, *signature);
     if (failed(lowering.run(*module)))
       return kExitError;
+    readInPlaceState(*module, *signature);
     profiledKernels = listProfiledKernels(*module);
     if (options.stats)
       printBufferPlan(*module);

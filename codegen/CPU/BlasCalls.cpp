@@ -204,7 +204,23 @@ linalg::FillOp zeroFillBefore(Operation *op, Value c) {
 }
 
 Value UpdateEpilogue::begin(OpBuilder &b, Location loc) const {
+  // A train step's state may be updated in its own buffer (see
+  // kiln-state-in-place): then `start` is `out`, and needs no copy.
+  auto address = [&](Value view) {
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, view);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, metadata.getBaseBuffer());
+    return std::make_pair(base, metadata.getOffset());
+  };
+  auto [startBase, startOffset] = address(start);
+  auto [outBase, outOffset] = address(out);
+  Value distinct = arith::OrIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, startBase, outBase),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, startOffset, outOffset));
+  auto copy = scf::IfOp::create(b, loc, distinct, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(copy.thenBlock());
   memref::CopyOp::create(b, loc, start, out);
+  b.setInsertionPointAfter(copy);
   Value factor = scale;
   if (isa<MemRefType>(factor.getType()))
     factor = memref::LoadOp::create(b, loc, factor);

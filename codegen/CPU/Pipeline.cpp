@@ -44,7 +44,10 @@ static constexpr const char *kBeforeContractions =
     // or sum, a matmul tile before its epilogue); small ones go on the
     // stack, released per iteration by the OpenMP lowering's alloca scope.
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=16384}),"
-    "buffer-deallocation-pipeline,";
+    "buffer-deallocation-pipeline,"
+    // Train-step state that may be updated in its own buffer, while each
+    // update is still one elementwise op.
+    "kiln-state-in-place,";
 
 // Loops: each kernel's scf.forall over tiles becomes an OpenMP parallel loop;
 // linalg ops inside become plain loops for LLVM to vectorize.

@@ -972,8 +972,13 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
       outs.resize(manifest.outputs.size());
       for (std::size_t k = 0; k < artifact->residentPairs.size(); ++k) {
         auto [input, output] = artifact->residentPairs[k];
-        ins[input] = artifact->gpu ? &ignored : artifact->stateIn[k].get();
-        outs[output] = artifact->gpu ? &ignored : artifact->stateOut[k].get();
+        if (artifact->gpu) {
+          ins[input] = outs[output] = &ignored;
+          continue;
+        }
+        ins[input] = artifact->stateIn[k].get();
+        outs[output] = manifest.outputs[output].inPlace ? artifact->stateIn[k].get()
+                                                        : artifact->stateOut[k].get();
       }
       inputs = ins.data();
       outputs = outs.data();
@@ -993,7 +998,8 @@ kiln_status kiln_artifact_run(kiln_artifact *artifact, void *const *inputs, void
         artifact->entry(buffers);
     });
     for (std::size_t k = 0; k < artifact->stateIn.size(); ++k)
-      std::swap(artifact->stateIn[k], artifact->stateOut[k]);
+      if (!manifest.outputs[artifact->residentPairs[k].second].inPlace)
+        std::swap(artifact->stateIn[k], artifact->stateOut[k]);
     return KILN_OK;
   });
 }

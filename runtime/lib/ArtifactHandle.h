@@ -43,8 +43,9 @@ struct kiln_artifact {
   std::map<std::string, kiln::rt::Manifest, std::less<>> entryManifests;
   std::map<std::string, std::unique_ptr<kiln::rt::cuda::Executor>, std::less<>> gpuEntries;
   // Train steps after kiln_artifact_state_init: the state's (input, output) pairs, kept by the
-  // runtime on the artifact's device. On the CPU, two host buffers per pair; stateIn[k] holds the
-  // current value and the two trade places after every step.
+  // runtime on the artifact's device. On the CPU, stateIn[k] holds the current value; a pair
+  // whose output is `in-place` has that buffer alone (stateOut[k] is empty), the others a second
+  // one, and the two trade places after every step.
   bool resident = false;
   std::vector<std::pair<int, int>> residentPairs;
   std::vector<kiln::rt::detail::AlignedBuffer> stateIn, stateOut;

@@ -123,9 +123,13 @@ kiln_status kiln_artifact_state_init(kiln_artifact *artifact) {
     } else {
       artifact->stateIn.clear();
       artifact->stateOut.clear();
+      // A pair the step updates in place has one buffer; the others two, swapped after each step.
       for (auto [input, output] : pairs) {
         artifact->stateIn.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
-        artifact->stateOut.push_back(kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
+        artifact->stateOut.push_back(
+            manifest.outputs[output].inPlace
+                ? kiln::rt::detail::AlignedBuffer()
+                : kiln::rt::detail::allocateAligned(manifest.inputs[input].byteSize()));
       }
       std::vector<void *> outs;
       for (std::size_t k : targets)

@@ -260,7 +260,7 @@ Manifest stageManifest(const Manifest &manifest, int index) {
 }
 
 /// A tensor record's fields from `first` on: NAME DTYPE DIMS, then optional
-/// annotations (`state=KIND`; others are skipped so that later format
+/// annotations (`state=KIND`, `in-place`; others are skipped so that later format
 /// revisions can add their own).
 static TensorSpec parseTensorRecord(const std::vector<std::string_view> &fields, std::size_t first,
                                     std::string_view keyword, const std::string &where) {
@@ -287,6 +287,8 @@ static TensorSpec parseTensorRecord(const std::vector<std::string_view> &fields,
       if (spec.state.empty())
         throw Error(where + ": empty state kind for " + std::string(keyword) + " '" + spec.name +
                     "'");
+    } else if (fields[i] == "in-place") {
+      spec.inPlace = true;
     }
   return spec;
 }

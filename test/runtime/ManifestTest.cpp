@@ -62,13 +62,18 @@ TEST(Manifest, TrainStepState) {
                              "input w f32 4x3 state=parameter\n"
                              "input step i64 scalar state=step future=field\n"
                              "output loss f32 scalar\n"
-                             "output w f32 4x3 state=parameter\n",
+                             "output w f32 4x3 state=parameter in-place\n"
+                             "output step i64 scalar state=step\n",
                              "model.kiln");
   EXPECT_EQ(m.inputs[0].state, "");
   EXPECT_EQ(m.inputs[1].state, "parameter");
   EXPECT_EQ(m.inputs[2].state, "step");
   EXPECT_EQ(m.outputs[0].state, "");
   EXPECT_EQ(m.outputs[1].state, "parameter");
+  // The step may write w's next value into w's own buffer; not step's.
+  EXPECT_TRUE(m.outputs[1].inPlace);
+  EXPECT_FALSE(m.outputs[2].inPlace);
+  EXPECT_FALSE(m.inputs[1].inPlace);
   EXPECT_EQ(errorOf("kiln-artifact 1\ninput w f32 4x3 state=\n"),
             "model.kiln: manifest line 2: empty state kind for input 'w'");
 }

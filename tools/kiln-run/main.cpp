@@ -80,6 +80,7 @@ Other:
                            step counter) on the artifact's device, set by the init entry; state
                            inputs take no files, state outputs are not written, and each run is
                            the next step, copying only the batch in and the loss and metrics out
+                           (state that --info marks in-place is updated in its own buffer)
   --entry NAME             run the artifact's entry NAME instead of its main one: a train step's
                            init (no inputs; writes the initial state, e.g. --entry init
                            --output-dir state/) or eval (the model's inputs and the weights, by
@@ -421,8 +422,9 @@ void printContents(const std::string &path, const kiln::rt::ArtifactInfo &info) 
     std::printf("input    %s %s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
                 spec.state.empty() ? "" : " state=", spec.state.c_str());
   for (const TensorSpec &spec : manifest.outputs)
-    std::printf("output   %s %s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
-                spec.state.empty() ? "" : " state=", spec.state.c_str());
+    std::printf("output   %s %s%s%s%s\n", spec.name.c_str(), spec.typeString().c_str(),
+                spec.state.empty() ? "" : " state=", spec.state.c_str(),
+                spec.inPlace ? " in-place" : "");
   for (const kiln::rt::EntrySpec &entry : manifest.entries)
     std::printf("entry    %s (%zu inputs, %zu outputs; kiln_artifact_run_entry)\n",
                 entry.name.c_str(), entry.inputs.size(), entry.outputs.size());

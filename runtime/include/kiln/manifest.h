@@ -18,6 +18,9 @@ struct TensorSpec {
   // Train steps: the state kind ("parameter", "momentum", "step", ...) of a tensor that the
   // step reads and writes back under the same name; empty otherwise.
   std::string state;
+  // A state output that the step may write into its input's buffer (`in-place` in the
+  // manifest): resident state then keeps one buffer for the pair, updated in place.
+  bool inPlace = false;
 
   std::string typeString() const { return kiln::rt::typeString(dtype, dims); }
   // Bytes of a dense tensor of this type (Error when the element count overflows).

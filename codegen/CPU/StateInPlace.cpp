@@ -1,0 +1,259 @@
+//===- StateInPlace.cpp - Train-step state updated in its own buffer ------===//
+//
+// See KilnStateInPlacePass in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNSTATEINPLACEPASS
+#include "codegen/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+constexpr StringLiteral kPairsAttr = "kiln.state_pairs";
+constexpr StringLiteral kInPlaceAttr = "kiln.in_place_state";
+constexpr StringLiteral kCollectivePrefix = "kiln_all_reduce";
+
+/// `root` and every view of it, transitively.
+llvm::SmallPtrSet<Value, 16> viewsOf(Value root) {
+  llvm::SmallPtrSet<Value, 16> views;
+  SmallVector<Value> work{root};
+  views.insert(root);
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (!view || view.getViewSource() != value)
+        continue;
+      for (Value result : user->getResults())
+        if (views.insert(result).second)
+          work.push_back(result);
+    }
+  }
+  return views;
+}
+
+/// Whether `input` and `output` are the same view of the pair's two buffers:
+/// the buffers themselves, or subviews with the same offsets, sizes and
+/// strides of such views.
+bool sameView(Value input, Value output, Value inputRoot, Value outputRoot) {
+  if (input == inputRoot || output == outputRoot)
+    return input == inputRoot && output == outputRoot;
+  auto in = input.getDefiningOp<memref::SubViewOp>();
+  auto out = output.getDefiningOp<memref::SubViewOp>();
+  if (!in || !out || in.getType() != out.getType())
+    return false;
+  auto same = [](ArrayRef<OpFoldResult> a, ArrayRef<OpFoldResult> b) {
+    return llvm::equal(a, b, [](OpFoldResult x, OpFoldResult y) { return x == y; });
+  };
+  return same(in.getMixedOffsets(), out.getMixedOffsets()) &&
+         same(in.getMixedSizes(), out.getMixedSizes()) &&
+         same(in.getMixedStrides(), out.getMixedStrides()) &&
+         sameView(in.getSource(), out.getSource(), inputRoot, outputRoot);
+}
+
+/// The buffers and views of one state pair.
+struct Pair {
+  Value input, output;
+  llvm::SmallPtrSet<Value, 16> inputViews, outputViews;
+
+  bool touchesInput(Operation *op) const { return touches(op, inputViews); }
+  bool touchesOutput(Operation *op) const { return touches(op, outputViews); }
+
+  static bool touches(Operation *op, const llvm::SmallPtrSet<Value, 16> &views) {
+    return op
+        ->walk([&](Operation *nested) {
+          return llvm::any_of(nested->getOperands(), [&](Value v) { return views.contains(v); })
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  /// Whether `op` (nested ops included) may write the input: as a linalg
+  /// op's destination, a copy's target, a store, or any op with a write
+  /// effect that takes a view of it. Views and calls (whose outputs are
+  /// buffers of their own) only read.
+  bool writesInput(Operation *op) const {
+    return op
+        ->walk([&](Operation *nested) {
+          if (isa<ViewLikeOpInterface, func::CallOp>(nested))
+            return WalkResult::advance();
+          for (OpOperand &operand : nested->getOpOperands()) {
+            if (!inputViews.contains(operand.get()))
+              continue;
+            bool writes = false;
+            if (auto linalgOp = dyn_cast<linalg::LinalgOp>(nested))
+              writes = linalgOp.isDpsInit(&operand);
+            else if (auto copy = dyn_cast<memref::CopyOp>(nested))
+              writes = copy.getTarget() == operand.get();
+            else if (auto effects = dyn_cast<MemoryEffectOpInterface>(nested)) {
+              SmallVector<MemoryEffects::EffectInstance> instances;
+              effects.getEffectsOnValue(operand.get(), instances);
+              writes = llvm::any_of(instances, [](const MemoryEffects::EffectInstance &effect) {
+                return isa<MemoryEffects::Write>(effect.getEffect());
+              });
+            } else
+              writes = true;
+            if (writes)
+              return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  /// Whether `op` reads an element of the input and writes the same element
+  /// of the output, through the same view, and touches neither otherwise.
+  bool isElementwiseUpdate(Operation *op) const {
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      return sameView(copy.getSource(), copy.getTarget(), input, output);
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || !generic.hasPureBufferSemantics() ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      return false;
+    // The one destination that is a view of the output (an optimizer's
+    // kernel may write several state tensors at once).
+    OpOperand *init = nullptr;
+    for (OpOperand &operand : generic.getDpsInitsMutable()) {
+      if (!outputViews.contains(operand.get()))
+        continue;
+      if (init || !generic.getMatchingIndexingMap(&operand).isIdentity())
+        return false;
+      init = &operand;
+    }
+    if (!init)
+      return false;
+    for (OpOperand *operand : generic.getDpsInputOperands()) {
+      if (outputViews.contains(operand->get()))
+        return false;
+      if (inputViews.contains(operand->get()) &&
+          (!generic.getMatchingIndexingMap(operand).isIdentity() ||
+           !sameView(operand->get(), init->get(), input, output)))
+        return false;
+    }
+    return true;
+  }
+
+  /// Whether `op` takes a view of either buffer as an operand.
+  bool usesEither(Operation *op) const {
+    return llvm::any_of(op->getOperands(),
+                        [&](Value v) { return inputViews.contains(v) || outputViews.contains(v); });
+  }
+
+  /// Whether the first op that touches the output (a kernel, or one op)
+  /// touches either buffer only through one elementwise update: every other
+  /// nested op that takes a view of either is a view. (A second update
+  /// could read an element that the first has already written.)
+  bool updatesElementwise(Operation *op) const {
+    if (op->getNumRegions() == 0 || isa<linalg::GenericOp>(op))
+      return isElementwiseUpdate(op);
+    int updates = 0;
+    bool other = op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
+                     if (nested == op || isa<ViewLikeOpInterface>(nested) || !usesEither(nested))
+                       return WalkResult::advance();
+                     if (!isElementwiseUpdate(nested))
+                       return WalkResult::interrupt();
+                     ++updates;
+                     return WalkResult::skip();
+                   }).wasInterrupted();
+    return !other && updates == 1;
+  }
+};
+
+/// Whether the pair may share one buffer (see the pass description).
+bool mayShareBuffer(func::FuncOp func, Pair &pair) {
+  pair.inputViews = viewsOf(pair.input);
+  pair.outputViews = viewsOf(pair.output);
+  bool written = false;
+  for (Operation &op : func.getBody().front()) {
+    if (isa<ViewLikeOpInterface>(op))
+      continue;
+    if (pair.writesInput(&op))
+      return false;
+    bool input = pair.touchesInput(&op);
+    if (written) {
+      if (input)
+        return false;
+      continue;
+    }
+    if (!pair.touchesOutput(&op))
+      continue;
+    written = true;
+    if (input && !pair.updatesElementwise(&op))
+      return false;
+  }
+  return true;
+}
+
+bool callsCollective(func::FuncOp func) {
+  return func
+      .walk([](func::CallOp call) {
+        return call.getCallee().starts_with(kCollectivePrefix) ? WalkResult::interrupt()
+                                                               : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+struct KilnStateInPlacePass : impl::KilnStateInPlacePassBase<KilnStateInPlacePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<int64_t> inPlace;
+    bool any = false;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      auto pairs = func->getAttrOfType<DenseI64ArrayAttr>(kPairsAttr);
+      if (!func->hasAttr(kPairsAttr))
+        continue;
+      if (any) {
+        func.emitError() << "kiln-state-in-place: more than one function has '" << kPairsAttr
+                         << "'";
+        return signalPassFailure();
+      }
+      any = true;
+      if (!pairs || pairs.size() % 2 != 0) {
+        func.emitError() << "kiln-state-in-place: '" << kPairsAttr
+                         << "' must be an array of input and output argument numbers, in pairs";
+        return signalPassFailure();
+      }
+      func->removeAttr(kPairsAttr);
+      if (func.isExternal())
+        continue;
+      int64_t arguments = func.getNumArguments();
+      Block &body = func.getBody().front();
+      for (int64_t i = 0; i < pairs.size(); i += 2) {
+        int64_t in = pairs[i], out = pairs[i + 1];
+        if (in < 0 || out < 0 || in >= arguments || out >= arguments || in == out) {
+          func.emitError() << "kiln-state-in-place: state pair (" << in << ", " << out
+                           << ") names no two arguments of the " << arguments << " it has";
+          return signalPassFailure();
+        }
+        Value input = body.getArgument(in), output = body.getArgument(out);
+        if (input.getType() != output.getType() || !isa<MemRefType>(input.getType())) {
+          func.emitError() << "kiln-state-in-place: state pair (" << in << ", " << out
+                           << ") joins buffers of different types, " << input.getType() << " and "
+                           << output.getType();
+          return signalPassFailure();
+        }
+        Pair pair{input, output, {}, {}};
+        if (!callsCollective(func) && mayShareBuffer(func, pair))
+          inPlace.push_back(out);
+      }
+    }
+    if (any)
+      module->setAttr(kInPlaceAttr, DenseI64ArrayAttr::get(&getContext(), inPlace));
+  }
+};
+
+} // namespace
+} // namespace kiln

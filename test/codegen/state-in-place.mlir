@@ -1,0 +1,185 @@
+// RUN: kiln-opt %s -split-input-file -kiln-state-in-place | FileCheck %s
+
+// SGD on a bias: one elementwise op reads the weight and writes its next
+// value, element by element, after every other read.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64: 3>}
+// CHECK: func.func @sgd
+// CHECK-NOT: kiln.state_pairs
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func @sgd(%w: memref<8xf32>, %g: memref<8xf32>, %loss: memref<8xf32>, %w_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 3>} {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%w : memref<8xf32>) outs(%loss : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      linalg.yield %a : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A kernel's tiles: the gradient goes to a tile buffer of its own, and the
+// update reads and writes the same tile of both buffers.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64: 2>}
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @tiles(%w: memref<4x64xf32>, %g: memref<4x64xf32>, %w_out: memref<4x64xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    %cst = arith.constant 0.0 : f32
+    scf.forall (%j) = (0) to (64) step (32) {
+      %in = memref.subview %w[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      %tile = memref.alloc() : memref<4x32xf32>
+      linalg.fill ins(%cst : f32) outs(%tile : memref<4x32xf32>)
+      %out = memref.subview %w_out[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]}
+          ins(%in, %tile : memref<4x32xf32, strided<[64, 1], offset: ?>>, memref<4x32xf32>)
+          outs(%out : memref<4x32xf32, strided<[64, 1], offset: ?>>) {
+      ^bb0(%a: f32, %b: f32, %c: f32):
+        %d = arith.subf %a, %b : f32
+        linalg.yield %d : f32
+      }
+      memref.dealloc %tile : memref<4x32xf32>
+    }
+    return
+  }
+}
+
+// -----
+
+// The weight is read again after its update has begun: two buffers.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func @read_after(%w: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>, %y: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    memref.copy %w, %y : memref<8xf32> to memref<8xf32>
+    return
+  }
+}
+
+// -----
+
+// The gradient is computed into the output's tile before the update reads
+// the input's: in one buffer it would overwrite the weight.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @gradient_in_output(%w: memref<4x64xf32>, %w_out: memref<4x64xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 1>} {
+    %cst = arith.constant 0.0 : f32
+    scf.forall (%j) = (0) to (64) step (32) {
+      %in = memref.subview %w[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      %out = memref.subview %w_out[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      linalg.fill ins(%cst : f32) outs(%out : memref<4x32xf32, strided<[64, 1], offset: ?>>)
+      linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+          ins(%in : memref<4x32xf32, strided<[64, 1], offset: ?>>)
+          outs(%out : memref<4x32xf32, strided<[64, 1], offset: ?>>) {
+      ^bb0(%a: f32, %c: f32):
+        %d = arith.subf %c, %a : f32
+        linalg.yield %d : f32
+      }
+    }
+    return
+  }
+}
+
+// -----
+
+// The update reads the weight's tile at other columns than it writes.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @other_tile(%w: memref<4x64xf32>, %w_out: memref<4x64xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 1>} {
+    %in = memref.subview %w[0, 32] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: 32>>
+    %out = memref.subview %w_out[0, 0] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1]>>
+    memref.copy %in, %out : memref<4x32xf32, strided<[64, 1], offset: 32>> to memref<4x32xf32, strided<[64, 1]>>
+    return
+  }
+}
+
+// -----
+
+// An op writes the input itself.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+module {
+  func.func @writes_input(%w: memref<8xf32>, %w_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 1>} {
+    %cst = arith.constant 0.0 : f32
+    linalg.fill ins(%cst : f32) outs(%w : memref<8xf32>)
+    memref.copy %w, %w_out : memref<8xf32> to memref<8xf32>
+    return
+  }
+}
+
+// -----
+
+// A step with a collective may fail midway; its state keeps two buffers.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func private @kiln_all_reduce_wait(i64)
+  func.func @collective(%w: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    %c0 = arith.constant 0 : i64
+    func.call @kiln_all_reduce_wait(%c0) : (i64) -> ()
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// Without pairs the module is left alone.
+// CHECK-LABEL: module {
+// CHECK: func.func @inference
+module {
+  func.func @inference(%x: memref<8xf32>, %y: memref<8xf32>) {
+    memref.copy %x, %y : memref<8xf32> to memref<8xf32>
+    return
+  }
+}
+
+// -----
+
+// Two updates in one kernel: the second reads elements the first has
+// already written.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @two_updates(%w: memref<4x64xf32>, %w_out: memref<4x64xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 1>} {
+    scf.forall (%j) = (0) to (64) step (32) {
+      %in = memref.subview %w[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      %out = memref.subview %w_out[0, %j] [4, 32] [1, 1] : memref<4x64xf32> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      memref.copy %in, %out : memref<4x32xf32, strided<[64, 1], offset: ?>> to memref<4x32xf32, strided<[64, 1], offset: ?>>
+      linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+          ins(%in : memref<4x32xf32, strided<[64, 1], offset: ?>>)
+          outs(%out : memref<4x32xf32, strided<[64, 1], offset: ?>>) {
+      ^bb0(%a: f32, %c: f32):
+        %d = arith.addf %a, %a : f32
+        linalg.yield %d : f32
+      }
+    }
+    return
+  }
+}
