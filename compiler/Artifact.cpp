@@ -374,9 +374,18 @@ static std::vector<uint64_t> bufferBytes(llvm::ArrayRef<TensorSignature> inputs,
 }
 
 EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &options) {
-  return {"main", options.functionName, "kiln_entry",
-          signature.inputs.size() + signature.outputs.size(),
-          bufferBytes(signature.inputs, signature.outputs)};
+  EntryPoint entry{"main", options.functionName, "kiln_entry",
+                   signature.inputs.size() + signature.outputs.size(),
+                   bufferBytes(signature.inputs, signature.outputs), {}};
+  for (auto [o, output] : llvm::enumerate(signature.outputs)) {
+    if (!output.inPlace)
+      continue;
+    for (auto [i, input] : llvm::enumerate(signature.inputs))
+      if (input.name == output.name && input.state == output.state)
+        entry.mayAlias.push_back(i);
+    entry.mayAlias.push_back(signature.inputs.size() + o);
+  }
+  return entry;
 }
 
 std::vector<EntryPoint> extraEntries(const ModelSignature &signature) {
@@ -431,10 +440,13 @@ translateToLLVMIR(ModuleOp module, llvm::ArrayRef<EntryPoint> entries,
         return llvm::createStringError("the symbol name '" + entryPoint.symbol +
                                        "' is taken; choose another --name");
     }
-    // The runtime passes distinct buffers, which lets LLVM vectorize freely.
+    // The runtime passes distinct buffers, which lets LLVM vectorize freely;
+    // but resident state may pass an `in-place` output as its input.
     for (llvm::Argument &arg : model->args())
-      if (arg.getType()->isPointerTy())
+      if (arg.getType()->isPointerTy() && !llvm::is_contained(entryPoint.mayAlias, arg.getArgNo()))
         arg.addAttr(llvm::Attribute::NoAlias);
+      else if (arg.getType()->isPointerTy())
+        arg.removeAttr(llvm::Attribute::NoAlias);
 
     // void wrapper(void **buffers): inputs, then outputs.
     llvm::IRBuilder<> b(llvmContext);

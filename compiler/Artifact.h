@@ -138,6 +138,9 @@ struct EntryPoint {
   /// (count, then sizes) for the runtime to check the manifest against;
   /// empty: no record.
   std::vector<uint64_t> bufferBytes;
+  /// Buffers the runtime may pass as one (a state input and its `in-place`
+  /// output): they are not `noalias`, as every other buffer is.
+  std::vector<size_t> mayAlias;
 };
 
 /// The entry of a single-device model: @main renamed to `functionName`,
