@@ -68,8 +68,10 @@ Footprint footprintOf(Value value) {
 }
 
 /// Whether `buffer` is memory of its own: a function argument (the
-/// artifact's entry points take no two that overlap), a global or an
-/// allocation.
+/// artifact's entry points take no two that overlap, but for a train step's
+/// state input and its `in-place` output, which kiln-state-in-place lets one
+/// elementwise update alone touch, element by element, once both are one
+/// buffer), a global or an allocation.
 bool isDistinctBuffer(Value buffer) {
   if (auto arg = dyn_cast<BlockArgument>(buffer))
     return isa<func::FuncOp>(arg.getOwner()->getParentOp());

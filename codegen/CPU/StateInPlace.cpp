@@ -6,8 +6,10 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -135,6 +137,14 @@ struct Pair {
     }
     if (!init)
       return false;
+    // The payload reads elements through its block arguments alone (not a
+    // load of some other element of either buffer).
+    if (generic.getRegion()
+            .walk([&](Operation *nested) {
+              return usesEither(nested) ? WalkResult::interrupt() : WalkResult::advance();
+            })
+            .wasInterrupted())
+      return false;
     for (OpOperand *operand : generic.getDpsInputOperands()) {
       if (outputViews.contains(operand->get()))
         return false;
@@ -153,22 +163,47 @@ struct Pair {
   }
 
   /// Whether the first op that touches the output (a kernel, or one op)
-  /// touches either buffer only through one elementwise update: every other
-  /// nested op that takes a view of either is a view. (A second update
-  /// could read an element that the first has already written.)
+  /// touches either buffer only through one elementwise update: a kernel's
+  /// (scf.forall's) body holds that update directly, on a tile whose offsets
+  /// follow the iteration, so that each element is updated once, and every
+  /// other op in it that takes a view of either buffer is a view. (A second
+  /// update could read an element that the first has already written.)
   bool updatesElementwise(Operation *op) const {
     if (op->getNumRegions() == 0 || isa<linalg::GenericOp>(op))
       return isElementwiseUpdate(op);
+    auto kernel = dyn_cast<scf::ForallOp>(op);
+    if (!kernel)
+      return false;
     int updates = 0;
     bool other = op->walk<WalkOrder::PreOrder>([&](Operation *nested) {
                      if (nested == op || isa<ViewLikeOpInterface>(nested) || !usesEither(nested))
                        return WalkResult::advance();
-                     if (!isElementwiseUpdate(nested))
+                     if (nested->getParentOp() != op || !isElementwiseUpdate(nested) ||
+                         !followsIteration(kernel, updatedView(nested)))
                        return WalkResult::interrupt();
                      ++updates;
                      return WalkResult::skip();
                    }).wasInterrupted();
     return !other && updates == 1;
+  }
+
+  /// The view of the output that the update `op` writes.
+  Value updatedView(Operation *op) const {
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      return copy.getTarget();
+    for (Value init : cast<linalg::GenericOp>(op).getDpsInits())
+      if (outputViews.contains(init))
+        return init;
+    return Value();
+  }
+
+  /// Whether `view` is a subview of `kernel`'s own tile: some offset is an
+  /// induction variable of the kernel or computed in its body.
+  static bool followsIteration(scf::ForallOp kernel, Value view) {
+    auto subview = view ? view.getDefiningOp<memref::SubViewOp>() : nullptr;
+    return subview && llvm::any_of(subview.getOffsets(), [&](Value offset) {
+             return kernel.getRegion().isAncestor(offset.getParentRegion());
+           });
   }
 };
 
@@ -176,6 +211,20 @@ struct Pair {
 bool mayShareBuffer(func::FuncOp func, Pair &pair) {
   pair.inputViews = viewsOf(pair.input);
   pair.outputViews = viewsOf(pair.output);
+  // An alias that is not a view (a transpose, a select of buffers, a
+  // pointer) would hide later reads.
+  bool hidden = func.walk([&](Operation *op) {
+                      if (isa<ViewLikeOpInterface>(op) || !pair.usesEither(op))
+                        return WalkResult::advance();
+                      bool aliases = isa<memref::ExtractAlignedPointerAsIndexOp>(op) ||
+                                     llvm::any_of(op->getResultTypes(), [](Type type) {
+                                       return isa<BaseMemRefType, LLVM::LLVMPointerType>(type);
+                                     });
+                      return aliases ? WalkResult::interrupt() : WalkResult::advance();
+                    })
+                    .wasInterrupted();
+  if (hidden)
+    return false;
   bool written = false;
   for (Operation &op : func.getBody().front()) {
     if (isa<ViewLikeOpInterface>(op))

@@ -183,3 +183,71 @@ module {
     return
   }
 }
+
+// -----
+
+// The update's payload loads another element of the weight (a reversed
+// copy made beside it): in one buffer that element may be new already.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func @payload_load(%w: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>, %flip: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    %c7 = arith.constant 7 : index
+    linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out, %flip : memref<8xf32>, memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32, %d: f32):
+      %i = linalg.index 0 : index
+      %r = arith.subi %c7, %i : index
+      %x = memref.load %w[%r] : memref<8xf32>
+      %u = arith.subf %a, %b : f32
+      linalg.yield %u, %x : f32, f32
+    }
+    return
+  }
+}
+
+// -----
+
+// Every iteration of the kernel updates the same (whole) tile: the second
+// would update the weight again.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @same_tile(%w: memref<4x64xf32>, %g: memref<4x64xf32>, %w_out: memref<4x64xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    scf.forall (%j) = (0) to (64) step (32) {
+      %in = memref.subview %w[0, 0] [4, 64] [1, 1] : memref<4x64xf32> to memref<4x64xf32, strided<[64, 1]>>
+      %out = memref.subview %w_out[0, 0] [4, 64] [1, 1] : memref<4x64xf32> to memref<4x64xf32, strided<[64, 1]>>
+      linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]}
+          ins(%in, %g : memref<4x64xf32, strided<[64, 1]>>, memref<4x64xf32>)
+          outs(%out : memref<4x64xf32, strided<[64, 1]>>) {
+      ^bb0(%a: f32, %b: f32, %c: f32):
+        %d = arith.subf %a, %b : f32
+        linalg.yield %d : f32
+      }
+    }
+    return
+  }
+}
+
+// -----
+
+// A transpose of the weight, read after the update, is an alias that is
+// not a view.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @transposed(%w: memref<4x4xf32>, %g: memref<4x4xf32>, %w_out: memref<4x4xf32>, %y: memref<4x4xf32, strided<[1, 4]>>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    %t = memref.transpose %w (i, j) -> (j, i) : memref<4x4xf32> to memref<4x4xf32, strided<[1, 4]>>
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%w, %g : memref<4x4xf32>, memref<4x4xf32>) outs(%w_out : memref<4x4xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    memref.copy %t, %y : memref<4x4xf32, strided<[1, 4]>> to memref<4x4xf32, strided<[1, 4]>>
+    return
+  }
+}
