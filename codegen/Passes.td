@@ -267,8 +267,12 @@ def KilnStateInPlacePass : Pass<"kiln-state-in-place", "mlir::ModuleOp"> {
     - no op after the first that touches the output touches the input;
     - in that op every access to either buffer is one elementwise
       `linalg.generic` (or `memref.copy`) that reads the input and writes
-      the output through the same view: the same element is read, then
-      written, in one iteration (a kernel's tiles are disjoint).
+      the output through the same view, and whose payload loads from
+      neither: the same element is read, then written, in one iteration;
+    - in a kernel (`scf.forall`) that update sits directly in the body, on
+      a tile whose offsets follow the iteration (the tiles are disjoint);
+    - no op makes an alias of either buffer that is not a view (a
+      transpose, a pointer), which could hide a later read.
 
     A function that calls a collective (`kiln_all_reduce_*`) qualifies for
     nothing: a step that fails midway must leave its state as it was. The
