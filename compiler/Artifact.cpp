@@ -191,24 +191,33 @@ llvm::FailureOr<std::optional<PartitionPlan>> readPartitionPlan(ModuleOp module)
   return std::optional<PartitionPlan>(std::move(plan));
 }
 
+/// The train step's state pairs: each state input's index and that of the
+/// output of the same name, kind and type.
+static SmallVector<std::pair<size_t, size_t>> statePairs(const ModelSignature &signature) {
+  SmallVector<std::pair<size_t, size_t>> pairs;
+  for (auto [i, input] : llvm::enumerate(signature.inputs)) {
+    if (input.state.empty())
+      continue;
+    auto output = llvm::find_if(signature.outputs, [&](const TensorSignature &output) {
+      return output.name == input.name && output.state == input.state &&
+             output.dtype == input.dtype && output.shape == input.shape;
+    });
+    if (output != signature.outputs.end())
+      pairs.push_back({i, static_cast<size_t>(output - signature.outputs.begin())});
+  }
+  return pairs;
+}
+
 void markStatePairs(ModuleOp module, const ModelSignature &signature) {
   auto main = module.lookupSymbol<func::FuncOp>("main");
   if (!main || main.isExternal() || main.getNumArguments() != signature.inputs.size())
     return;
-  SmallVector<int64_t> pairs;
-  int64_t inputs = static_cast<int64_t>(signature.inputs.size());
-  for (auto [i, input] : llvm::enumerate(signature.inputs)) {
-    if (input.state.empty())
-      continue;
-    for (auto [o, output] : llvm::enumerate(signature.outputs))
-      if (output.name == input.name && output.state == input.state && output.dtype == input.dtype &&
-          output.shape == input.shape) {
-        pairs.append({static_cast<int64_t>(i), inputs + static_cast<int64_t>(o)});
-        break;
-      }
-  }
-  if (!pairs.empty())
-    main->setAttr("kiln.state_pairs", DenseI64ArrayAttr::get(module.getContext(), pairs));
+  SmallVector<int64_t> arguments;
+  for (auto [input, output] : statePairs(signature))
+    arguments.append(
+        {static_cast<int64_t>(input), static_cast<int64_t>(signature.inputs.size() + output)});
+  if (!arguments.empty())
+    main->setAttr("kiln.state_pairs", DenseI64ArrayAttr::get(module.getContext(), arguments));
 }
 
 void readInPlaceState(ModuleOp module, ModelSignature &signature) {
@@ -377,14 +386,9 @@ EntryPoint modelEntry(const ModelSignature &signature, const TargetOptions &opti
   EntryPoint entry{"main", options.functionName, "kiln_entry",
                    signature.inputs.size() + signature.outputs.size(),
                    bufferBytes(signature.inputs, signature.outputs), {}};
-  for (auto [o, output] : llvm::enumerate(signature.outputs)) {
-    if (!output.inPlace)
-      continue;
-    for (auto [i, input] : llvm::enumerate(signature.inputs))
-      if (input.name == output.name && input.state == output.state)
-        entry.mayAlias.push_back(i);
-    entry.mayAlias.push_back(signature.inputs.size() + o);
-  }
+  for (auto [input, output] : statePairs(signature))
+    if (signature.outputs[output].inPlace)
+      entry.mayAlias.insert(entry.mayAlias.end(), {input, signature.inputs.size() + output});
   return entry;
 }
 

@@ -73,12 +73,15 @@ struct Pair {
   bool touchesInput(Operation *op) const { return touches(op, inputViews); }
   bool touchesOutput(Operation *op) const { return touches(op, outputViews); }
 
+  /// Whether `op` takes one of `views` as an operand.
+  static bool uses(Operation *op, const llvm::SmallPtrSet<Value, 16> &views) {
+    return llvm::any_of(op->getOperands(), [&](Value v) { return views.contains(v); });
+  }
+  /// ... or an op nested in it does.
   static bool touches(Operation *op, const llvm::SmallPtrSet<Value, 16> &views) {
     return op
         ->walk([&](Operation *nested) {
-          return llvm::any_of(nested->getOperands(), [&](Value v) { return views.contains(v); })
-                     ? WalkResult::interrupt()
-                     : WalkResult::advance();
+          return uses(nested, views) ? WalkResult::interrupt() : WalkResult::advance();
         })
         .wasInterrupted();
   }
@@ -157,10 +160,7 @@ struct Pair {
   }
 
   /// Whether `op` takes a view of either buffer as an operand.
-  bool usesEither(Operation *op) const {
-    return llvm::any_of(op->getOperands(),
-                        [&](Value v) { return inputViews.contains(v) || outputViews.contains(v); });
-  }
+  bool usesEither(Operation *op) const { return uses(op, inputViews) || uses(op, outputViews); }
 
   /// Whether the first op that touches the output (a kernel, or one op)
   /// touches either buffer only through one elementwise update: a kernel's
@@ -278,6 +278,7 @@ struct KilnStateInPlacePass : impl::KilnStateInPlacePassBase<KilnStateInPlacePas
       func->removeAttr(kPairsAttr);
       if (func.isExternal())
         continue;
+      bool collective = callsCollective(func);
       int64_t arguments = func.getNumArguments();
       Block &body = func.getBody().front();
       for (int64_t i = 0; i < pairs.size(); i += 2) {
@@ -295,7 +296,7 @@ struct KilnStateInPlacePass : impl::KilnStateInPlacePassBase<KilnStateInPlacePas
           return signalPassFailure();
         }
         Pair pair{input, output, {}, {}};
-        if (!callsCollective(func) && mayShareBuffer(func, pair))
+        if (!collective && mayShareBuffer(func, pair))
           inPlace.push_back(out);
       }
     }
