@@ -23,6 +23,9 @@ and, only when --frameworks names it, a diagnostic configuration:
                       not AVX-512, its convolution tiles and products of few rows by
                       oneDNN's kernels instead of Kiln's own, so its time against kiln's
                       is what those kernels are worth (elsewhere the two are the same)
+    kiln-nowinograd   Kiln's artifact run with KILN_WINOGRAD=0: on a CPU with AVX2 but not
+                      AVX-512, its 3x3 convolutions on blocked images by oneDNN's direct
+                      kernels instead of Kiln's Winograd kernel (elsewhere the same)
 
 and checks Kiln's outputs against ONNX Runtime's. Each framework runs in its own process, one
 after another. Batch-norm statistics are calibrated on random batches before export, so the
@@ -57,7 +60,10 @@ HERE = Path(__file__).resolve().parent
 MEDIAN_RE = re.compile(r"(\d+) runs?: median ([0-9.eE+-]+) ms per run")
 FRAMEWORKS = ["kiln", "onnxruntime", "openvino", "torch", "torch.compile", "jax", "iree"]
 # Run only when named: not a peer users choose, a measure of what a peer's layout is worth.
-DIAGNOSTICS = ["onnxruntime-nchw", "kiln-onednn"]
+DIAGNOSTICS = ["onnxruntime-nchw", "kiln-onednn", "kiln-nowinograd"]
+# Kiln configurations: the environment each runs the same artifact with.
+KILN_CONFIGS = {"kiln": {}, "kiln-onednn": {"KILN_DIRECT_CONV": "0"},
+                "kiln-nowinograd": {"KILN_WINOGRAD": "0"}}
 
 
 def _vision(lib, name, size=224):
@@ -397,7 +403,7 @@ def compile_kiln(args, mdir):
     return None, compile_s
 
 
-def run_kiln(args, mdir, compile_s, direct_conv=True):
+def run_kiln(args, mdir, compile_s, config="kiln"):
     import numpy as np
     artifact = mdir / "model.kiln"
     names = [n for n in np.load(mdir / "inputs.npz").files]
@@ -407,8 +413,7 @@ def run_kiln(args, mdir, compile_s, direct_conv=True):
     cmd += ["--repeat", str(reps), "--warmup", "3", "--threads", str(args.threads),
             "--output-dir", str(mdir / "kiln_out")]
     env = env_for(args.threads)
-    if not direct_conv:
-        env["KILN_DIRECT_CONV"] = "0"
+    env.update(KILN_CONFIGS[config])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     (mdir / "kiln-run.log").write_text(r.stdout + r.stderr)
     m = MEDIAN_RE.search(r.stdout)
@@ -490,14 +495,13 @@ def main(argv):
             # ONNX Runtime first: its output is the reference, its time sizes Kiln's runs.
             order = ["onnxruntime"] + [fw for fw in frameworks if fw != "onnxruntime"]
             kiln_failed, compile_s = (compile_kiln(args, mdir)
-                                      if {"kiln", "kiln-onednn"} & set(frameworks) else (None, 0.0))
+                                      if set(KILN_CONFIGS) & set(frameworks) else (None, 0.0))
             rounds = {fw: [] for fw in order}
             args.ort_ms = None
             for r in range(max(1, args.rounds)):
                 for fw in order[r % len(order):] + order[:r % len(order)]:
-                    if fw in ("kiln", "kiln-onednn"):
-                        res = kiln_failed or run_kiln(args, mdir, compile_s,
-                                                      direct_conv=fw == "kiln")
+                    if fw in KILN_CONFIGS:
+                        res = kiln_failed or run_kiln(args, mdir, compile_s, config=fw)
                     else:
                         res = run_worker(fw, args, mdir, model, batch)
                     if fw == "onnxruntime" and res.get("ok") and not args.ort_ms:
@@ -537,7 +541,7 @@ def render(results, frameworks, command, args, load_before, load_after):
               f"Median over {args.rounds} interleaved rounds of each round's median ms per run") +
              "; `x` columns are the peer's time over Kiln's (above 1: Kiln is faster). "
              "`best peer` is the fastest peer and Kiln's ratio to it (diagnostic configurations such as "
-             "onnxruntime-nchw and kiln-onednn are not peers).", ""]
+             "onnxruntime-nchw, kiln-onednn and kiln-nowinograd are not peers).", ""]
     header = ["model", "batch", "kiln ms"] + [f"{p} ms" for p in peers] + [f"vs {p}" for p in peers] + ["best peer", "kiln compile s"]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -25,6 +26,11 @@ void kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t 
 void kilnBlockedConv2dLoops(const int64_t *shape, const float *in, const float *w,
                             const float *bias, float *out, float low, float high, int64_t flags);
 }
+#ifdef KILN_TEST_WINOGRAD_AVX2
+extern "C" {
+#include "WinogradConvolution.h"
+}
+#endif
 
 namespace {
 
@@ -64,7 +70,48 @@ int64_t Case::inputIndex(int64_t image, int64_t channel, int64_t y, int64_t x) c
                : blockedIndex(image, channel, y, x, c, ih, iw, block);
 }
 
-enum class Path { Primitive, Loops };
+enum class Path { Primitive, Loops, Winograd };
+
+const char *nameOf(Path path) {
+  switch (path) {
+  case Path::Primitive:
+    return "primitive";
+  case Path::Loops:
+    return "loops";
+  case Path::Winograd:
+    return "winograd";
+  }
+  return "?";
+}
+
+#ifdef KILN_TEST_WINOGRAD_AVX2
+// The Winograd kernel called directly, on any CPU with AVX2 and FMA (an
+// AVX-512 one too, where kiln_conv2d_blocked does not pick it): its tiles
+// in work items of `itemTiles` and its filters in groups of 16, as the
+// threads of kiln_conv2d_blocked would split them, one after another.
+void runWinograd(const Case &c, const float *in, const float *w, const float *bias, float *out,
+                 int64_t outStride, int64_t itemTiles) {
+  KilnWinogradConv conv{};
+  conv.n = c.n, conv.c = c.c, conv.ih = c.ih, conv.iw = c.iw, conv.f = c.f;
+  conv.oh = c.oh(), conv.ow = c.ow(), conv.padTop = c.top, conv.padLeft = c.left;
+  conv.in = in, conv.bias = bias, conv.out = out, conv.outStride = outStride;
+  conv.low = c.low, conv.high = c.high, conv.accumulate = c.accumulate;
+  auto aligned = [](int64_t floats) {
+    return static_cast<float *>(std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64));
+  };
+  float *filters = aligned(kilnWinogradPackedFloats(c.c, c.f));
+  ASSERT_TRUE(kilnWinogradPack(w, c.c, c.f, filters));
+  conv.packed = filters;
+  int64_t tiles = kilnWinogradTiles(&conv), f8 = blocks(c.f, 8) * 8;
+  float *scratch = aligned(kilnWinogradScratchFloats(&conv, itemTiles, 16));
+  for (int64_t first = 0; first < tiles; first += itemTiles)
+    for (int64_t column = 0; column < f8; column += 16)
+      kilnWinogradConv2dAvx2(&conv, first, std::min(itemTiles, tiles - first), column,
+                             std::min<int64_t>(16, f8 - column), scratch);
+  std::free(scratch);
+  std::free(filters);
+}
+#endif
 
 void check(const Case &c, Path path, std::mt19937 &rng) {
   const int64_t block = c.block;
@@ -95,7 +142,13 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
           out[outIndex(n, f, y, x)] = c.accumulate ? 0.0f : 1.0f;
   const std::vector<float> addend = out;
   const float *biasData = c.withBias ? bias.data() : nullptr;
-  if (path == Path::Primitive) {
+  if (path == Path::Winograd) {
+#ifdef KILN_TEST_WINOGRAD_AVX2
+    out = addend;
+    runWinograd(c, in.data(), w.data(), biasData, out.data() + c.blocksBefore * oh * ow * block,
+                channels * oh * ow, /*itemTiles=*/5);
+#endif
+  } else if (path == Path::Primitive) {
     // A site's state starts at zero; its primitive is built at the first
     // call and reused by the second, on the same data.
     void *slot = nullptr;
@@ -132,8 +185,8 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
       for (int64_t y = 0; y < oh; ++y)
         for (int64_t x = 0; x < ow; ++x)
           ASSERT_EQ(out[outIndex(n, f, y, x)], 0.0f)
-              << (path == Path::Primitive ? "primitive" : "loops") << ": padding lane " << f
-              << " of " << c.f << " filters, image " << n << " row " << y << " column " << x;
+              << nameOf(path) << ": padding lane " << f << " of " << c.f << " filters, image " << n
+              << " row " << y << " column " << x;
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t f = 0; f < c.f; ++f)
       for (int64_t y = 0; y < oh; ++y)
@@ -159,12 +212,12 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
           // Winograd's transforms round differently from a direct sum: a
           // few ulp of the largest partial sums.
           ASSERT_NEAR(out[outIndex(n, f, y, x)], expected, 1e-5 * (1 + magnitude))
-              << (path == Path::Primitive ? "primitive" : "loops") << ": " << c.n << "x" << c.c
-              << "x" << c.ih << "x" << c.iw << " by " << c.f << "x" << perGroup << "x" << c.kh
-              << "x" << c.kw << ", group " << c.group << ", blocks of " << block << ", strides "
-              << c.sh << "x" << c.sw << ", dilations " << c.dh << "x" << c.dw << ", pads " << c.top
-              << "," << c.left << "," << c.bottom << "," << c.right << ", at image " << n
-              << " filter " << f << " row " << y << " column " << x;
+              << nameOf(path) << ": " << c.n << "x" << c.c << "x" << c.ih << "x" << c.iw << " by "
+              << c.f << "x" << perGroup << "x" << c.kh << "x" << c.kw << ", group " << c.group
+              << ", blocks of " << block << ", strides " << c.sh << "x" << c.sw << ", dilations "
+              << c.dh << "x" << c.dw << ", pads " << c.top << "," << c.left << "," << c.bottom
+              << "," << c.right << ", at image " << n << " filter " << f << " row " << y
+              << " column " << x;
         }
 }
 
@@ -278,5 +331,32 @@ TEST(BlockedConvolutionTest, LoopsMatchReferenceInBlocksOf8) {
   for (const Case &c : inBlocksOf(8, cases()))
     check(c, Path::Loops, rng);
 }
+
+#ifdef KILN_TEST_WINOGRAD_AVX2
+// Kiln's F(4x4, 3x3) kernel for AVX2, on every 3x3 case at stride 1 of one
+// group in blocks of 8: partial tiles (9, 19 and 21 outputs), no padding,
+// filters and channels that end in a half block of 16 (40, 80, 24), a
+// batch, residual sums, clamps and slots of a concatenation.
+TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
+  std::mt19937 rng(24);
+  std::vector<Case> all = cases();
+  for (const Case &c : concatenationParts())
+    all.push_back(c);
+  Case narrow{1, 24, 7, 30, 24, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  narrow.low = 0.0f, narrow.high = 6.0f;
+  all.push_back(narrow);
+  int checked = 0;
+  for (const Case &c : inBlocksOf(8, all)) {
+    if (c.plain || c.group != 1 || c.kh != 3 || c.kw != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 ||
+        c.dw != 1)
+      continue;
+    check(c, Path::Winograd, rng);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 11);
+}
+#endif
 
 } // namespace

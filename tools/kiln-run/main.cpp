@@ -103,6 +103,9 @@ Environment:
   KILN_DIRECT_CONV=0       on an AVX2 CPU without AVX-512, run convolutions by constant
                            filters and products of up to 32 rows by constant weights with
                            oneDNN's kernels instead of Kiln's own
+  KILN_WINOGRAD=0          on an AVX2 CPU without AVX-512, run 3x3 convolutions at stride 1
+                           on blocked images with oneDNN's direct kernel instead of Kiln's
+                           Winograd kernel
 
 Examples:
   kiln-run mlp.kiln x.npy --print

@@ -1,0 +1,211 @@
+/*===- WinogradConvolution.c - 3x3 convolutions by Winograd on AVX2 --------===
+ *
+ * Winograd's F(4x4, 3x3) (Lavin and Gray, "Fast Algorithms for
+ * Convolutional Neural Networks"): each 4x4 tile of outputs is
+ * A^T [(G g G^T) . (B^T d B)] A, for d the 6x6 input patch under it and g
+ * the 3x3 filter, so a 3x3 convolution becomes 36 matrix products, one per
+ * point of the transformed tiles, each (tiles x input channels) by (input
+ * channels x filters): 2.25 multiplications per output and channel where a
+ * direct convolution makes 9.
+ *
+ * The images are in blocks of 8 channels (nChw8c), so every transform
+ * works on vectors of 8 channels of one position: a work item (some tiles
+ * by some filters) transforms its tiles' patches into V, [36][tiles][C8],
+ * runs the 36 products into M, [36][tiles][columns], by
+ * kilnSmallMatmulAvx2 (DirectConvolution.c: 6 rows by 16 columns of sums
+ * in registers, its operand's filters packed in blocks of 16), and
+ * transforms M's tiles back into the output with the bias, the addend and
+ * the clamp. The filters are transformed once, in float64, and packed as
+ * that kernel reads them.
+ *
+ * Compiled with -mavx2 -mfma; kiln_conv2d_blocked (BlockedConvolution.c)
+ * calls it only where the CPU has them.
+ *
+ *===----------------------------------------------------------------------===*/
+#include "WinogradConvolution.h"
+#include "DirectConvolution.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LANES = 8, TILE = 4, PATCH = 6, POINTS = KILN_WINOGRAD_POINTS };
+
+static int64_t roundUp(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
+
+int64_t kilnWinogradTiles(const KilnWinogradConv *conv) {
+  return conv->n * ((conv->oh + TILE - 1) / TILE) * ((conv->ow + TILE - 1) / TILE);
+}
+
+/* Floats of one point's packed filters. */
+static int64_t pointFloats(int64_t c, int64_t f) {
+  return kilnDirectConvPackedFloats(roundUp(f, LANES), roundUp(c, LANES));
+}
+
+int64_t kilnWinogradPackedFloats(int64_t c, int64_t f) { return POINTS * pointFloats(c, f); }
+
+int kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed) {
+  static const double G[PATCH][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  int64_t c8 = roundUp(c, LANES), f8 = roundUp(f, LANES);
+  /* One point's operand, c8 x f8 row-major, then packed. */
+  size_t bytes = (size_t)(c8 * f8) * sizeof(float);
+  float *operand = malloc(bytes);
+  if (!operand)
+    return 0;
+  int64_t floats = pointFloats(c, f);
+  for (int p = 0; p < POINTS; ++p) {
+    int i = p / PATCH, j = p % PATCH;
+    memset(operand, 0, bytes);
+    for (int64_t o = 0; o < f; ++o)
+      for (int64_t k = 0; k < c; ++k) {
+        /* Row i of G g, then its product with column j of G^T. */
+        const float *g = w + (o * c + k) * 9;
+        double row[3] = {0, 0, 0}, sum = 0;
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b)
+            row[b] += G[i][a] * g[a * 3 + b];
+        for (int b = 0; b < 3; ++b)
+          sum += row[b] * G[j][b];
+        operand[k * f8 + o] = (float)sum;
+      }
+    kilnSmallMatmulPack(operand, f8, c8, f8, /*transB=*/0, packed + p * floats);
+  }
+  free(operand);
+  return 1;
+}
+
+int64_t kilnWinogradScratchFloats(const KilnWinogradConv *conv, int64_t tiles, int64_t columns) {
+  return POINTS * tiles * (roundUp(conv->c, LANES) + roundUp(columns, LANES));
+}
+
+/* B^T x for the six vectors x[0], x[step], ... x[5 step], into y likewise. */
+static inline __attribute__((always_inline)) void transformInput(const __m256 *x, int64_t step,
+                                                                 __m256 *y, int64_t ystep) {
+  __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f), two = _mm256_set1_ps(2.0f);
+  __m256 x0 = x[0], x1 = x[step], x2 = x[2 * step], x3 = x[3 * step], x4 = x[4 * step],
+         x5 = x[5 * step];
+  y[0] = _mm256_fmadd_ps(four, x0, _mm256_fnmadd_ps(five, x2, x4));
+  y[ystep] = _mm256_fnmadd_ps(four, _mm256_add_ps(x1, x2), _mm256_add_ps(x3, x4));
+  y[2 * ystep] = _mm256_fmadd_ps(four, _mm256_sub_ps(x1, x2), _mm256_sub_ps(x4, x3));
+  y[3 * ystep] = _mm256_fmadd_ps(two, _mm256_sub_ps(x3, x1), _mm256_sub_ps(x4, x2));
+  y[4 * ystep] = _mm256_fmadd_ps(two, _mm256_sub_ps(x1, x3), _mm256_sub_ps(x4, x2));
+  y[5 * ystep] = _mm256_fmadd_ps(four, x1, _mm256_fnmadd_ps(five, x3, x5));
+}
+
+/* A^T x for the six vectors x[0], x[step], ..., into y[0], y[ystep], ... */
+static inline __attribute__((always_inline)) void transformOutput(const __m256 *x, int64_t step,
+                                                                  __m256 *y, int64_t ystep) {
+  __m256 x0 = x[0], x1 = x[step], x2 = x[2 * step], x3 = x[3 * step], x4 = x[4 * step],
+         x5 = x[5 * step];
+  __m256 sum12 = _mm256_add_ps(x1, x2), diff12 = _mm256_sub_ps(x1, x2);
+  __m256 sum34 = _mm256_add_ps(x3, x4), diff34 = _mm256_sub_ps(x3, x4);
+  y[0] = _mm256_add_ps(_mm256_add_ps(x0, sum12), sum34);
+  y[ystep] = _mm256_fmadd_ps(_mm256_set1_ps(2.0f), diff34, diff12);
+  y[2 * ystep] = _mm256_fmadd_ps(_mm256_set1_ps(4.0f), sum34, sum12);
+  y[3 * ystep] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.0f), diff34, diff12), x5);
+}
+
+/* Where tile `tile` is: its image and its first output row and column. */
+static void tileOrigin(const KilnWinogradConv *conv, int64_t tile, int64_t *image, int64_t *y,
+                       int64_t *x) {
+  int64_t across = (conv->ow + TILE - 1) / TILE, down = (conv->oh + TILE - 1) / TILE;
+  *image = tile / (across * down);
+  *y = tile / across % down * TILE;
+  *x = tile % across * TILE;
+}
+
+/* V[p][t][...] = (B^T d B)[p] for the tiles' patches, every channel block. */
+static void transformTiles(const KilnWinogradConv *conv, int64_t firstTile, int64_t tiles,
+                           float *v) {
+  int64_t blocks = (conv->c + LANES - 1) / LANES, c8 = blocks * LANES;
+  int64_t pointStride = tiles * c8;
+  for (int64_t t = 0; t < tiles; ++t) {
+    int64_t image, y, x;
+    tileOrigin(conv, firstTile + t, &image, &y, &x);
+    int64_t top = y - conv->padTop, left = x - conv->padLeft;
+    int inside = top >= 0 && left >= 0 && top + PATCH <= conv->ih && left + PATCH <= conv->iw;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float *plane = conv->in + ((image * blocks + b) * conv->ih) * conv->iw * LANES;
+      __m256 d[PATCH * PATCH], rows[PATCH * PATCH];
+      for (int i = 0; i < PATCH; ++i)
+        for (int j = 0; j < PATCH; ++j) {
+          int64_t iy = top + i, ix = left + j;
+          d[i * PATCH + j] = inside || (iy >= 0 && iy < conv->ih && ix >= 0 && ix < conv->iw)
+                                 ? _mm256_loadu_ps(plane + (iy * conv->iw + ix) * LANES)
+                                 : _mm256_setzero_ps();
+        }
+      /* B^T d down each column, then (B^T d) B along each row. */
+      for (int j = 0; j < PATCH; ++j)
+        transformInput(d + j, PATCH, rows + j, PATCH);
+      for (int i = 0; i < PATCH; ++i)
+        transformInput(rows + i * PATCH, 1, d + i * PATCH, 1);
+      float *at = v + t * c8 + b * LANES;
+      for (int p = 0; p < POINTS; ++p)
+        _mm256_storeu_ps(at + p * pointStride, d[p]);
+    }
+  }
+}
+
+/* The output tiles from M[p][t][...], filter blocks of the item's columns. */
+static void untransformTiles(const KilnWinogradConv *conv, int64_t firstTile, int64_t tiles,
+                             int64_t firstColumn, int64_t columns, const float *m) {
+  int64_t pointStride = tiles * columns;
+  __m256 low = _mm256_set1_ps(conv->low), high = _mm256_set1_ps(conv->high);
+  for (int64_t t = 0; t < tiles; ++t) {
+    int64_t image, y, x;
+    tileOrigin(conv, firstTile + t, &image, &y, &x);
+    int64_t rows = conv->oh - y < TILE ? conv->oh - y : TILE;
+    int64_t cols = conv->ow - x < TILE ? conv->ow - x : TILE;
+    for (int64_t column = 0; column < columns; column += LANES) {
+      int64_t block = (firstColumn + column) / LANES, first = block * LANES;
+      __m256 sums[PATCH * PATCH], half[TILE * PATCH], result[TILE * TILE];
+      const float *at = m + t * columns + column;
+      for (int p = 0; p < POINTS; ++p)
+        sums[p] = _mm256_loadu_ps(at + p * pointStride);
+      for (int j = 0; j < PATCH; ++j)
+        transformOutput(sums + j, PATCH, half + j, PATCH);
+      for (int i = 0; i < TILE; ++i)
+        transformOutput(half + i * PATCH, 1, result + i * TILE, 1);
+      /* The lanes past f (zero sums) stay zero whatever the clamp. */
+      __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+          _mm256_set1_epi32((int)(conv->f - first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+      __m256 bias = _mm256_setzero_ps();
+      if (conv->bias) {
+        float lanes[LANES] = {0};
+        for (int64_t lane = 0; lane < LANES && first + lane < conv->f; ++lane)
+          lanes[lane] = conv->bias[first + lane];
+        bias = _mm256_loadu_ps(lanes);
+      }
+      float *plane = conv->out + image * conv->outStride + block * conv->oh * conv->ow * LANES;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          float *to = plane + ((y + i) * conv->ow + x + j) * LANES;
+          __m256 value = _mm256_add_ps(result[i * TILE + j], bias);
+          if (conv->accumulate)
+            value = _mm256_add_ps(value, _mm256_loadu_ps(to));
+          value = _mm256_min_ps(_mm256_max_ps(value, low), high);
+          _mm256_storeu_ps(to, _mm256_and_ps(value, keep));
+        }
+    }
+  }
+}
+
+void kilnWinogradConv2dAvx2(const KilnWinogradConv *conv, int64_t firstTile, int64_t tiles,
+                            int64_t firstColumn, int64_t columns, float *scratch) {
+  int64_t c8 = roundUp(conv->c, LANES);
+  columns = roundUp(columns, LANES);
+  float *v = scratch, *m = scratch + POINTS * tiles * c8;
+  transformTiles(conv, firstTile, tiles, v);
+  int64_t floats = pointFloats(conv->c, conv->f);
+  const float *filters = conv->packed + firstColumn * c8; /* whole blocks of 16 */
+  for (int p = 0; p < POINTS; ++p)
+    kilnSmallMatmulAvx2(tiles, columns, c8, v + p * tiles * c8, c8, filters + p * floats,
+                        m + p * tiles * columns, columns, /*accumulate=*/0);
+  untransformTiles(conv, firstTile, tiles, firstColumn, columns, m);
+}
