@@ -54,6 +54,14 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
     and stands for the transpose; kiln-contractions-to-blas then writes each
     output channel's row of the product straight into it.
 
+    With `stack-rows`, a matmul of a stack of matrices of fewer than 64 rows
+    by one matrix (a pointwise layer on a channels-last image: ConvNeXt's
+    `[1, 7, 7, 768] x [768, 3072]`) is one product of all the stack's rows,
+    its left operand collapsed to a matrix and its result expanded back; the
+    CPU pipeline sets it, as its kernels would otherwise take the stack one
+    matrix per tile, each tile streaming the whole right operand for a few
+    rows.
+
     With `blocked-pool-calls`, a max or average pool of a blocked image
     (`N x C/16 x H x W x 16`) outside a fusion (kiln-fuse leaves such pools
     out) stays a kiln op, which bufferization makes a call of the runtime's
@@ -67,6 +75,9 @@ def KilnLowerToLinalgPass : Pass<"kiln-lower-to-linalg", "mlir::func::FuncOp"> {
            "Read matmul operands that transpose their last two dimensions through "
            "transposed indexing maps, and compute convolutions whose results are "
            "transposed batch for channel channel-first, instead of copying">,
+    Option<"stackRows", "stack-rows", "bool", /*default=*/"false",
+           "Lower a matmul of a stack of matrices of few rows by one matrix as "
+           "one product of all the stack's rows">,
     Option<"blockedPoolCalls", "blocked-pool-calls", "bool", /*default=*/"false",
            "Leave pools of blocked images outside fusions as kiln ops, for "
            "bufferization to make calls of the runtime's kiln_pool2d_blocked">

@@ -81,6 +81,7 @@ void buildLoweringPipeline(mlir::OpPassManager &pm, Phase phase,
     return;
   KilnLowerToLinalgPassOptions lower;
   lower.foldTransposes = true;
+  lower.stackRows = true;
   lower.blockedPoolCalls = true;
   pm.addNestedPass<mlir::func::FuncOp>(createKilnLowerToLinalgPass(lower));
   pm.addPass(mlir::createCanonicalizerPass());

@@ -28,15 +28,31 @@ Value lastTwoTransposed(Value value) {
   return transpose && swapsLastTwo(transpose.getPerm()) ? transpose.getInput() : nullptr;
 }
 
+/// Rows of each matrix of a stack below which a product of the stack by one
+/// matrix is lowered as a single product of all the stack's rows.
+constexpr int64_t kMinRowsPerStackedProduct = 64;
+
 // numpy.matmul as one generic over (batch..., m, n, k); 1-D operands simply
-// have no m (or n) loop. With `foldTransposes`, an operand that is a
+// have no m (or n) loop. With `stackRows` (the CPU's), a stack of matrices
+// of few rows times one matrix (ConvNeXt's pointwise layers on a
+// [1, 7, 7, C] image: 7 products of 7 rows) is one product of all the rows
+// instead, its left operand and result collapsed and expanded around it:
+// the CPU's kernels tile a stack one matrix per tile, each tile streaming
+// the whole right operand for its few rows (768x3072 at 7x7 on two Zen 1
+// cores: 8.6 ms where one product of 49 rows took 3.6). The GPU's library
+// call takes the stack whole, with a broadcast right operand and an addend
+// that a reshape would keep out of it. With `foldTransposes`, an operand that is a
 // transpose of its last two dimensions is read through a transposed map
 // instead (the CPU's BLAS calls take transposed operands, so the backward
 // pass's dW = X^T dY copies nothing).
 struct MatMulLowering : OpRewritePattern<MatMulOp> {
-  MatMulLowering(MLIRContext *context, bool foldTransposes)
-      : OpRewritePattern(context), foldTransposes(foldTransposes) {}
-  bool foldTransposes;
+  MatMulLowering(MLIRContext *context, bool foldTransposes, bool stackRows)
+      : OpRewritePattern(context), foldTransposes(foldTransposes), stackRows(stackRows) {
+    // A stack's product becomes a product of one matrix (stackAsRows),
+    // which this pattern then lowers.
+    setHasBoundedRewriteRecursion();
+  }
+  bool foldTransposes, stackRows;
 
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -47,6 +63,10 @@ struct MatMulLowering : OpRewritePattern<MatMulOp> {
     Value lhsSource = foldTransposes ? lastTwoTransposed(lhsValue) : nullptr;
     Value rhsSource = foldTransposes ? lastTwoTransposed(rhsValue) : nullptr;
     RankedTensorType result = op.getType();
+    if (Value stacked = stackRows ? stackAsRows(op, lhsSource, rewriter) : nullptr) {
+      rewriter.replaceOp(op, stacked);
+      return success();
+    }
     bool hasM = lhs.getRank() > 1, hasN = rhs.getRank() > 1;
     int64_t batchRank = result.getRank() - hasM - hasN;
     // Loop order: batch dims, m, n, k.
@@ -105,6 +125,27 @@ struct MatMulLowering : OpRewritePattern<MatMulOp> {
         });
     rewriter.replaceOp(op, generic.getResult(0));
     return success();
+  }
+
+  /// `op` as one product of its left operand's rows, when that is a static
+  /// stack of more than one matrix of fewer than kMinRowsPerStackedProduct
+  /// rows (not read through a transpose) and its right operand one matrix;
+  /// null otherwise.
+  static Value stackAsRows(MatMulOp op, Value lhsSource, PatternRewriter &rewriter) {
+    RankedTensorType lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    int64_t rank = lhs.getRank();
+    if (rhs.getRank() != 2 || rank < 3 || lhsSource || !lhs.hasStaticShape())
+      return nullptr;
+    int64_t rows = lhs.getShape()[rank - 2];
+    int64_t stacked = llvm::product_of(lhs.getShape().drop_back());
+    if (stacked == rows || rows >= kMinRowsPerStackedProduct)
+      return nullptr;
+    Location loc = op.getLoc();
+    ReassociationIndices leading = llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+    SmallVector<ReassociationIndices> reassociation = {leading, {rank - 1}};
+    Value matrix = tensor::CollapseShapeOp::create(rewriter, loc, op.getLhs(), reassociation);
+    Value product = MatMulOp::create(rewriter, loc, matrix, op.getRhs());
+    return tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), product, reassociation);
   }
 };
 
@@ -448,8 +489,10 @@ struct EinsumLowering : OpRewritePattern<EinsumOp> {
 
 } // namespace
 
-void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns, bool foldTransposes) {
-  patterns.add<MatMulLowering, ConvLowering>(patterns.getContext(), foldTransposes);
+void populateLinalgOpLoweringPatterns(RewritePatternSet &patterns, bool foldTransposes,
+                                      bool stackRows) {
+  patterns.add<MatMulLowering>(patterns.getContext(), foldTransposes, stackRows);
+  patterns.add<ConvLowering>(patterns.getContext(), foldTransposes);
   patterns.add<MaxPoolLowering, AveragePoolLowering, EinsumLowering>(patterns.getContext());
 }
 

@@ -23,7 +23,7 @@ struct KilnLowerToLinalgPass
     RewritePatternSet patterns(ctx);
     populateDecompositionPatterns(patterns);
     populateElementwiseLoweringPatterns(patterns);
-    populateLinalgOpLoweringPatterns(patterns, foldTransposes);
+    populateLinalgOpLoweringPatterns(patterns, foldTransposes, stackRows);
     populateReductionLoweringPatterns(patterns);
     populateRandomLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);

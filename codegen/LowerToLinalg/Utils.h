@@ -74,7 +74,7 @@ mlir::Value generateFromIndices(
 /// Patterns that lower kiln ops to linalg, tensor, arith and math, by family.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateLinalgOpLoweringPatterns(mlir::RewritePatternSet &patterns,
-                                      bool foldTransposes = false);
+                                      bool foldTransposes = false, bool stackRows = false);
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateRandomLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-lower-to-linalg | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-lower-to-linalg=stack-rows | FileCheck %s --check-prefix=STACK
 
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0) -> (d0)>
 // CHECK-LABEL: func @relu
@@ -43,19 +44,66 @@ func.func @exp_f16(%a: tensor<4xf16>) -> tensor<4xf16> {
 
 // -----
 
+// A stack of matrices of 64 rows or more times one matrix: one generic over
+// (batch, m, n, k).
 // CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-LABEL: func @batched_matmul_broadcast_rhs
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[FILL:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<2x3x5xf32>)
+// CHECK: %[[FILL:.*]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<2x64x5xf32>)
 // CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-// CHECK-SAME: outs(%[[FILL]] : tensor<2x3x5xf32>)
+// CHECK-SAME: outs(%[[FILL]] : tensor<2x64x5xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.addf
-func.func @batched_matmul_broadcast_rhs(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
-  %0 = kiln.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
-  return %0 : tensor<2x3x5xf32>
+// CHECK-NOT: tensor.expand_shape
+func.func @batched_matmul_broadcast_rhs(%a: tensor<2x64x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x64x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x64x4xf32>, tensor<4x5xf32>) -> tensor<2x64x5xf32>
+  return %0 : tensor<2x64x5xf32>
+}
+
+// -----
+
+// A stack of matrices of fewer rows (ConvNeXt's pointwise layers on a 7x7
+// image) times one matrix: with stack-rows (the CPU's), one product of all
+// the stack's rows; without, the stack as it is.
+// STACK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// STACK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// STACK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// STACK-LABEL: func @stacked_matmul_broadcast_rhs
+// STACK-SAME: (%[[X:.*]]: tensor<1x7x7x4xf32>, %[[W:.*]]: tensor<4x5xf32>)
+// STACK: %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1, 2], [3]] : tensor<1x7x7x4xf32> into tensor<49x4xf32>
+// STACK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<49x5xf32>)
+// STACK: %[[PRODUCT:.*]] = linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// STACK-SAME: ins(%[[ROWS]], %[[W]] : tensor<49x4xf32>, tensor<4x5xf32>) outs(%[[FILL]] : tensor<49x5xf32>)
+// STACK: %[[RESULT:.*]] = tensor.expand_shape %[[PRODUCT]] {{\[\[}}0, 1, 2], [3]] output_shape [1, 7, 7, 5] : tensor<49x5xf32> into tensor<1x7x7x5xf32>
+// STACK: return %[[RESULT]]
+// CHECK-LABEL: func @stacked_matmul_broadcast_rhs
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-NOT: tensor.expand_shape
+func.func @stacked_matmul_broadcast_rhs(%a: tensor<1x7x7x4xf32>, %b: tensor<4x5xf32>) -> tensor<1x7x7x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<1x7x7x4xf32>, tensor<4x5xf32>) -> tensor<1x7x7x5xf32>
+  return %0 : tensor<1x7x7x5xf32>
+}
+
+// -----
+
+// With stack-rows, stacks of 64 rows or more, and of one matrix (whose unit
+// batch loop unit-dimension folding removes later), stay as they are.
+// STACK-LABEL: func @batched_matmul_rows
+// STACK-NOT: tensor.collapse_shape
+// STACK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// STACK-LABEL: func @unit_stack_matmul
+// STACK-NOT: tensor.collapse_shape
+// STACK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+func.func @batched_matmul_rows(%a: tensor<2x64x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x64x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<2x64x4xf32>, tensor<4x5xf32>) -> tensor<2x64x5xf32>
+  return %0 : tensor<2x64x5xf32>
+}
+func.func @unit_stack_matmul(%a: tensor<1x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<1x3x5xf32> {
+  %0 = kiln.matmul %a, %b : (tensor<1x3x4xf32>, tensor<4x5xf32>) -> tensor<1x3x5xf32>
+  return %0 : tensor<1x3x5xf32>
 }
 
 // -----
