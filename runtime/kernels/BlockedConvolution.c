@@ -266,25 +266,6 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
     kilnBlockedConv2dLoops(s, in, w, bias, out, low, high, flags);
 }
 
-/* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
- * of `block` channels (8 or 16), adding what `out` holds when `flags` has
- * ACCUMULATE (a residual sum): `in` is n x ceil(c/block) x ih x iw x block
- * (n x c x ih x iw with PLAIN_INPUT), dense, and `out` n images of
- * ceil(f/block) x oh x ow x block, each dense, `outStride` elements apart
- * (a slot of a concatenation along channels when that is more than an
- * image), the lanes past c and f in their last blocks zero; `w` is f x
- * c/group x kh x kw and `bias` (f elements, or NULL) are dense and constant
- * for the artifact's lifetime; group is 1 or c (= f). Pads are top, left,
- * bottom, right. `slot` is the call site's zero-initialized 8 bytes.
- *
- * oneDNN's fast convolutions write dense images only. Images that are not
- * next to one another are convolved one by one where each output element
- * sums few products (SqueezeNet's expand convolutions: the copy would cost
- * as much as the convolution), else together into a dense buffer then
- * copied into their places: one image at a time, a 1x1 of 768 channels at
- * 17x17 (Inception-v3) ran 1.3x slower than on the batch, and its copy
- * costs less than that. Which of the two a site does follows from its
- * shape alone, so its primitive is built for the one it does. */
 /* The plain loops on images `outStride` floats apart. */
 static void convolveByLoops(const int64_t *s, const float *in, const float *w, const float *bias,
                             float *out, int64_t outStride, float low, float high, int64_t flags) {
@@ -308,14 +289,16 @@ static void convolveByLoops(const int64_t *s, const float *in, const float *w, c
  * stride 1, one group, at least 16 input channels, on images in blocks of
  * 8 on a CPU with AVX2 but not AVX-512 (unless the environment sets
  * KILN_WINOGRAD=0), with enough tiles that the outputs fill at least half
- * their positions. On fewer channels the transforms, whose work grows with
- * the channels where the products' grows with their square, save little,
- * and F(4x4, 3x3)'s rounding (its transforms multiply by 1/6 and 1/24) is
- * not worth it. The 36 products
- * stream the transformed filters, 4x the filters' size, and on fewer tiles
- * that costs more than the multiplications it saves; on ResNet-50's 7x7
- * images (4 tiles, 512->512) it still won, 3.5 -> 2.4 ms, and at 56x56
- * (64->64) 3.05 -> 1.35 ms, against oneDNN's direct kernel. */
+ * their positions.
+ *
+ * On fewer channels the transforms, whose work grows with the channels
+ * where the products' grows with their square, save little, and F(4x4,
+ * 3x3)'s rounding (its transforms multiply by 1/6 and 1/24) is not worth
+ * it. The 36 products stream the transformed filters, 4x the filters'
+ * size, and on fewer tiles that costs more than the multiplications it
+ * saves. Against oneDNN's direct kernel on two Zen 1 cores it won on
+ * ResNet-50's 56x56 images (64->64: 3.05 -> 1.35 ms) and still on its 7x7
+ * ones (4 tiles, 512->512: 3.5 -> 2.4 ms). */
 static int winogradOnAvx2(const int64_t *s, int64_t flags) {
   enum { MIN_TILES = 4, MIN_CHANNELS = 16 };
   static int enabled = -1;
@@ -365,7 +348,8 @@ static int winograd(void **slot, const int64_t *s, const float *in, const float 
   BlockedSite *site = (BlockedSite *)*slot;
   if (!site && (site = calloc(1, sizeof(BlockedSite)))) {
     site->base.release = release;
-    site->winograd = 1;
+    /* No oneDNN primitive: convolve() must never take it for one. */
+    site->failed = site->winograd = 1;
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
@@ -375,8 +359,13 @@ static int winograd(void **slot, const int64_t *s, const float *in, const float 
           ? kilnPackedEntry(&site->packed, w,
                             (size_t)kilnWinogradPackedFloats(s[C], s[F]) * sizeof(float), &fresh)
           : NULL;
-  if (packed && fresh && !kilnWinogradPack(w, s[C], s[F], packed->data))
-    packed->source = NULL, packed = NULL; /* never found again */
+  if (packed && fresh && !kilnWinogradPack(w, s[C], s[F], packed->data)) {
+    /* No memory to transform them: the new entry (the list's head) goes. */
+    site->packed = packed->next;
+    packed->next = NULL;
+    kilnDnnlFreePacked(packed);
+    packed = NULL;
+  }
   int ready = packed && kilnDnnlInit();
   pthread_mutex_unlock(&kilnDnnlLock);
   if (!ready)
@@ -420,6 +409,25 @@ static int winograd(void **slot, const int64_t *s, const float *in, const float 
 }
 #endif
 
+/* out = clamp(conv(in, w) + bias [+ out], low, high) for images in blocks
+ * of `block` channels (8 or 16), adding what `out` holds when `flags` has
+ * ACCUMULATE (a residual sum): `in` is n x ceil(c/block) x ih x iw x block
+ * (n x c x ih x iw with PLAIN_INPUT), dense, and `out` n images of
+ * ceil(f/block) x oh x ow x block, each dense, `outStride` elements apart
+ * (a slot of a concatenation along channels when that is more than an
+ * image), the lanes past c and f in their last blocks zero; `w` is f x
+ * c/group x kh x kw and `bias` (f elements, or NULL) are dense and constant
+ * for the artifact's lifetime; group is 1 or c (= f). Pads are top, left,
+ * bottom, right. `slot` is the call site's zero-initialized 8 bytes.
+ *
+ * oneDNN's fast convolutions write dense images only. Images that are not
+ * next to one another are convolved one by one where each output element
+ * sums few products (SqueezeNet's expand convolutions: the copy would cost
+ * as much as the convolution), else together into a dense buffer then
+ * copied into their places: one image at a time, a 1x1 of 768 channels at
+ * 17x17 (Inception-v3) ran 1.3x slower than on the batch, and its copy
+ * costs less than that. Which of the two a site does follows from its
+ * shape alone, so its primitive is built for the one it does. */
 __attribute__((visibility("default"))) void
 kiln_conv2d_blocked(void **slot, int64_t n, int64_t c, int64_t ih, int64_t iw, int64_t f,
                     int64_t group, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sh,

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg{fold-transposes=true}),canonicalize)' | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg),canonicalize)' | FileCheck %s --check-prefix=COPY
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-lower-to-linalg{fold-transposes=true stack-rows=true}),canonicalize)' | FileCheck %s --check-prefix=STACK
 
 // X^T dY: the matmul reads X through a transposed map; nothing is copied.
 // CHECK-DAG: #[[XT:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
@@ -73,4 +74,31 @@ func.func @not_channel_first(%x: tensor<4x8x6x6xf32>, %w: tensor<16x4x4x4xf32>, 
   %h = kiln.conv %x, %v {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<4x8x6x6xf32>, tensor<16x8x4x4xf32>) -> tensor<4x16x3x3xf32>
   %u = kiln.transpose %h {perm = array<i64: 1, 0, 2, 3>} : (tensor<4x16x3x3xf32>) -> tensor<16x4x3x3xf32>
   return %t, %u, %h : tensor<16x4x3x3xf32>, tensor<16x4x3x3xf32>, tensor<4x16x3x3xf32>
+}
+
+// -----
+
+// The CPU's options together: a stack of 7-row matrices times a transposed
+// matrix (a Linear layer's W^T) is one product of 49 rows that reads W
+// through a transposed map; a stack read through a transpose of its own
+// last two dimensions keeps its batch loop.
+// STACK-DAG: #[[WT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// STACK-LABEL: func.func @stacked_transposed_rhs
+// STACK-SAME: (%[[X:.*]]: tensor<1x7x7x6xf32>, %[[W:.*]]: tensor<5x6xf32>)
+// STACK: %[[ROWS:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1, 2], [3]] : tensor<1x7x7x6xf32> into tensor<49x6xf32>
+// STACK-NOT: linalg.transpose
+// STACK: linalg.generic {indexing_maps = [#{{.*}}, #[[WT]], #{{.*}}]{{.*}} ins(%[[ROWS]], %[[W]] : tensor<49x6xf32>, tensor<5x6xf32>)
+// STACK: tensor.expand_shape {{.*}} into tensor<1x7x7x5xf32>
+// STACK-LABEL: func.func @stacked_transposed_lhs
+// STACK-NOT: tensor.collapse_shape
+// STACK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+func.func @stacked_transposed_rhs(%x: tensor<1x7x7x6xf32>, %w: tensor<5x6xf32>) -> tensor<1x7x7x5xf32> {
+  %wt = kiln.transpose %w {perm = array<i64: 1, 0>} : (tensor<5x6xf32>) -> tensor<6x5xf32>
+  %y = kiln.matmul %x, %wt : (tensor<1x7x7x6xf32>, tensor<6x5xf32>) -> tensor<1x7x7x5xf32>
+  return %y : tensor<1x7x7x5xf32>
+}
+func.func @stacked_transposed_lhs(%x: tensor<3x6x7xf32>, %w: tensor<6x5xf32>) -> tensor<3x7x5xf32> {
+  %xt = kiln.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<3x6x7xf32>) -> tensor<3x7x6xf32>
+  %y = kiln.matmul %xt, %w : (tensor<3x7x6xf32>, tensor<6x5xf32>) -> tensor<3x7x5xf32>
+  return %y : tensor<3x7x5xf32>
 }

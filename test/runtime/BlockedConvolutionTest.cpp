@@ -87,10 +87,11 @@ const char *nameOf(Path path) {
 #ifdef KILN_TEST_WINOGRAD_AVX2
 // The Winograd kernel called directly, on any CPU with AVX2 and FMA (an
 // AVX-512 one too, where kiln_conv2d_blocked does not pick it): its tiles
-// in work items of `itemTiles` and its filters in groups of 16, as the
-// threads of kiln_conv2d_blocked would split them, one after another.
+// in work items of `itemTiles` and its filters in groups of `itemColumns`
+// (a multiple of 16), as the threads of kiln_conv2d_blocked would split
+// them, one after another.
 void runWinograd(const Case &c, const float *in, const float *w, const float *bias, float *out,
-                 int64_t outStride, int64_t itemTiles) {
+                 int64_t outStride, int64_t itemTiles, int64_t itemColumns) {
   KilnWinogradConv conv{};
   conv.n = c.n, conv.c = c.c, conv.ih = c.ih, conv.iw = c.iw, conv.f = c.f;
   conv.oh = c.oh(), conv.ow = c.ow(), conv.padTop = c.top, conv.padLeft = c.left;
@@ -103,11 +104,11 @@ void runWinograd(const Case &c, const float *in, const float *w, const float *bi
   ASSERT_TRUE(kilnWinogradPack(w, c.c, c.f, filters));
   conv.packed = filters;
   int64_t tiles = kilnWinogradTiles(&conv), f8 = blocks(c.f, 8) * 8;
-  float *scratch = aligned(kilnWinogradScratchFloats(&conv, itemTiles, 16));
+  float *scratch = aligned(kilnWinogradScratchFloats(&conv, itemTiles, itemColumns));
   for (int64_t first = 0; first < tiles; first += itemTiles)
-    for (int64_t column = 0; column < f8; column += 16)
+    for (int64_t column = 0; column < f8; column += itemColumns)
       kilnWinogradConv2dAvx2(&conv, first, std::min(itemTiles, tiles - first), column,
-                             std::min<int64_t>(16, f8 - column), scratch);
+                             std::min(itemColumns, f8 - column), scratch);
   std::free(scratch);
   std::free(filters);
 }
@@ -145,8 +146,11 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
   if (path == Path::Winograd) {
 #ifdef KILN_TEST_WINOGRAD_AVX2
     out = addend;
+    // Items of 5 tiles by 16 filters, or, for a case with more filters
+    // than 16, of 7 tiles by 32 filters (a last item of fewer).
+    bool wide = c.f > 16;
     runWinograd(c, in.data(), w.data(), biasData, out.data() + c.blocksBefore * oh * ow * block,
-                channels * oh * ow, /*itemTiles=*/5);
+                channels * oh * ow, wide ? 7 : 5, wide ? 32 : 16);
 #endif
   } else if (path == Path::Primitive) {
     // A site's state starts at zero; its primitive is built at the first
@@ -266,10 +270,42 @@ std::vector<Case> cases() {
   Case largeTilesResidual = largeTiles;
   largeTilesResidual.accumulate = true;
   largeTilesResidual.low = 0.0f;
-  return {resnet3x3, pointwise, strided, depthwise, depthwiseStrided, dilated, asymmetric,
-          stem7x7, relu, clip, noBias, lowOnly, paddedIn, paddedOut, paddedBoth,
-          paddedDepthwise, residual, residual1x1, paddedResidual, stemRgb, stemClip, stemGray,
-          largeTiles, largeTilesUnpadded, largeTilesResidual, largeFewChannels};
+  // 3x3 at stride 1 on channels and filters that end in a partly padded
+  // block (of 8 and of 16), pads of 2 and unequal ones, a batch, a residual
+  // sum under a ReLU: Kiln's Winograd kernel on AVX2.
+  Case ragged{2, 20, 13, 11, 36, 1, 3, 3, 1, 1, 1, 1, 2, 0, 1, 2};
+  ragged.low = 0.25f; // a clamp that moves zero: the padding lanes stay zero
+  Case raggedResidual{1, 28, 10, 10, 12, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  raggedResidual.accumulate = true;
+  raggedResidual.low = 0.0f;
+  return {resnet3x3,
+          pointwise,
+          strided,
+          depthwise,
+          depthwiseStrided,
+          dilated,
+          asymmetric,
+          stem7x7,
+          relu,
+          clip,
+          noBias,
+          lowOnly,
+          paddedIn,
+          paddedOut,
+          paddedBoth,
+          paddedDepthwise,
+          residual,
+          residual1x1,
+          paddedResidual,
+          stemRgb,
+          stemClip,
+          stemGray,
+          largeTiles,
+          largeTilesUnpadded,
+          largeTilesResidual,
+          largeFewChannels,
+          ragged,
+          raggedResidual};
 }
 
 // Parts of concatenations along channels: SqueezeNet's expand 1x1 at
@@ -335,7 +371,8 @@ TEST(BlockedConvolutionTest, LoopsMatchReferenceInBlocksOf8) {
 #ifdef KILN_TEST_WINOGRAD_AVX2
 // Kiln's F(4x4, 3x3) kernel for AVX2, on every 3x3 case at stride 1 of one
 // group in blocks of 8: partial tiles (9, 19 and 21 outputs), no padding,
-// filters and channels that end in a half block of 16 (40, 80, 24), a
+// pads of 2 and unequal ones, filters and channels that end in a half block
+// of 16 (40, 80, 24) or in a partly padded block of 8 (20, 28, 36, 12), a
 // batch, residual sums, clamps and slots of a concatenation.
 TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
@@ -355,7 +392,7 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
     check(c, Path::Winograd, rng);
     ++checked;
   }
-  EXPECT_EQ(checked, 11);
+  EXPECT_EQ(checked, 13);
 }
 #endif
 
