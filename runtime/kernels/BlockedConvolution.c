@@ -27,7 +27,6 @@
  *===----------------------------------------------------------------------===*/
 #include "OneDnnSupport.h"
 #ifdef KILN_CPU_KERNELS_X86
-#include "CpuVectors.h"
 #include "WinogradConvolution.h"
 
 #include <omp.h>
@@ -301,15 +300,9 @@ static void convolveByLoops(const int64_t *s, const float *in, const float *w, c
  * ones (4 tiles, 512->512: 3.5 -> 2.4 ms). */
 static int winogradOnAvx2(const int64_t *s, int64_t flags) {
   enum { MIN_TILES = 4, MIN_CHANNELS = 16 };
-  static int enabled = -1;
-  int known = __atomic_load_n(&enabled, __ATOMIC_RELAXED);
-  if (known < 0) {
-    const char *setting = getenv("KILN_WINOGRAD");
-    known = kilnCpuVectors() == KILN_VECTORS_AVX2 && !(setting && strcmp(setting, "0") == 0);
-    __atomic_store_n(&enabled, known, __ATOMIC_RELAXED);
-  }
-  if (!known || s[BLOCK] != 8 || (flags & PLAIN_INPUT) || s[C] < MIN_CHANNELS || s[GROUP] != 1 ||
-      s[KH] != 3 || s[KW] != 3 || s[SH] != 1 || s[SW] != 1 || s[DH] != 1 || s[DW] != 1)
+  if (!kilnWinogradRuns() || s[BLOCK] != 8 || (flags & PLAIN_INPUT) || s[C] < MIN_CHANNELS ||
+      s[GROUP] != 1 || s[KH] != 3 || s[KW] != 3 || s[SH] != 1 || s[SW] != 1 || s[DH] != 1 ||
+      s[DW] != 1)
     return 0;
   int64_t tiles = s[N] * ((s[OH] + 3) / 4) * ((s[OW] + 3) / 4);
   return tiles >= MIN_TILES && 2 * s[N] * s[OH] * s[OW] >= 16 * tiles;

@@ -91,6 +91,11 @@ void kilnDnnlFreePacked(KilnPackedWeights *list);
  * with AVX2 and FMA but not AVX-512, unless the environment sets
  * KILN_DIRECT_CONV=0. */
 int kilnDirectConvRuns(void);
+/* Whether 3x3 convolutions on images in blocks of 8 may run Kiln's Winograd
+ * kernel (WinogradConvolution.c) rather than oneDNN's direct one: on CPUs
+ * with AVX2 and FMA but not AVX-512, unless the environment sets
+ * KILN_WINOGRAD=0. */
+int kilnWinogradRuns(void);
 /* PackedConvolution.c's entry point, which kiln_matmul_constant_a hands
  * the products it runs as 1x1 convolutions. */
 void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64_t iw,
