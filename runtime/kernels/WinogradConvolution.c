@@ -60,18 +60,18 @@ int kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed) {
     return 0;
   int64_t floats = pointFloats(c, f);
   for (int p = 0; p < POINTS; ++p) {
-    int i = p / PATCH, j = p % PATCH;
+    /* Point (i, j) of G g G^T is the sum of g's taps (a, b) times
+     * G[i][a] G[j][b]. */
+    double weight[9];
+    for (int tap = 0; tap < 9; ++tap)
+      weight[tap] = G[p / PATCH][tap / 3] * G[p % PATCH][tap % 3];
     memset(operand, 0, bytes);
     for (int64_t o = 0; o < f; ++o)
       for (int64_t k = 0; k < c; ++k) {
-        /* Row i of G g, then its product with column j of G^T. */
         const float *g = w + (o * c + k) * 9;
-        double row[3] = {0, 0, 0}, sum = 0;
-        for (int a = 0; a < 3; ++a)
-          for (int b = 0; b < 3; ++b)
-            row[b] += G[i][a] * g[a * 3 + b];
-        for (int b = 0; b < 3; ++b)
-          sum += row[b] * G[j][b];
+        double sum = 0;
+        for (int tap = 0; tap < 9; ++tap)
+          sum += weight[tap] * g[tap];
         operand[k * f8 + o] = (float)sum;
       }
     kilnSmallMatmulPack(operand, f8, c8, f8, /*transB=*/0, packed + p * floats);
@@ -157,13 +157,27 @@ static void untransformTiles(const KilnWinogradConv *conv, int64_t firstTile, in
                              int64_t firstColumn, int64_t columns, const float *m) {
   int64_t pointStride = tiles * columns;
   __m256 low = _mm256_set1_ps(conv->low), high = _mm256_set1_ps(conv->high);
+  /* Per block of the item's filters, once: its bias, and which of its
+   * lanes are filters (the lanes past f, zero sums, stay zero whatever the
+   * clamp). */
+  int64_t blocks = columns / LANES;
+  __m256 biases[blocks], keeps[blocks];
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t first = firstColumn + b * LANES;
+    float lanes[LANES] = {0};
+    for (int64_t lane = 0; conv->bias && lane < LANES && first + lane < conv->f; ++lane)
+      lanes[lane] = conv->bias[first + lane];
+    biases[b] = _mm256_loadu_ps(lanes);
+    keeps[b] = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(conv->f - first)),
+                                                      _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  }
   for (int64_t t = 0; t < tiles; ++t) {
     int64_t image, y, x;
     tileOrigin(conv, firstTile + t, &image, &y, &x);
     int64_t rows = conv->oh - y < TILE ? conv->oh - y : TILE;
     int64_t cols = conv->ow - x < TILE ? conv->ow - x : TILE;
-    for (int64_t column = 0; column < columns; column += LANES) {
-      int64_t block = (firstColumn + column) / LANES, first = block * LANES;
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t column = b * LANES, block = (firstColumn + column) / LANES;
       __m256 sums[PATCH * PATCH], half[TILE * PATCH], result[TILE * TILE];
       const float *at = m + t * columns + column;
       for (int p = 0; p < POINTS; ++p)
@@ -172,27 +186,17 @@ static void untransformTiles(const KilnWinogradConv *conv, int64_t firstTile, in
         transformOutput(sums + j, PATCH, half + j, PATCH);
       for (int i = 0; i < TILE; ++i)
         transformOutput(half + i * PATCH, 1, result + i * TILE, 1);
-      /* The lanes past f (zero sums) stay zero whatever the clamp. */
-      __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-          _mm256_set1_epi32((int)(conv->f - first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-      __m256 bias = _mm256_setzero_ps();
-      if (conv->bias) {
-        float lanes[LANES] = {0};
-        for (int64_t lane = 0; lane < LANES && first + lane < conv->f; ++lane)
-          lanes[lane] = conv->bias[first + lane];
-        bias = _mm256_loadu_ps(lanes);
-      }
       float *plane = conv->out + image * conv->outStride + block * conv->oh * conv->ow * LANES;
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
           float *to = plane + ((y + i) * conv->ow + x + j) * LANES;
-          __m256 value = _mm256_add_ps(result[i * TILE + j], bias);
+          __m256 value = _mm256_add_ps(result[i * TILE + j], biases[b]);
           if (conv->accumulate)
             value = _mm256_add_ps(value, _mm256_loadu_ps(to));
           /* max and min return their second operand when one is NaN:
            * a NaN sum stays NaN, as in the plain loops. */
           value = _mm256_min_ps(high, _mm256_max_ps(low, value));
-          _mm256_storeu_ps(to, _mm256_and_ps(value, keep));
+          _mm256_storeu_ps(to, _mm256_and_ps(value, keeps[b]));
         }
     }
   }
