@@ -9,7 +9,11 @@ Kiln's (above 1: Kiln is faster). A cliff shows up as a point far below the othe
     bench/sweep.py                         # every family, every size (about an hour)
     bench/sweep.py --family conv3x3 --sizes 7-32
     bench/sweep.py --family gemm_nt --quick
+    bench/sweep.py --family conv3x3_256 --sizes 43,59 --rounds 5
     bench/sweep.py --list
+
+On a shared machine one timing of each runtime can swing by a third from one moment to the next;
+--rounds N times each point N times, alternating the runtimes, and takes each one's median.
 
 Results go to bench/out/sweep/<family>.json and, with matplotlib, a plot per family in
 bench/out/sweep/<family>.png (`--plot-dir docs/images` to refresh the committed plots). Run it
@@ -100,43 +104,48 @@ def make_model(path, op, attrs, in_shape, weight_shapes, rng):
     onnx.save(model, str(path))
 
 
-def time_ort(model_path, x, threads, budget):
+def ort_session(model_path, x, threads):
+    """An ONNX Runtime session of the model, warmed up, and its output."""
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
-    feed = {"x": x}
-    out = sess.run(None, feed)[0]
+    out = sess.run(None, {"x": x})[0]
     for _ in range(3):
-        sess.run(None, feed)
+        sess.run(None, {"x": x})
+    return sess, out
+
+
+def time_ort(sess, x, budget):
     times, start = [], time.perf_counter()
     while len(times) < 5 or (time.perf_counter() - start < budget and len(times) < 10000):
         t0 = time.perf_counter()
-        sess.run(None, feed)
+        sess.run(None, {"x": x})
         times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), out
+    return statistics.median(times)
+
+
+def compile_kiln(bin_dir, work):
+    t0 = time.perf_counter()
+    r = subprocess.run([str(bin_dir / "kilnc"), str(work / "model.onnx"), "-o", str(work / "model.kiln")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": (r.stderr or r.stdout).strip().splitlines()[-1]}
+    return {"compile_s": time.perf_counter() - t0}
 
 
 def time_kiln(bin_dir, work, threads, ort_ms, budget):
-    artifact = work / "model.kiln"
-    t0 = time.perf_counter()
-    r = subprocess.run([str(bin_dir / "kilnc"), str(work / "model.onnx"), "-o", str(artifact)],
-                       capture_output=True, text=True)
-    compile_s = time.perf_counter() - t0
-    if r.returncode != 0:
-        return {"error": (r.stderr or r.stdout).strip().splitlines()[-1]}
     # Aim for `budget` seconds of timed runs, guessing Kiln's time from ORT's.
     reps = int(min(2000, max(5, budget * 1e3 / max(ort_ms, 1e-3))))
-    r = subprocess.run([str(bin_dir / "kiln-run"), str(artifact), str(work / "x.npy"), "--repeat", str(reps),
-                        "--warmup", str(max(2, reps // 10)), "--threads", str(threads),
+    r = subprocess.run([str(bin_dir / "kiln-run"), str(work / "model.kiln"), str(work / "x.npy"), "--repeat",
+                        str(reps), "--warmup", str(max(2, reps // 10)), "--threads", str(threads),
                         "--output-dir", str(work / "out")], capture_output=True, text=True)
     m = MEDIAN_RE.search(r.stdout)
     if r.returncode != 0 or not m:
         return {"error": (r.stderr or r.stdout).strip()[-200:]}
-    y = np.load(work / "out" / "y.npy")
-    return {"ms": float(m.group(2)), "compile_s": compile_s, "y": y}
+    return {"ms": float(m.group(2)), "y": np.load(work / "out" / "y.npy")}
 
 
 def parse_sizes(text, default):
@@ -186,6 +195,8 @@ def main(argv):
     p.add_argument("--quick", action="store_true", help="every 4th size only")
     p.add_argument("--threads", type=int, default=2, help="threads for both runtimes (default 2)")
     p.add_argument("--budget", type=float, default=0.3, help="seconds of timed runs per point and runtime")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="times each point is timed, the runtimes alternating; each one's median counts (default 1)")
     p.add_argument("--kiln-bin", type=Path, default=HERE.parent / "build" / "bin")
     p.add_argument("--out", type=Path, default=HERE / "out" / "sweep")
     p.add_argument("--plot-dir", type=Path, help="where the plots go (default: --out)")
@@ -198,6 +209,8 @@ def main(argv):
     families = choose(args.family, FAMILIES, "family", p)
     args.out.mkdir(parents=True, exist_ok=True)
     plot_dir = args.plot_dir or args.out
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
     print(f"# bench/sweep.py {' '.join(argv)}  (load average {os.getloadavg()[0]:.2f}, {args.threads} threads)")
     worst = []
     for family in families:
@@ -217,14 +230,28 @@ def main(argv):
             make_model(work / "model.onnx", op, attrs, in_shape, weights, rng)
             x = rng.standard_normal(in_shape).astype(np.float32)
             np.save(work / "x.npy", x)
-            ort_ms, ref = time_ort(work / "model.onnx", x, args.threads, args.budget)
-            k = time_kiln(args.kiln_bin, work, args.threads, ort_ms, args.budget)
+            sess, ref = ort_session(work / "model.onnx", x, args.threads)
+            k = compile_kiln(args.kiln_bin, work)
+            ort_times, kiln_times = [], []
+            for _ in range(args.rounds):
+                ort_times.append(time_ort(sess, x, args.budget))
+                if "error" in k:
+                    break
+                run = time_kiln(args.kiln_bin, work, args.threads, ort_times[-1], args.budget)
+                if "error" in run:
+                    k = run
+                    break
+                kiln_times.append(run["ms"])
+                k["y"] = run["y"]
+            del sess
+            ort_ms = statistics.median(ort_times)
             point = {"size": size, "ort_ms": ort_ms}
             if "error" in k:
                 point["error"] = k["error"]
                 print(f"{size:>5} {'error':>10} {ort_ms:>10.4f}  {k['error']}")
             else:
                 err = float(np.max(np.abs(k["y"] - ref)) / (np.max(np.abs(ref)) + 1e-30))
+                k["ms"] = statistics.median(kiln_times)
                 point.update(kiln_ms=k["ms"], compile_s=k["compile_s"], rel_err=err)
                 flag = "  WRONG" if err > 1e-3 else ""
                 print(f"{size:>5} {k['ms']:>10.4f} {ort_ms:>10.4f} {ort_ms / k['ms']:>9.2f} "
@@ -232,7 +259,8 @@ def main(argv):
             points.append(point)
             shutil.rmtree(work, ignore_errors=True)
         (args.out / f"{family}.json").write_text(json.dumps({"family": family, "desc": desc, "threads":
-                                                              args.threads, "points": points}, indent=1))
+                                                              args.threads, "rounds": args.rounds,
+                                                              "points": points}, indent=1))
         xlabel = "M (rows)" if family.startswith(("gemm", "matmul")) else "output height = width"
         plot(family, desc, points, plot_dir / f"sweep-{family}.png", xlabel)
         ok = [pt for pt in points if "kiln_ms" in pt]

@@ -361,11 +361,66 @@ Clamp absorbClamp(Value result, bool padded, SmallVectorImpl<Operation *> &absor
   return clamp;
 }
 
+/// What a blocked convolution applies to its sum: an activation, then a
+/// clamp.
+struct Epilogue {
+  ConvActivationAttr activation;
+  Clamp clamp;
+};
+
+/// The activation that the ops after `result` apply to it, if any: a SiLU
+/// (`x * sigmoid(x)`, as PyTorch exports it: the sigmoid and the product
+/// are `result`'s only users, the product the sigmoid's) or a HardSwish
+/// (`result`'s only user). Its ops go in `absorbed`, in order, and
+/// `result` becomes the activation's result. Both keep zero at zero, so
+/// they apply to padded images too.
+ConvActivationAttr absorbActivation(Value &result, SmallVectorImpl<Operation *> &absorbed) {
+  Type type = result.getType();
+  Block *block = result.getParentBlock();
+  auto sameShape = [&](Operation *op) {
+    return op->getBlock() == block && op->getNumResults() == 1 &&
+           op->getResult(0).getType() == type;
+  };
+  MLIRContext *ctx = type.getContext();
+  if (result.hasOneUse()) {
+    auto hardSwish = dyn_cast<HardSwishOp>(*result.getUsers().begin());
+    if (!hardSwish || !sameShape(hardSwish))
+      return {};
+    absorbed.push_back(hardSwish);
+    result = hardSwish.getResult();
+    return ConvActivationAttr::get(ctx, ConvActivation::HardSwish);
+  }
+  SmallVector<Operation *> users(result.getUsers());
+  if (users.size() != 2)
+    return {};
+  auto sigmoid = dyn_cast<SigmoidOp>(users[0]);
+  if (!sigmoid)
+    sigmoid = dyn_cast<SigmoidOp>(users[1]);
+  if (!sigmoid || !sameShape(sigmoid) || !sigmoid->hasOneUse())
+    return {};
+  auto product = dyn_cast<MulOp>(*sigmoid->getUsers().begin());
+  if (!product || !sameShape(product) || !llvm::is_contained(users, product.getOperation()) ||
+      !llvm::is_contained(product->getOperands(), result))
+    return {};
+  absorbed.append({sigmoid, product});
+  result = product.getResult();
+  return ConvActivationAttr::get(ctx, ConvActivation::Swish);
+}
+
+/// The activation and then the clamp that the ops after `result` apply to
+/// it (absorbActivation, absorbClamp), their ops in `absorbed`.
+Epilogue absorbEpilogue(Value result, bool padded, SmallVectorImpl<Operation *> &absorbed) {
+  Epilogue epilogue;
+  epilogue.activation = absorbActivation(result, absorbed);
+  epilogue.clamp = absorbClamp(result, padded, absorbed);
+  return epilogue;
+}
+
 /// Folds each residual sum into the blocked convolution that computes one
 /// of its operands: `add(blocked_conv(x), r)`, where the sum is the
 /// convolution's only user and the convolution is not clamped, becomes
-/// `blocked_conv(x) add r` at the sum, which takes the sum's clamp too
-/// (ResNet's `relu(conv(x) + identity)`). The runtime adds the convolution
+/// `blocked_conv(x) add r` at the sum, which takes the sum's activation and
+/// clamp too (ResNet's `relu(conv(x) + identity)`). The runtime adds the convolution
 /// into r's buffer (oneDNN's sum post-op), which saves the sum's pass over
 /// both images.
 void foldResidualSums(func::FuncOp func) {
@@ -376,18 +431,18 @@ void foldResidualSums(func::FuncOp func) {
       auto conv = add->getOperand(i).getDefiningOp<BlockedConvOp>();
       Value addend = add->getOperand(1 - i);
       if (!conv || conv.getAddend() || conv.getClampMinAttr() || conv.getClampMaxAttr() ||
-          !conv->hasOneUse() || conv->getBlock() != add->getBlock() ||
+          conv.getActivationAttr() || !conv->hasOneUse() || conv->getBlock() != add->getBlock() ||
           conv.getType() != add.getType() || addend.getType() != add.getType())
         continue;
       SmallVector<Operation *> absorbed;
       bool padded = conv.getFilter().getType().getDimSize(0) % conv.getBlock() != 0;
-      Clamp clamp = absorbClamp(add.getResult(), padded, absorbed);
+      Epilogue epilogue = absorbEpilogue(add.getResult(), padded, absorbed);
       OpBuilder b(add);
       auto fused = BlockedConvOp::create(
           b, b.getFusedLoc({conv.getLoc(), add.getLoc()}), conv.getInput(), conv.getFilter(),
           conv.getBias(), addend, /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(),
-          conv.getDilationsAttr(), conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b),
-          conv.getBlockAttr());
+          conv.getDilationsAttr(), conv.getGroupAttr(), epilogue.clamp.lowAttr(b),
+          epilogue.clamp.highAttr(b), conv.getBlockAttr(), epilogue.activation);
       Operation *last = absorbed.empty() ? add.getOperation() : absorbed.back();
       last->getResult(0).replaceAllUsesWith(fused.getResult());
       for (Operation *op : llvm::reverse(absorbed))
@@ -447,20 +502,21 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     foldResidualSums(func);
   }
 
-  /// Replaces `conv`, and the Relu or Clip that is its only user, by a
-  /// kiln.blocked_conv, which reads the NCHW input as it is where
-  /// `plainInput`; adds the ops it erases to `erased`.
+  /// Replaces `conv`, and the activation and the Relu or Clip that follow
+  /// it (absorbEpilogue), by a kiln.blocked_conv, which reads the NCHW input
+  /// as it is where `plainInput`; adds the ops it erases to `erased`.
   static void convert(OpBuilder &b, Reorders &reorders, ConvOp conv,
                       DenseSet<Operation *> &erased, bool plainInput) {
     b.setInsertionPoint(conv);
     Value input = plainInput ? conv.getInput() : reorders.blocked(conv.getInput());
     SmallVector<Operation *> absorbed;
     ChannelBlocks blocks = reorders.getBlocks();
-    Clamp clamp = absorbClamp(conv.getResult(), blocks.isPadded(conv.getType()), absorbed);
+    Epilogue epilogue = absorbEpilogue(conv.getResult(), blocks.isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(
         b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), /*addend=*/Value(),
         /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),
-        conv.getGroupAttr(), clamp.lowAttr(b), clamp.highAttr(b), b.getI64IntegerAttr(blocks.size));
+        conv.getGroupAttr(), epilogue.clamp.lowAttr(b), epilogue.clamp.highAttr(b),
+        b.getI64IntegerAttr(blocks.size), epilogue.activation);
     Operation *last = absorbed.empty() ? conv.getOperation() : absorbed.back();
     Value result = last->getResult(0);
     b.setInsertionPointAfter(last);

@@ -85,8 +85,10 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     16 on AVX-512 (oneDNN's `nChw16c`) and 8 on AVX2 (`nChw8c`); kilnc
     picks the target's. Channels that are not a multiple of the block (24
     or 40 in blocks of 16, 20 in blocks of 8) qualify when zeros padding the last block add at most half again the
-    work. A Relu, or a Clip's max and min by constants, that is the
-    convolution's only user becomes its clamp.
+    work. A SiLU (`x * sigmoid(x)`, whose sigmoid and product are the
+    convolution's only users) or a HardSwish after the convolution becomes
+    its `activation`, and a Relu, or a Clip's max and min by constants, that
+    is then the only user becomes its clamp.
 
     A convolution is rewritten only where the layout pays for its
     reorders: its input has a blocked form already, or its result reaches,
@@ -112,8 +114,9 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     layout from one convolution to the next. A convolution's result
     reaching another convolution through pools and concatenations counts as
     reaching it. Last, a residual sum whose operand is a blocked convolution's
-    unclamped result, read by nothing else, becomes that convolution's
-    `addend`, and the sum's Relu or Clip its clamp. The reorders (a reshape and a transpose) come
+    unclamped result, with no activation and read by nothing else, becomes
+    that convolution's `addend`, and the sum's SiLU or HardSwish its
+    activation and its Relu or Clip its clamp. The reorders (a reshape and a transpose) come
     in only where an image enters that chain from an op that needs NCHW
     (a reduction over channels, a reshape, a concatenation with a padded
     part) or leaves it

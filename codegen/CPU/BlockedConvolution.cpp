@@ -31,7 +31,7 @@ namespace {
 
 constexpr StringLiteral kBlockedConvolution = "kiln_conv2d_blocked";
 // kiln_conv2d_blocked's flags.
-constexpr int64_t kAccumulate = 1, kPlainInput = 2;
+constexpr int64_t kAccumulate = 1, kPlainInput = 2, kSwish = 4, kHardSwish = 8;
 
 /// Whether `operand` is the one of `range`, an optional operand.
 bool isOperand(OpOperand &operand, MutableOperandRange range) {
@@ -123,7 +123,8 @@ struct BlockedConvModel
     // dilations (2), pads (top, left, bottom, right), channels per block,
     // input, filter, bias (0: none), output, the elements from one output
     // image to the next, clamp low, clamp high, flags (1: the output holds
-    // an addend; 2: the input is NCHW).
+    // an addend; 2: the input is NCHW; 4: a swish, 8: a hard swish before
+    // the clamp).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(19, i64);
@@ -164,6 +165,8 @@ struct BlockedConvModel
     args.push_back(bound(conv.getClampMinAttr(), -std::numeric_limits<float>::infinity()));
     args.push_back(bound(conv.getClampMaxAttr(), std::numeric_limits<float>::infinity()));
     int64_t flags = (conv.getAddend() ? kAccumulate : 0) | (in.size() == 4 ? kPlainInput : 0);
+    if (std::optional<ConvActivation> activation = conv.getActivation())
+      flags |= *activation == ConvActivation::Swish ? kSwish : kHardSwish;
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, flags));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());

@@ -33,7 +33,7 @@ def Kiln_Dialect : Dialect {
     `i16`, `i32`, `i64` and `i1` for booleans.
   }];
   let hasConstantMaterializer = 1;
-  let useDefaultAttributePrinterParser = 0;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 //===----------------------------------------------------------------------===//

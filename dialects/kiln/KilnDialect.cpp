@@ -4,12 +4,22 @@
 using namespace mlir;
 using namespace kiln;
 
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
 #include "dialects/kiln/KilnOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/KilnAttrs.cpp.inc"
 
 void KilnDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/kiln/KilnOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/kiln/KilnAttrs.cpp.inc"
       >();
 }
 

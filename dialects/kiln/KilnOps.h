@@ -17,6 +17,9 @@
 
 #include "dialects/kiln/KilnEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/kiln/KilnAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/kiln/KilnOps.h.inc"
 

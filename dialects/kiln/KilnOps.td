@@ -354,8 +354,18 @@ def Kiln_ConvOp : Kiln_Op<"conv", [InferTypeOpAdaptor, Kiln_Differentiable]> {
     "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Kiln_ConvActivation : I32EnumAttr<"ConvActivation",
+    "an activation fused into a blocked convolution", [
+    I32EnumAttrCase<"Swish", 0, "swish">,
+    I32EnumAttrCase<"HardSwish", 1, "hard_swish">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+def Kiln_ConvActivationAttr : EnumAttr<Kiln_Dialect, Kiln_ConvActivation, "conv_activation">;
+
 def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedOperandSegments]> {
-  let summary = "2-D convolution of channel-blocked images, clamp fused";
+  let summary = "2-D convolution of channel-blocked images, activation and clamp fused";
   let description = [{
     `kiln.conv` with its images in blocks of `block` channels, 16 (oneDNN's
     `nChw16c`, for AVX-512) or 8 (`nChw8c`, for AVX2): with `B = block`,
@@ -368,9 +378,13 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
     than `B` channels (an RGB image) may instead come in NCHW, `N x C x H x
     W`, with one group: the convolution then reads it as it is and gives its
     result in blocks. The optional `addend`, an image of the result's type
-    (a residual branch), is added to the convolution, and the sum is
-    clamped to `[clamp_min, clamp_max]` where they are given (a fused Relu
-    or Clip): `relu(conv(x) + identity)` is one op. The optional `dest`, of
+    (a residual branch), is added to the convolution; the sum goes through
+    the optional `activation` (`swish`: `x * sigmoid(x)`, a SiLU, as
+    EfficientNet's convolutions end; `hard_swish`: `x * max(0, min(1, x / 6
+    + 0.5))`, MobileNetV3's), and is then clamped to `[clamp_min,
+    clamp_max]` where they are given (a fused Relu or Clip):
+    `relu(conv(x) + identity)` and `silu(conv(x))` are each one op. Both
+    activations keep zero at zero, so a padded block's lanes stay zero. The optional `dest`, of
     the result's type, is what the result is written over: a slot of a
     larger image (`kiln-blocked-conv-in-place` slices it out of the
     concatenation the result is inserted into), so that bufferization lets
@@ -389,6 +403,8 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
         : (tensor<1x4x28x28x16xf32>, tensor<64x64x1x1xf32>, tensor<64xf32>, tensor<1x4x28x28x16xf32>) -> tensor<1x4x28x28x16xf32>
     %z = kiln.blocked_conv %x8, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, block = 8 : i64}
         : (tensor<1x4x28x28x8xf32>, tensor<64x32x3x3xf32>) -> tensor<1x8x28x28x8xf32>
+    %s = kiln.blocked_conv %z, %w1, %b1 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, block = 8 : i64, activation = #kiln<conv_activation swish>}
+        : (tensor<1x8x28x28x8xf32>, tensor<96x64x1x1xf32>, tensor<96xf32>) -> tensor<1x12x28x28x8xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$filter,
@@ -400,7 +416,8 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
                    DefaultValuedAttr<I64Attr, "1">:$group,
                    OptionalAttr<F32Attr>:$clamp_min,
                    OptionalAttr<F32Attr>:$clamp_max,
-                   DefaultValuedAttr<I64Attr, "16">:$block);
+                   DefaultValuedAttr<I64Attr, "16">:$block,
+                   OptionalAttr<Kiln_ConvActivationAttr>:$activation);
   let results = (outs RankedTensorOf<[F32]>:$output);
   let assemblyFormat =
     "$input `,` $filter (`,` $bias^)? (`add` $addend^)? (`into` $dest^)? attr-dict `:` "

@@ -193,6 +193,7 @@ static void untransformTiles(const KilnWinogradConv *conv, int64_t firstTile, in
           __m256 value = _mm256_add_ps(result[i * TILE + j], biases[b]);
           if (conv->accumulate)
             value = _mm256_add_ps(value, _mm256_loadu_ps(to));
+          value = kilnActivate8(value, conv->activation);
           /* max and min return their second operand when one is NaN:
            * a NaN sum stays NaN, as in the plain loops. */
           value = _mm256_min_ps(high, _mm256_max_ps(low, value));

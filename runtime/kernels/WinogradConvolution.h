@@ -10,6 +10,8 @@
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_KERNELS_WINOGRADCONVOLUTION_H
 #define KILN_RUNTIME_KERNELS_WINOGRADCONVOLUTION_H
+#include "ConvActivation.h"
+
 #include <stdint.h>
 
 /* Points of a transformed tile: 6 x 6. */
@@ -18,7 +20,8 @@ enum { KILN_WINOGRAD_POINTS = 36 };
 /* A 3x3 convolution at stride 1 on dense nChw8c images: `in` is n x
  * ceil(c/8) x ih x iw x 8, its lanes past c zero; `out` holds n images of
  * ceil(f/8) x oh x ow x 8, each dense, `outStride` floats apart, and gets
- * clamp(conv + bias [+ out], low, high) with its lanes past f zero. */
+ * clamp(activation(conv + bias [+ out]), low, high) with its lanes past f
+ * zero. */
 typedef struct KilnWinogradConv {
   int64_t n, c, ih, iw, f, oh, ow, padTop, padLeft;
   const float *in;
@@ -31,6 +34,7 @@ typedef struct KilnWinogradConv {
   float low, high;
   /* Whether `out` holds an addend (a residual sum). */
   int accumulate;
+  KilnConvActivation activation;
 } KilnWinogradConv;
 
 /* 4x4 output tiles of the convolution (over all its images). */

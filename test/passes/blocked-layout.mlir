@@ -395,3 +395,83 @@ func.func @concat(%x: tensor<1x32x8x8xf32>, %y: tensor<1x24x8x8xf32>) -> (tensor
   %4 = kiln.concat %x, %y {axis = 1 : i64} : (tensor<1x32x8x8xf32>, tensor<1x24x8x8xf32>) -> tensor<1x56x8x8xf32>
   return %3, %4 : tensor<1x16x8x8xf32>, tensor<1x56x8x8xf32>
 }
+
+// -----
+
+// A SiLU after a convolution, `x * sigmoid(x)` as PyTorch exports it (the
+// product's operands either way round), becomes the convolution's swish,
+// which a clamp after it follows; a HardSwish becomes its hard swish.
+// Both keep zero at zero, so 24 channels padded to a block of 16 take them
+// too.
+// CHECK-LABEL: func.func @swish
+// CHECK: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}}, %{{.*}} {activation = #kiln<conv_activation swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x6x6x16xf32>, tensor<24x16x1x1xf32>, tensor<24xf32>) -> tensor<1x2x6x6x16xf32>
+// CHECK: %[[B:.*]] = kiln.blocked_conv %[[A]], %{{.*}} {activation = #kiln<conv_activation swish>, clamp_max = 6.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 24 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x16xf32>, tensor<24x1x3x3xf32>) -> tensor<1x2x6x6x16xf32>
+// CHECK: kiln.blocked_conv %[[B]], %{{.*}} {activation = #kiln<conv_activation hard_swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x16xf32>, tensor<16x24x1x1xf32>) -> tensor<1x1x6x6x16xf32>
+// CHECK-NOT: kiln.sigmoid
+// CHECK-NOT: kiln.mul
+// CHECK-NOT: kiln.hard_swish
+// CHECK: return
+func.func @swish(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %w1 = kiln.constant dense<0.5> : tensor<24x16x1x1xf32>
+  %b1 = kiln.constant dense<0.25> : tensor<24xf32>
+  %w2 = kiln.constant dense<1.0> : tensor<24x1x3x3xf32>
+  %w3 = kiln.constant dense<2.0> : tensor<16x24x1x1xf32>
+  %six = kiln.constant dense<6.0> : tensor<f32>
+  %0 = kiln.conv %x, %w1, %b1 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x6x6xf32>, tensor<24x16x1x1xf32>, tensor<24xf32>) -> tensor<1x24x6x6xf32>
+  %1 = kiln.sigmoid %0 : tensor<1x24x6x6xf32>
+  %2 = kiln.mul %0, %1 : (tensor<1x24x6x6xf32>, tensor<1x24x6x6xf32>) -> tensor<1x24x6x6xf32>
+  %3 = kiln.conv %2, %w2 {dilations = array<i64: 1, 1>, group = 24 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x24x6x6xf32>, tensor<24x1x3x3xf32>) -> tensor<1x24x6x6xf32>
+  %4 = kiln.sigmoid %3 : tensor<1x24x6x6xf32>
+  %5 = kiln.mul %4, %3 : (tensor<1x24x6x6xf32>, tensor<1x24x6x6xf32>) -> tensor<1x24x6x6xf32>
+  %6 = kiln.min %5, %six : (tensor<1x24x6x6xf32>, tensor<f32>) -> tensor<1x24x6x6xf32>
+  %7 = kiln.conv %6, %w3 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x24x6x6xf32>, tensor<16x24x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %8 = kiln.hard_swish %7 : tensor<1x16x6x6xf32>
+  return %8 : tensor<1x16x6x6xf32>
+}
+
+// -----
+
+// A residual sum takes the SiLU after it: `silu(conv(x) + x)` is one
+// convolution that adds into x's buffer, then applies the swish.
+// CHECK-LABEL: func.func @residual_swish
+// CHECK: kiln.blocked_conv %[[B:.*]], %{{.*}} add %[[B]] {activation = #kiln<conv_activation swish>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x3x3xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+// CHECK-NOT: kiln.sigmoid
+// CHECK: return
+func.func @residual_swish(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = kiln.constant dense<1.0> : tensor<16x16x3x3xf32>
+  %r = kiln.relu %x : tensor<1x16x4x4xf32>
+  %0 = kiln.conv %r, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %1 = kiln.conv %0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %2 = kiln.add %1, %0 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %3 = kiln.sigmoid %2 : tensor<1x16x4x4xf32>
+  %4 = kiln.mul %2, %3 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %4 : tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// Not a SiLU: the sigmoid has another user, or the product is by another
+// value. The convolution keeps no activation, and the ops run on its
+// blocked result.
+// CHECK-LABEL: func.func @not_swish
+// CHECK: %[[C0:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}} {dilations
+// CHECK: %[[A:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {dilations
+// CHECK: %[[S:.*]] = kiln.sigmoid %[[A]]
+// CHECK: kiln.mul %[[A]], %[[S]]
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {dilations
+// CHECK: kiln.sigmoid %[[C]]
+// CHECK-NOT: activation
+// CHECK: return
+func.func @not_swish(%x: tensor<1x16x4x4xf32>, %y: tensor<1x16x4x4xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) {
+  %w = kiln.constant dense<1.0> : tensor<16x16x1x1xf32>
+  %r = kiln.relu %x : tensor<1x16x4x4xf32>
+  %c0 = kiln.conv %r, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %0 = kiln.conv %c0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %1 = kiln.sigmoid %0 : tensor<1x16x4x4xf32>
+  %2 = kiln.mul %0, %1 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %3 = kiln.conv %c0, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %4 = kiln.sigmoid %3 : tensor<1x16x4x4xf32>
+  %5 = kiln.mul %y, %4 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %6 = kiln.add %3, %5 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %2, %1, %6 : tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>
+}

@@ -3,7 +3,8 @@
 // oneDNN primitive and the plain loops a site falls back to, against a
 // float64 loop over the NCHW image, on the layer shapes of ResNet-50 and
 // MobileNetV2 and each path's edges (Winograd, 1x1, strided, depthwise,
-// dilated, asymmetric pads, bias or none, clamps, channels that end in a
+// dilated, asymmetric pads, bias or none, clamps, swish and hard swish
+// activations, channels that end in a
 // padded block, a residual addend in the output, an RGB image in NCHW,
 // outputs written into a slot of a concatenation of several images), in
 // blocks of 16 channels (AVX-512's nChw16c) and of 8 (AVX2's nChw8c).
@@ -42,13 +43,21 @@ struct Case {
   bool accumulate = false;
   // Whether the input is NCHW (fewer channels than a block, one group).
   bool plain = false;
+  // The activation before the clamp: none, swish (x * sigmoid(x)) or hard
+  // swish (x * clamp(x / 6 + 0.5, 0, 1)).
+  enum Activation { None, Swish, HardSwish } activation = None;
   // Channels per block.
   int64_t block = 16;
   // Blocks of a concatenation before and after the output's in each image,
   // which the convolution must leave as they are.
   int64_t blocksBefore = 0, blocksAfter = 0;
 
-  int64_t flags() const { return (accumulate ? 1 : 0) | (plain ? 2 : 0); }
+  int64_t flags() const {
+    return (accumulate ? 1 : 0) | (plain ? 2 : 0) | (activation == Swish ? 4 : 0) |
+           (activation == HardSwish ? 8 : 0);
+  }
+  // The activation of `x`, in float64.
+  double activate(double x) const;
   // Where element (n, channel, y, x) of the input is.
   int64_t inputIndex(int64_t n, int64_t channel, int64_t y, int64_t x) const;
 
@@ -63,6 +72,18 @@ int64_t blocks(int64_t channels, int64_t block) { return (channels + block - 1) 
 int64_t blockedIndex(int64_t n, int64_t c, int64_t y, int64_t x, int64_t channels, int64_t h,
                      int64_t w, int64_t block) {
   return (((n * blocks(channels, block) + c / block) * h + y) * w + x) * block + c % block;
+}
+
+double Case::activate(double x) const {
+  switch (activation) {
+  case Swish:
+    return x / (1.0 + std::exp(-x));
+  case HardSwish:
+    return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+  case None:
+    break;
+  }
+  return x;
 }
 
 int64_t Case::inputIndex(int64_t image, int64_t channel, int64_t y, int64_t x) const {
@@ -97,6 +118,9 @@ void runWinograd(const Case &c, const float *in, const float *w, const float *bi
   conv.oh = c.oh(), conv.ow = c.ow(), conv.padTop = c.top, conv.padLeft = c.left;
   conv.in = in, conv.bias = bias, conv.out = out, conv.outStride = outStride;
   conv.low = c.low, conv.high = c.high, conv.accumulate = c.accumulate;
+  conv.activation = c.activation == Case::Swish       ? KILN_ACTIVATION_SWISH
+                    : c.activation == Case::HardSwish ? KILN_ACTIVATION_HARD_SWISH
+                                                      : KILN_ACTIVATION_NONE;
   auto aligned = [](int64_t floats) {
     return static_cast<float *>(std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64));
   };
@@ -212,7 +236,7 @@ void check(const Case &c, Path path, std::mt19937 &rng) {
                 magnitude += std::fabs(product);
               }
           }
-          expected = std::min<double>(std::max<double>(expected, c.low), c.high);
+          expected = std::min<double>(std::max<double>(c.activate(expected), c.low), c.high);
           // Winograd's transforms round differently from a direct sum: a
           // few ulp of the largest partial sums.
           ASSERT_NEAR(out[outIndex(n, f, y, x)], expected, 1e-5 * (1 + magnitude))
@@ -278,6 +302,20 @@ std::vector<Case> cases() {
   Case raggedResidual{1, 28, 10, 10, 12, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   raggedResidual.accumulate = true;
   raggedResidual.low = 0.0f;
+  // Fused activations: EfficientNet's swish after a 1x1 expansion into a
+  // padded block, after a depthwise 3x3 and after a residual 3x3 (Winograd
+  // on AVX2) or a ragged one; MobileNetV3's hard swish after its RGB stem
+  // and after a depthwise 5x5, under a clamp.
+  Case swish1x1 = paddedIn, swishDepthwise = depthwise, swishResidual = resnet3x3;
+  Case swishRagged{1, 20, 9, 13, 28, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  swish1x1.f = 40;
+  swishResidual.accumulate = true;
+  Case hardSwishStem = stemClip, hardSwishDepthwise = depthwiseStrided;
+  hardSwishStem.low = -INFINITY, hardSwishStem.high = INFINITY;
+  hardSwishDepthwise.high = 0.5f;
+  for (Case *c : {&swish1x1, &swishDepthwise, &swishResidual, &swishRagged})
+    c->activation = Case::Swish;
+  hardSwishStem.activation = hardSwishDepthwise.activation = Case::HardSwish;
   return {resnet3x3,
           pointwise,
           strided,
@@ -305,7 +343,13 @@ std::vector<Case> cases() {
           largeTilesResidual,
           largeFewChannels,
           ragged,
-          raggedResidual};
+          raggedResidual,
+          swish1x1,
+          swishDepthwise,
+          swishResidual,
+          swishRagged,
+          hardSwishStem,
+          hardSwishDepthwise};
 }
 
 // Parts of concatenations along channels: SqueezeNet's expand 1x1 at
@@ -373,7 +417,7 @@ TEST(BlockedConvolutionTest, LoopsMatchReferenceInBlocksOf8) {
 // group in blocks of 8: partial tiles (9, 19 and 21 outputs), no padding,
 // pads of 2 and unequal ones, filters and channels that end in a half block
 // of 16 (40, 80, 24) or in a partly padded block of 8 (20, 28, 36, 12), a
-// batch, residual sums, clamps and slots of a concatenation.
+// batch, residual sums, clamps, swish and slots of a concatenation.
 TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
     GTEST_SKIP() << "the CPU has no AVX2 and FMA";
@@ -392,7 +436,7 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
     check(c, Path::Winograd, rng);
     ++checked;
   }
-  EXPECT_EQ(checked, 13);
+  EXPECT_EQ(checked, 15);
 }
 #endif
 

@@ -60,12 +60,17 @@ Outputs of one model, all on fixed pseudo-random data:
   y_dw_silu, y_1x1_silu: SiLU (x * Sigmoid(x), as PyTorch exports it; the
             product's operands either way round) of a depthwise Conv 3x3, pad
             1, on 1x32x14x14 and of a Conv 1x1 32->48 on 1x32x10x10
-            (EfficientNet's): a loop over the convolution's result, in blocks
-            or not.
+            (EfficientNet's): a loop over the convolution's result, or in
+            blocks the convolution's fused swish, applied after oneDNN's
+            primitive;
+  y_wino_silu: SiLU(Conv 3x3, pad 1, 24->24 + input) on 1x24x12x20: in blocks
+            of 8, Winograd's tiles apply the swish after the residual sum;
+  y_1x1_hswish: HardSwish(Conv 1x1 16->40) on 1x16x9x9 (MobileNetV3's):
+            the fused hard swish, 40 channels in a padded block of 16.
 The references are computed here in float64 with a direct loop convolution,
 independently of Kiln. All values are multiples of 1/32, so float32 arithmetic
 in any order gives the reference exactly (see tensor()), up to the rounding of
-the sigmoid in the SiLU outputs. Layout as in ONNX's backend tests, so kiln-conformance
+the sigmoid in the SiLU outputs and of the division by 6 in the HardSwish. Layout as in ONNX's backend tests, so kiln-conformance
 checks it. Needs numpy and onnx (bench/.venv has both):
     bench/.venv/bin/python test/models/conv/generate.py
 """
@@ -155,6 +160,10 @@ x19 = tensor((1, 32, 14, 14))
 w_dw_silu, b_dw_silu = tensor((32, 1, 3, 3), 0.3), tensor((32,), 0.1)
 x20 = tensor((1, 32, 10, 10))
 w_1x1_silu, b_1x1_silu = tensor((48, 32, 1, 1), 0.3), tensor((48,), 0.1)
+x21 = tensor((1, 24, 12, 20))
+w_wino_silu, b_wino_silu = tensor((24, 24, 3, 3), 0.2), tensor((24,), 0.1)
+x22 = tensor((1, 16, 9, 9))
+w_1x1_hswish, b_1x1_hswish = tensor((40, 16, 1, 1), 0.5), tensor((40,), 1.0)
 
 nodes = [
     helper.make_node("Conv", ["x1", "w_rows", "b_rows"], ["c_rows"], name="conv_rows",
@@ -211,6 +220,14 @@ nodes = [
                      kernel_shape=[1, 1]),
     helper.make_node("Sigmoid", ["c_1x1_silu"], ["s_1x1_silu"], name="sigmoid_1x1_silu"),
     helper.make_node("Mul", ["s_1x1_silu", "c_1x1_silu"], ["y_1x1_silu"], name="mul_1x1_silu"),
+    helper.make_node("Conv", ["x21", "w_wino_silu", "b_wino_silu"], ["c_wino_silu"],
+                     name="conv_wino_silu", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    helper.make_node("Add", ["c_wino_silu", "x21"], ["a_wino_silu"], name="add_wino_silu"),
+    helper.make_node("Sigmoid", ["a_wino_silu"], ["s_wino_silu"], name="sigmoid_wino_silu"),
+    helper.make_node("Mul", ["a_wino_silu", "s_wino_silu"], ["y_wino_silu"], name="mul_wino_silu"),
+    helper.make_node("Conv", ["x22", "w_1x1_hswish", "b_1x1_hswish"], ["c_1x1_hswish"],
+                     name="conv_1x1_hswish", kernel_shape=[1, 1]),
+    helper.make_node("HardSwish", ["c_1x1_hswish"], ["y_1x1_hswish"], name="hswish_1x1"),
 ]
 y_rows = np.maximum(conv_reference(x1, w_rows, b_rows, [1, 1, 1, 1]), 0.0)
 y_groups = conv_reference(x2, w_groups, b_groups, [2, 2, 2, 2], dilations=(2, 2), group=2)
@@ -241,12 +258,16 @@ def silu(v):
 
 y_dw_silu = silu(conv_reference(x19, w_dw_silu, b_dw_silu, [1, 1, 1, 1], group=32))
 y_1x1_silu = silu(conv_reference(x20, w_1x1_silu, b_1x1_silu, [0, 0, 0, 0]))
+y_wino_silu = silu(conv_reference(x21, w_wino_silu, b_wino_silu, [1, 1, 1, 1]) + x21)
+c_1x1_hswish = conv_reference(x22, w_1x1_hswish, b_1x1_hswish, [0, 0, 0, 0])
+y_1x1_hswish = c_1x1_hswish * np.clip(c_1x1_hswish / 6.0 + 0.5, 0.0, 1.0)
 
 model_files.save(HERE, "conv_tiles", nodes,
                  [("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5), ("x6", x6), ("x7", x7),
                   ("x8", x8), ("x9", x9), ("x10", x10), ("x11", x11), ("x12", x12), ("x13", x13),
                   ("x14", x14), ("x15", x15), ("x16", x16),
-                  ("x17", x17), ("x18", x18), ("x19", x19), ("x20", x20)],
+                  ("x17", x17), ("x18", x18), ("x19", x19), ("x20", x20), ("x21", x21),
+                  ("x22", x22)],
                  [("y_rows", y_rows), ("y_groups", y_groups), ("y_plain", y_plain),
                   ("y_stride", y_stride), ("y_wino", y_wino), ("y_odd", y_odd),
                   ("y_wino_odd", y_wino_odd), ("y_dw_small", y_dw_small),
@@ -255,7 +276,8 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("y_dw_9x9", y_dw_9x9), ("y_direct_5x5", y_direct_5x5),
                   ("y_direct_s2", y_direct_s2), ("y_direct_7x1", y_direct_7x1),
                   ("y_direct_1x7", y_direct_1x7), ("y_1x1_7x7", y_1x1_7x7),
-                  ("y_1x1_s2", y_1x1_s2), ("y_dw_silu", y_dw_silu), ("y_1x1_silu", y_1x1_silu)],
+                  ("y_1x1_s2", y_1x1_s2), ("y_dw_silu", y_dw_silu), ("y_1x1_silu", y_1x1_silu),
+                  ("y_wino_silu", y_wino_silu), ("y_1x1_hswish", y_1x1_hswish)],
                  [("w_rows", w_rows), ("b_rows", b_rows), ("w_groups", w_groups),
                   ("b_groups", b_groups), ("w_stride", w_stride), ("w_plain", w_plain),
                   ("b_plain", b_plain), ("w_wino", w_wino), ("b_wino", b_wino),
@@ -269,4 +291,6 @@ model_files.save(HERE, "conv_tiles", nodes,
                   ("b_direct_s2", b_direct_s2), ("w_direct_7x1", w_direct_7x1),
                   ("w_direct_1x7", w_direct_1x7), ("w_1x1_7x7", w_1x1_7x7),
                   ("b_1x1_7x7", b_1x1_7x7), ("w_1x1_s2", w_1x1_s2), ("w_dw_silu", w_dw_silu),
-                  ("b_dw_silu", b_dw_silu), ("w_1x1_silu", w_1x1_silu), ("b_1x1_silu", b_1x1_silu)])
+                  ("b_dw_silu", b_dw_silu), ("w_1x1_silu", w_1x1_silu), ("b_1x1_silu", b_1x1_silu),
+                  ("w_wino_silu", w_wino_silu), ("b_wino_silu", b_wino_silu),
+                  ("w_1x1_hswish", w_1x1_hswish), ("b_1x1_hswish", b_1x1_hswish)])
