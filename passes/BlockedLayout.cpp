@@ -305,15 +305,33 @@ bool hasStridedWindow(ConvOp conv) {
          llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride > 1; });
 }
 
+/// Whether `conv` is one that Kiln's Winograd kernel takes in blocks of 8
+/// channels (AVX2 without AVX-512, where oneDNN has no Winograd kernels and
+/// the NCHW kernels run its direct one): a 3x3 at stride 1, one group, at
+/// least 16 input channels. That kernel saves far more than the reorders
+/// cost: alone between NCHW images, a 3x3 256->256 at 51x51 took 45.4 ms
+/// in NCHW and 14.4 ms blocked, reorders included; 64->64 at 51x51, 2.84
+/// against 1.02 ms; 256->256 at 7x7, 0.79 against 0.65-0.71 ms (Zen 1, 2
+/// threads).
+bool takesWinogradInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
+  constexpr int64_t kMinChannels = 16;
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
+  return blocks.size == kNarrowChannelBlock && conv.getGroup() == 1 && filter.size() == 4 &&
+         filter[1] >= kMinChannels && filter[2] == 3 && filter[3] == 3 &&
+         llvm::all_of(conv.getStrides(), [](int64_t stride) { return stride == 1; }) &&
+         llvm::all_of(conv.getDilations(), [](int64_t dilation) { return dilation == 1; });
+}
+
 /// Whether running `conv` on blocked images pays for its reorders: its input
 /// has a blocked form already, its result reaches another convolution that
-/// takes it blocked, or its window is tall or strided. Any other convolution
-/// alone between NCHW images would pay a pass over each of its two images
-/// for a layout nothing else reads; the NCHW kernels run it as fast as that.
+/// takes it blocked, its window is tall or strided, or Kiln's Winograd
+/// kernel takes it. Any other convolution alone between NCHW images would
+/// pay a pass over each of its two images for a layout nothing else reads;
+/// the NCHW kernels run it as fast as that.
 bool worthBlocking(ConvOp conv, const Reorders &reorders) {
   return reorders.hasBlocked(conv.getInput()) ||
          feedsBlockableConv(conv.getResult(), reorders.getBlocks()) || hasTallWindow(conv) ||
-         hasStridedWindow(conv);
+         hasStridedWindow(conv) || takesWinogradInBlocksOf8(conv, reorders.getBlocks());
 }
 
 /// The bounds a convolution's result is clamped to.
@@ -407,11 +425,20 @@ ConvActivationAttr absorbActivation(Value &result, SmallVectorImpl<Operation *> 
   return ConvActivationAttr::get(ctx, ConvActivation::Swish);
 }
 
-/// The activation and then the clamp that the ops after `result` apply to
-/// it (absorbActivation, absorbClamp), their ops in `absorbed`.
-Epilogue absorbEpilogue(Value result, bool padded, SmallVectorImpl<Operation *> &absorbed) {
+/// The activation and then the clamp that the ops after `result`, a
+/// convolution's in blocks of `block` channels, apply to it
+/// (absorbActivation, absorbClamp), their ops in `absorbed`. Activations
+/// are taken in blocks of 8 only (AVX2 without AVX-512). There the
+/// runtime's own vector loop applies them, faster than the separate kernel
+/// the fusion pass would make (EfficientNet-B0's 1x1 16->96 at 112x112 on
+/// Zen 1: 1.78 ms against 0.69 + 1.22). On AVX-512 that loop, in 8 lanes,
+/// would race the separate kernel's 16, and oneDNN's swish post-op lost to
+/// the separate kernel (docs/benchmarks.md).
+Epilogue absorbEpilogue(Value result, int64_t block, bool padded,
+                        SmallVectorImpl<Operation *> &absorbed) {
   Epilogue epilogue;
-  epilogue.activation = absorbActivation(result, absorbed);
+  if (block == kNarrowChannelBlock)
+    epilogue.activation = absorbActivation(result, absorbed);
   epilogue.clamp = absorbClamp(result, padded, absorbed);
   return epilogue;
 }
@@ -436,7 +463,7 @@ void foldResidualSums(func::FuncOp func) {
         continue;
       SmallVector<Operation *> absorbed;
       bool padded = conv.getFilter().getType().getDimSize(0) % conv.getBlock() != 0;
-      Epilogue epilogue = absorbEpilogue(add.getResult(), padded, absorbed);
+      Epilogue epilogue = absorbEpilogue(add.getResult(), conv.getBlock(), padded, absorbed);
       OpBuilder b(add);
       auto fused = BlockedConvOp::create(
           b, b.getFusedLoc({conv.getLoc(), add.getLoc()}), conv.getInput(), conv.getFilter(),
@@ -511,7 +538,8 @@ struct KilnBlockedLayoutPass : impl::KilnBlockedLayoutPassBase<KilnBlockedLayout
     Value input = plainInput ? conv.getInput() : reorders.blocked(conv.getInput());
     SmallVector<Operation *> absorbed;
     ChannelBlocks blocks = reorders.getBlocks();
-    Epilogue epilogue = absorbEpilogue(conv.getResult(), blocks.isPadded(conv.getType()), absorbed);
+    Epilogue epilogue =
+        absorbEpilogue(conv.getResult(), blocks.size, blocks.isPadded(conv.getType()), absorbed);
     auto blocked = BlockedConvOp::create(
         b, conv.getLoc(), input, conv.getFilter(), conv.getBias(), /*addend=*/Value(),
         /*dest=*/Value(), conv.getStridesAttr(), conv.getPadsAttr(), conv.getDilationsAttr(),

@@ -64,8 +64,11 @@ static inline __m256 kilnActivate8(__m256 x, KilnConvActivation activation) {
   switch (activation) {
   case KILN_ACTIVATION_SWISH: {
     __m256 e = kilnExpAvx2(_mm256_sub_ps(_mm256_setzero_ps(), x));
-    /* x * NaN-free sigmoid: a NaN x stays NaN. */
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    /* x * NaN-free sigmoid: a NaN x stays NaN. Below -87, where e^-x is
+     * capped, x e^x is below 2^-118 in magnitude: 0. */
+    __m256 swish = _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+    return _mm256_blendv_ps(swish, _mm256_setzero_ps(),
+                            _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ));
   }
   case KILN_ACTIVATION_HARD_SWISH: {
     __m256 gate = _mm256_fmadd_ps(x, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f));

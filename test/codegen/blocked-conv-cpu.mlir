@@ -70,11 +70,11 @@ func.func @chain(%x: tensor<1x2x8x8x16xf32>) -> tensor<1x1x8x8x16xf32> {
 // CHECK-DAG: %[[SIX:.*]] = arith.constant 6.000000e+00 : f32
 // CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %[[SIX]], %[[SWISH]]) {kiln.no_capture}
 // CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %{{.*}}, %[[HARD]]) {kiln.no_capture}
-func.func @activations(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> {
+func.func @activations(%x: tensor<1x1x5x5x16xf32>) -> tensor<1x1x5x5x16xf32> {
   %w = arith.constant dense<1.0> : tensor<16x16x1x1xf32>
-  %0 = kiln.blocked_conv %x, %w {activation = #kiln<conv_activation swish>, clamp_max = 6.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x1x4x4x16xf32>
-  %1 = kiln.blocked_conv %0, %w add %0 {activation = #kiln<conv_activation hard_swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
-  return %1 : tensor<1x1x4x4x16xf32>
+  %0 = kiln.blocked_conv %x, %w {activation = #kiln<conv_activation swish>, clamp_max = 6.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x5x5x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x1x5x5x16xf32>
+  %1 = kiln.blocked_conv %0, %w add %0 {activation = #kiln<conv_activation hard_swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x5x5x16xf32>, tensor<16x16x1x1xf32>, tensor<1x1x5x5x16xf32>) -> tensor<1x1x5x5x16xf32>
+  return %1 : tensor<1x1x5x5x16xf32>
 }
 
 // -----

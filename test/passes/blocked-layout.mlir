@@ -398,18 +398,26 @@ func.func @concat(%x: tensor<1x32x8x8xf32>, %y: tensor<1x24x8x8xf32>) -> (tensor
 
 // -----
 
-// A SiLU after a convolution, `x * sigmoid(x)` as PyTorch exports it (the
-// product's operands either way round), becomes the convolution's swish,
-// which a clamp after it follows; a HardSwish becomes its hard swish.
-// Both keep zero at zero, so 24 channels padded to a block of 16 take them
-// too.
+// In blocks of 8, a SiLU after a convolution, `x * sigmoid(x)` as PyTorch
+// exports it (the product's operands either way round), becomes the
+// convolution's swish, which a clamp after it follows; a HardSwish becomes
+// its hard swish.
+// B8-LABEL: func.func @swish
+// B8: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}}, %{{.*}} {activation = #kiln<conv_activation swish>, block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x8xf32>, tensor<24x16x1x1xf32>, tensor<24xf32>) -> tensor<1x3x6x6x8xf32>
+// B8: %[[B:.*]] = kiln.blocked_conv %[[A]], %{{.*}} {activation = #kiln<conv_activation swish>, block = 8 : i64, clamp_max = 6.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 24 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x6x6x8xf32>, tensor<24x1x3x3xf32>) -> tensor<1x3x6x6x8xf32>
+// B8: kiln.blocked_conv %[[B]], %{{.*}} {activation = #kiln<conv_activation hard_swish>, block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x6x6x8xf32>, tensor<16x24x1x1xf32>) -> tensor<1x2x6x6x8xf32>
+// B8-NOT: kiln.sigmoid
+// B8-NOT: kiln.mul
+// B8-NOT: kiln.hard_swish
+// B8: return
+// In blocks of 16 (AVX-512) the activations stay ops of their own, and the
+// clamp with them (the sigmoid of 24 channels padded to 32 on their NCHW
+// view).
 // CHECK-LABEL: func.func @swish
-// CHECK: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}}, %{{.*}} {activation = #kiln<conv_activation swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x6x6x16xf32>, tensor<24x16x1x1xf32>, tensor<24xf32>) -> tensor<1x2x6x6x16xf32>
-// CHECK: %[[B:.*]] = kiln.blocked_conv %[[A]], %{{.*}} {activation = #kiln<conv_activation swish>, clamp_max = 6.000000e+00 : f32, dilations = array<i64: 1, 1>, group = 24 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x16xf32>, tensor<24x1x3x3xf32>) -> tensor<1x2x6x6x16xf32>
-// CHECK: kiln.blocked_conv %[[B]], %{{.*}} {activation = #kiln<conv_activation hard_swish>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x16xf32>, tensor<16x24x1x1xf32>) -> tensor<1x1x6x6x16xf32>
-// CHECK-NOT: kiln.sigmoid
-// CHECK-NOT: kiln.mul
-// CHECK-NOT: kiln.hard_swish
+// CHECK-NOT: activation
+// CHECK: kiln.sigmoid %{{.*}} : tensor<1x24x6x6xf32>
+// CHECK: kiln.mul
+// CHECK: kiln.hard_swish %{{.*}} : tensor<1x1x6x6x16xf32>
 // CHECK: return
 func.func @swish(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
   %w1 = kiln.constant dense<0.5> : tensor<24x16x1x1xf32>
@@ -431,11 +439,15 @@ func.func @swish(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
 
 // -----
 
-// A residual sum takes the SiLU after it: `silu(conv(x) + x)` is one
-// convolution that adds into x's buffer, then applies the swish.
+// In blocks of 8 a residual sum takes the SiLU after it: `silu(conv(x) +
+// x)` is one convolution that adds into x's buffer, then applies the swish.
+// B8-LABEL: func.func @residual_swish
+// B8: kiln.blocked_conv %[[B:.*]], %{{.*}} add %[[B]] {activation = #kiln<conv_activation swish>, block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x4x4x8xf32>, tensor<16x16x3x3xf32>, tensor<1x2x4x4x8xf32>) -> tensor<1x2x4x4x8xf32>
+// B8-NOT: kiln.sigmoid
+// B8: return
 // CHECK-LABEL: func.func @residual_swish
-// CHECK: kiln.blocked_conv %[[B:.*]], %{{.*}} add %[[B]] {activation = #kiln<conv_activation swish>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x16x3x3xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
-// CHECK-NOT: kiln.sigmoid
+// CHECK: %[[S:.*]] = kiln.blocked_conv %[[B:.*]], %{{.*}} add %[[B]] {dilations
+// CHECK: kiln.sigmoid %[[S]]
 // CHECK: return
 func.func @residual_swish(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
   %w = kiln.constant dense<1.0> : tensor<16x16x3x3xf32>
@@ -453,15 +465,15 @@ func.func @residual_swish(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
 // Not a SiLU: the sigmoid has another user, or the product is by another
 // value. The convolution keeps no activation, and the ops run on its
 // blocked result.
-// CHECK-LABEL: func.func @not_swish
-// CHECK: %[[C0:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}} {dilations
-// CHECK: %[[A:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {dilations
-// CHECK: %[[S:.*]] = kiln.sigmoid %[[A]]
-// CHECK: kiln.mul %[[A]], %[[S]]
-// CHECK: %[[C:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {dilations
-// CHECK: kiln.sigmoid %[[C]]
-// CHECK-NOT: activation
-// CHECK: return
+// B8-LABEL: func.func @not_swish
+// B8: %[[C0:.*]] = kiln.blocked_conv %{{.*}}, %{{.*}} {block = 8 : i64, dilations
+// B8: %[[A:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {block = 8 : i64, dilations
+// B8: %[[S:.*]] = kiln.sigmoid %[[A]]
+// B8: kiln.mul %[[A]], %[[S]]
+// B8: %[[C:.*]] = kiln.blocked_conv %[[C0]], %{{.*}} {block = 8 : i64, dilations
+// B8: kiln.sigmoid %[[C]]
+// B8-NOT: activation
+// B8: return
 func.func @not_swish(%x: tensor<1x16x4x4xf32>, %y: tensor<1x16x4x4xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) {
   %w = kiln.constant dense<1.0> : tensor<16x16x1x1xf32>
   %r = kiln.relu %x : tensor<1x16x4x4xf32>
@@ -474,4 +486,36 @@ func.func @not_swish(%x: tensor<1x16x4x4xf32>, %y: tensor<1x16x4x4xf32>) -> (ten
   %5 = kiln.mul %y, %4 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   %6 = kiln.add %3, %5 : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   return %2, %1, %6 : tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// In blocks of 8 (AVX2 without AVX-512), a 3x3 convolution at stride 1,
+// one group, of 16 or more input channels is blocked even alone between
+// NCHW images: Kiln's Winograd kernel takes it. With fewer channels, or
+// dilated, it stays; in blocks of 16 all three stay.
+// CHECK-LABEL: func.func @lone_winograd
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+// B8-LABEL: func.func @lone_winograd
+// B8: kiln.blocked_conv %{{.*}}, %{{.*}}, %{{.*}} {block = 8 : i64, {{.*}}} : (tensor<1x2x10x10x8xf32>, tensor<24x16x3x3xf32>, tensor<24xf32>) -> tensor<1x3x10x10x8xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {{{.*}}} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {dilations = array<i64: 2, 2>{{.*}}} : (tensor<1x16x10x10xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x10x10xf32>
+// B8-NOT: kiln.blocked_conv
+// B8: return
+// With everywhere=true the two of 16 channels are blocked, and 8 channels
+// would be padded to a block of 16: that one stays.
+// ALL-LABEL: func.func @lone_winograd
+// ALL: kiln.blocked_conv
+// ALL: kiln.conv %{{.*}} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
+// ALL: kiln.blocked_conv
+func.func @lone_winograd(%x: tensor<1x16x10x10xf32>, %y: tensor<1x8x10x10xf32>, %z: tensor<1x16x10x10xf32>) -> (tensor<1x24x10x10xf32>, tensor<1x8x10x10xf32>, tensor<1x16x10x10xf32>) {
+  %w = kiln.constant dense<0.5> : tensor<24x16x3x3xf32>
+  %b = kiln.constant dense<0.25> : tensor<24xf32>
+  %w8 = kiln.constant dense<0.5> : tensor<8x8x3x3xf32>
+  %w16 = kiln.constant dense<0.5> : tensor<16x16x3x3xf32>
+  %0 = kiln.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x10x10xf32>, tensor<24x16x3x3xf32>, tensor<24xf32>) -> tensor<1x24x10x10xf32>
+  %1 = kiln.conv %y, %w8 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x8x10x10xf32>, tensor<8x8x3x3xf32>) -> tensor<1x8x10x10xf32>
+  %2 = kiln.conv %z, %w16 {dilations = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<1x16x10x10xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x10x10xf32>
+  return %0, %1, %2 : tensor<1x24x10x10xf32>, tensor<1x8x10x10xf32>, tensor<1x16x10x10xf32>
 }

@@ -313,7 +313,11 @@ std::vector<Case> cases() {
   Case hardSwishStem = stemClip, hardSwishDepthwise = depthwiseStrided;
   hardSwishStem.low = -INFINITY, hardSwishStem.high = INFINITY;
   hardSwishDepthwise.high = 0.5f;
-  for (Case *c : {&swish1x1, &swishDepthwise, &swishResidual, &swishRagged})
+  // A clamp that moves zero after a swish, on 24 filters in a block of 16
+  // or of 8 and 32: the padding lanes still come out zero.
+  Case swishClamped = paddedBoth;
+  swishClamped.low = 0.125f;
+  for (Case *c : {&swish1x1, &swishDepthwise, &swishResidual, &swishRagged, &swishClamped})
     c->activation = Case::Swish;
   hardSwishStem.activation = hardSwishDepthwise.activation = Case::HardSwish;
   return {resnet3x3,
@@ -349,7 +353,8 @@ std::vector<Case> cases() {
           swishResidual,
           swishRagged,
           hardSwishStem,
-          hardSwishDepthwise};
+          hardSwishDepthwise,
+          swishClamped};
 }
 
 // Parts of concatenations along channels: SqueezeNet's expand 1x1 at
@@ -364,6 +369,10 @@ std::vector<Case> concatenationParts() {
   first.blocksAfter = 2, first.low = 0.0f;
   last.blocksBefore = 3;
   middle.blocksBefore = 1, middle.blocksAfter = 1;
+  // Fused activations on a slot: image by image, and through the dense
+  // buffer.
+  first.activation = Case::Swish;
+  middle.activation = Case::HardSwish, middle.high = 0.5f;
   return {first, last, middle};
 }
 
@@ -437,6 +446,53 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
     ++checked;
   }
   EXPECT_EQ(checked, 15);
+}
+
+// The swish and hard swish over a span, against float64: the swish within
+// 4e-7 of its value (its exponential a polynomial, within 3 ulp; without
+// its last term the error near 0 would be 1.2e-6), 0 below -87 where x e^x
+// is below 2^-118, a NaN kept, infinities through; then the clamp.
+TEST(BlockedConvolutionTest, ActivationSpansMatchFloat64) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
+  std::vector<float> xs;
+  for (float x = -100.0f; x <= 100.0f; x += 0.00390625f * 3.0f)
+    xs.push_back(x);
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, -87.5f, -1e37f, -3.4e38f, 3.4e38f, INFINITY, NAN})
+    xs.push_back(x);
+  while (xs.size() % 8)
+    xs.push_back(0.5f);
+  for (auto [activation, name] : {std::pair{KILN_ACTIVATION_SWISH, "swish"},
+                                  std::pair{KILN_ACTIVATION_HARD_SWISH, "hard swish"}}) {
+    std::vector<float> ys = xs;
+    kilnActivateSpanAvx2(ys.data(), static_cast<int64_t>(ys.size()), activation, -INFINITY,
+                         INFINITY);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double x = xs[i];
+      if (std::isnan(x)) {
+        EXPECT_TRUE(std::isnan(ys[i])) << name << " of NaN";
+        continue;
+      }
+      double want = activation == KILN_ACTIVATION_SWISH
+                        ? (x < -87.0 ? 0.0 : x / (1.0 + std::exp(-x)))
+                        : x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+      if (std::isinf(want)) {
+        EXPECT_EQ(ys[i], want) << name << " of " << x;
+        continue;
+      }
+      // The hard swish's gate, x / 6 + 1/2, rounds to an ulp of 1/2 in
+      // float, large against a gate near 0.
+      double gateRounding = activation == KILN_ACTIVATION_HARD_SWISH ? 1.2e-7 * std::fabs(x) : 0.0;
+      EXPECT_NEAR(ys[i], want, 4e-7 * std::fabs(want) + gateRounding + 1e-38)
+          << name << " of " << x;
+    }
+  }
+  std::vector<float> clamped = {-1.0f, -0.5f, 0.5f, 8.0f, 1.0f, 2.0f, 3.0f, NAN};
+  kilnActivateSpanAvx2(clamped.data(), 8, KILN_ACTIVATION_SWISH, -0.25f, 2.5f);
+  EXPECT_FLOAT_EQ(clamped[0], -0.25f);
+  EXPECT_NEAR(clamped[1], -0.5 / (1.0 + std::exp(0.5)), 1e-7);
+  EXPECT_FLOAT_EQ(clamped[3], 2.5f);
+  EXPECT_TRUE(std::isnan(clamped[7]));
 }
 #endif
 
