@@ -238,9 +238,7 @@ void kilnBlockedConv2dLoops(const int64_t *s, const float *in, const float *w, c
               }
             }
           }
-          sum = kilnActivate(sum, activation);
-          sum = sum < low ? low : sum;
-          *result = sum > high ? high : sum;
+          *result = kilnActivateClamped(sum, activation, low, high);
         }
 }
 
@@ -443,11 +441,8 @@ static void activate(float *out, int64_t n, int64_t image, int64_t stride,
       continue;
     }
 #endif
-    for (int64_t i = 0; i < count; ++i) {
-      float value = kilnActivate(data[i], activation);
-      value = value < low ? low : value;
-      data[i] = value > high ? high : value;
-    }
+    for (int64_t i = 0; i < count; ++i)
+      data[i] = kilnActivateClamped(data[i], activation, low, high);
   }
   if (f % block == 0 || (low <= 0.0f && high >= 0.0f))
     return;

@@ -34,6 +34,15 @@ static inline float kilnActivate(float x, KilnConvActivation activation) {
   }
 }
 
+/* min(max(activation(x), low), high), as the plain loops compute a fused
+ * convolution's epilogue (a NaN stays NaN). */
+static inline float kilnActivateClamped(float x, KilnConvActivation activation, float low,
+                                        float high) {
+  x = kilnActivate(x, activation);
+  x = x < low ? low : x;
+  return x > high ? high : x;
+}
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
