@@ -10,6 +10,7 @@ Kiln's (above 1: Kiln is faster). A cliff shows up as a point far below the othe
     bench/sweep.py --family conv3x3 --sizes 7-32
     bench/sweep.py --family gemm_nt --quick
     bench/sweep.py --family conv3x3_256 --sizes 43,59 --rounds 5
+    bench/sweep.py --family conv1x1 --quick --kilnc-arg=--blocked-layout=all
     bench/sweep.py --list
 
 On a shared machine one timing of each runtime can swing by a third from one moment to the next;
@@ -75,6 +76,7 @@ FAMILIES = {
     "conv3x3": ("3x3 64->64, stride 1, pad 1 (ResNet stage 1)", OUT_SIZES, conv(64, 64, 3)),
     "conv3x3_256": ("3x3 256->256, stride 1, pad 1 (ResNet stage 3, VGG)", OUT_SIZES, conv(256, 256, 3)),
     "conv3x3_s2": ("3x3 64->128, stride 2, pad 1", OUT_SIZES, conv(64, 128, 3, stride=2)),
+    "conv1x1_s2": ("1x1 256->512, stride 2 (ResNet downsample)", OUT_SIZES, conv(256, 512, 1, stride=2)),
     "conv5x5": ("5x5 48->64, pad 2 (Inception-v3)", OUT_SIZES, conv(48, 64, 5)),
     "conv7x1": ("7x1 128->128, pad 3,0 (Inception-v3)", OUT_SIZES, conv(128, 128, 7, kw=1)),
     "conv1x7": ("1x7 128->128, pad 0,3 (Inception-v3)", OUT_SIZES, conv(128, 128, 1, kw=7)),
@@ -127,10 +129,10 @@ def time_ort(sess, x, budget):
     return statistics.median(times)
 
 
-def compile_kiln(bin_dir, work):
+def compile_kiln(bin_dir, work, extra_args=()):
     t0 = time.perf_counter()
-    r = subprocess.run([str(bin_dir / "kilnc"), str(work / "model.onnx"), "-o", str(work / "model.kiln")],
-                       capture_output=True, text=True)
+    r = subprocess.run([str(bin_dir / "kilnc"), str(work / "model.onnx"), "-o", str(work / "model.kiln"),
+                        *extra_args], capture_output=True, text=True)
     if r.returncode != 0:
         return {"error": (r.stderr or r.stdout).strip().splitlines()[-1]}
     return {"compile_s": time.perf_counter() - t0}
@@ -198,6 +200,8 @@ def main(argv):
     p.add_argument("--rounds", type=int, default=1,
                    help="times each point is timed, the runtimes alternating; each one's median counts (default 1)")
     p.add_argument("--kiln-bin", type=Path, default=HERE.parent / "build" / "bin")
+    p.add_argument("--kilnc-arg", action="append", default=[], metavar="ARG",
+                   help="an extra kilnc argument, e.g. --kilnc-arg=--blocked-layout=all (repeatable)")
     p.add_argument("--out", type=Path, default=HERE / "out" / "sweep")
     p.add_argument("--plot-dir", type=Path, help="where the plots go (default: --out)")
     p.add_argument("--list", action="store_true", help="list the families and exit")
@@ -231,7 +235,7 @@ def main(argv):
             x = rng.standard_normal(in_shape).astype(np.float32)
             np.save(work / "x.npy", x)
             sess, ref = ort_session(work / "model.onnx", x, args.threads)
-            k = compile_kiln(args.kiln_bin, work)
+            k = compile_kiln(args.kiln_bin, work, args.kilnc_arg)
             ort_times, kiln_times = [], []
             for _ in range(args.rounds):
                 ort_times.append(time_ort(sess, x, args.budget))

@@ -305,33 +305,54 @@ bool hasStridedWindow(ConvOp conv) {
          llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride > 1; });
 }
 
-/// Whether `conv` is one that Kiln's Winograd kernel takes in blocks of 8
-/// channels (AVX2 without AVX-512, where oneDNN has no Winograd kernels and
-/// the NCHW kernels run its direct one): a 3x3 at stride 1, one group, at
-/// least 16 input channels. That kernel saves far more than the reorders
-/// cost: alone between NCHW images, a 3x3 256->256 at 51x51 took 45.4 ms
-/// in NCHW and 14.4 ms blocked, reorders included; 64->64 at 51x51, 2.84
-/// against 1.02 ms; 256->256 at 7x7, 0.79 against 0.65-0.71 ms (Zen 1, 2
-/// threads).
-bool takesWinogradInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
+/// Whether `conv`, alone between NCHW images, runs faster blocked in blocks
+/// of 8 channels (AVX2 without AVX-512): a convolution at stride 1, one
+/// group, no dilation, of at least 16 input channels that Kiln's Winograd
+/// kernel takes (a 3x3) or that has at least kMinLoneMultiplyAdds.
+///
+/// In NCHW, oneDNN has no Winograd kernel for AVX2 and runs a 3x3 by its
+/// direct one: alone, reorders included, a 3x3 256->256 at 51x51 took
+/// 45.4 ms in NCHW and 14.4 ms blocked; 64->64 at 51x51, 2.84 against
+/// 1.02 ms; 256->256 at 7x7, 0.79 against 0.65-0.71 ms.
+///
+/// Other windows run in NCHW as sgemm over bands of output rows, reading
+/// the image in place with rows a plane apart; on Zen 1 that product falls
+/// far below oneDNN's blocked primitive wherever there is work enough to
+/// pay for the two reorders (NCHW against blocked, reorders included):
+/// 1x1 16->96 at 112x112 5.38 against 1.72 ms, 24->144 at 56x56 2.40
+/// against 0.90, 64->256 at 56x56 6.62 against 3.24, 144->24 at 56x56
+/// 0.89 against 0.78, 512->1000 at 13x13 4.65 against 4.05, 5x5 48->64 at
+/// 35x35 4.36 against 3.28. Below the threshold the reorders cost more
+/// than they save: 1x1 256->64 at 14x14 0.19 against 0.24 ms, 64->64 at
+/// 28x28 0.18 against 0.34, 5x5 16->16 at 28x28 0.27 against 0.30 (2
+/// threads). A 1x1 at stride 2 stays in NCHW, as hasStridedWindow says.
+bool runsFasterBlockedInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
   constexpr int64_t kMinChannels = 16;
+  constexpr int64_t kMinLoneMultiplyAdds = int64_t(1) << 23;
   ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
-  return blocks.size == kNarrowChannelBlock && conv.getGroup() == 1 && filter.size() == 4 &&
-         filter[1] >= kMinChannels && filter[2] == 3 && filter[3] == 3 &&
-         llvm::all_of(conv.getStrides(), [](int64_t stride) { return stride == 1; }) &&
-         llvm::all_of(conv.getDilations(), [](int64_t dilation) { return dilation == 1; });
+  if (blocks.size != kNarrowChannelBlock || conv.getGroup() != 1 || filter.size() != 4 ||
+      filter[1] < kMinChannels ||
+      llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride != 1; }) ||
+      llvm::any_of(conv.getDilations(), [](int64_t dilation) { return dilation != 1; }))
+    return false;
+  if (filter[2] == 3 && filter[3] == 3)
+    return true;
+  auto output = cast<RankedTensorType>(conv.getType());
+  if (!output.hasStaticShape())
+    return false;
+  return output.getNumElements() * filter[1] * filter[2] * filter[3] >= kMinLoneMultiplyAdds;
 }
 
 /// Whether running `conv` on blocked images pays for its reorders: its input
 /// has a blocked form already, its result reaches another convolution that
-/// takes it blocked, its window is tall or strided, or Kiln's Winograd
-/// kernel takes it. Any other convolution alone between NCHW images would
-/// pay a pass over each of its two images for a layout nothing else reads;
-/// the NCHW kernels run it as fast as that.
+/// takes it blocked, its window is tall or strided, or in blocks of 8 it
+/// runs faster blocked even alone. Any other convolution alone between NCHW
+/// images would pay a pass over each of its two images for a layout nothing
+/// else reads; the NCHW kernels run it as fast as that.
 bool worthBlocking(ConvOp conv, const Reorders &reorders) {
   return reorders.hasBlocked(conv.getInput()) ||
          feedsBlockableConv(conv.getResult(), reorders.getBlocks()) || hasTallWindow(conv) ||
-         hasStridedWindow(conv) || takesWinogradInBlocksOf8(conv, reorders.getBlocks());
+         hasStridedWindow(conv) || runsFasterBlockedInBlocksOf8(conv, reorders.getBlocks());
 }
 
 /// The bounds a convolution's result is clamped to.

@@ -97,10 +97,13 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     kernels' bands of rows would each read its extra rows again), or its
     window is larger than 1x1 at a stride (the NCHW kernels' tiles of
     output channels would each reorder the whole image), or, in blocks of
-    8, it is a 3x3 at stride 1 of one group and at least 16 input channels
-    (Kiln's Winograd kernel takes it, 2.8-3.1x faster than the NCHW
-    kernels' direct one at 51x51 outputs). Any other one alone between
-    NCHW images stays as it is. A convolution of an image
+    8, it is at stride 1, of one group, undilated and of at least 16 input
+    channels, and either a 3x3 (Kiln's Winograd kernel takes it, 2.8-3.1x
+    faster than the NCHW kernels' direct one at 51x51 outputs) or of at
+    least 2^23 multiply-adds (on AVX2 the NCHW kernels' sgemm over bands of
+    rows read in place ran 1.1-3.1x slower than oneDNN's blocked primitive
+    and both reorders on such 1x1 and 5x5 convolutions). Any other one
+    alone between NCHW images stays as it is. A convolution of an image
     with fewer channels than a block (an RGB stem), one group, is always
     rewritten: it reads the NCHW image as it is, and the NCHW kernels would
     compute it as a product only `C x kh x kw` deep (147 for ResNet's 7x7

@@ -519,3 +519,29 @@ func.func @lone_winograd(%x: tensor<1x16x10x10xf32>, %y: tensor<1x8x10x10xf32>, 
   %2 = kiln.conv %z, %w16 {dilations = array<i64: 2, 2>, pads = array<i64: 2, 2, 2, 2>, strides = array<i64: 1, 1>} : (tensor<1x16x10x10xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x10x10xf32>
   return %0, %1, %2 : tensor<1x24x10x10xf32>, tensor<1x8x10x10xf32>, tensor<1x16x10x10xf32>
 }
+
+// -----
+
+// In blocks of 8, any other convolution at stride 1 of one group and at
+// least 16 input channels is blocked alone too once it has 2^23
+// multiply-adds: the 1x1 64->128 at 32x32 has exactly that many. The
+// 1x1 64->120 has fewer (7.9 million) and, on an image of its own, stays,
+// as does the 1x1 at stride 2, whatever its size. In blocks of 16 all
+// three stay.
+// CHECK-LABEL: func.func @lone_large
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+// B8-LABEL: func.func @lone_large
+// B8: kiln.blocked_conv %{{.*}}, %{{.*}} {block = 8 : i64, {{.*}}} : (tensor<1x8x32x32x8xf32>, tensor<128x64x1x1xf32>) -> tensor<1x16x32x32x8xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {{{.*}}} : (tensor<1x64x32x32xf32>, tensor<120x64x1x1xf32>) -> tensor<1x120x32x32xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {{{.*}}strides = array<i64: 2, 2>} : (tensor<1x64x256x256xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x128x128xf32>
+// B8-NOT: kiln.blocked_conv
+// B8: return
+func.func @lone_large(%x: tensor<1x64x32x32xf32>, %y: tensor<1x64x32x32xf32>, %s: tensor<1x64x256x256xf32>) -> (tensor<1x128x32x32xf32>, tensor<1x120x32x32xf32>, tensor<1x128x128x128xf32>) {
+  %w = kiln.constant dense<0.5> : tensor<128x64x1x1xf32>
+  %w120 = kiln.constant dense<0.5> : tensor<120x64x1x1xf32>
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x32x32xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x32x32xf32>
+  %1 = kiln.conv %y, %w120 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x32x32xf32>, tensor<120x64x1x1xf32>) -> tensor<1x120x32x32xf32>
+  %2 = kiln.conv %s, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x64x256x256xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x128x128xf32>
+  return %0, %1, %2 : tensor<1x128x32x32xf32>, tensor<1x120x32x32xf32>, tensor<1x128x128x128xf32>
+}
