@@ -60,8 +60,17 @@ enum { MAX_SHAPES = 4 };
 /* Most rows of a product that kilnSmallMatmulAvx2 takes. On two Zen 3 cores
  * it beat oneDNN's matmul on the four Gemm/MatMul sweep families at 17 and
  * 32 rows (1.05-1.7x), but lost two of them at 64 (K 2048 and 3072: 0.84x,
- * A no longer in L2 for each block of B). */
-enum { SMALL_MATMUL_ROWS = 32 };
+ * A no longer in L2 for each block of B). Up to SMALL_MATMUL_MAX_ROWS it
+ * also takes a product whose A fits in SMALL_MATMUL_A_BYTES, half of a
+ * 512 KiB L2, so that A stays there while each block of B passes. */
+enum { SMALL_MATMUL_ROWS = 32, SMALL_MATMUL_MAX_ROWS = 64 };
+static const int64_t SMALL_MATMUL_A_BYTES = 256 << 10;
+
+/* Whether kilnSmallMatmulAvx2 takes a product of m rows, k deep. */
+static int takesSmall(int64_t m, int64_t k) {
+  return m <= SMALL_MATMUL_ROWS ||
+         (m <= SMALL_MATMUL_MAX_ROWS && m * k * (int64_t)sizeof(float) <= SMALL_MATMUL_A_BYTES);
+}
 
 static void release(KilnSite *base) {
   MatmulSite *site = (MatmulSite *)base;
@@ -85,7 +94,7 @@ static void describe(dnnl_memory_desc_t *desc, int64_t rows, int64_t cols, int64
  * accumulates (a sum post-op: the loops it replaces add onto a bias), B in
  * whatever layout oneDNN prefers. With kilnDnnlLock held. */
 static void build(MatmulSite *site) {
-  if (!site->transposed && site->m <= SMALL_MATMUL_ROWS && kilnDirectConvRuns()) {
+  if (!site->transposed && takesSmall(site->m, site->k) && kilnDirectConvRuns()) {
     site->small = 1;
     return;
   }

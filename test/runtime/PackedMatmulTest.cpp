@@ -86,10 +86,12 @@ TEST(PackedMatmulTest, MatchesReference) {
   }
 }
 
-// Products of 1 to 32 rows (batch-1 and small-batch inference), which AVX2
-// CPUs without AVX-512 run as Kiln's own kernel (6 blocks of 16 columns for
-// one row, one block for more, rows in equal groups of at most 6 sharing
-// each block): every row count to 16 and a few to 32, column counts that
+// Products of 1 to 32 rows (batch-1 and small-batch inference), and to 64
+// rows where A fits in 256 KiB, which AVX2 CPUs without AVX-512 run as
+// Kiln's own kernel (6 blocks of 16 columns for one row, one block for
+// more, rows in equal groups of at most 6 sharing each block): every row
+// count to 16 and a few to 64 (at 64 rows 1024 deep, A is 256 KiB exactly;
+// at 33 rows 2048 deep it is larger, and oneDNN's), column counts that
 // leave a partial block or fill none, B plain and transposed, tiles of
 // wider matrices, and a site that meets a product of 80 rows too
 // (oneDNN's).
@@ -100,9 +102,16 @@ TEST(PackedMatmulTest, FewRows) {
     check(&slot, {m, 100 + 7 * m, 33 + m, m % 2 == 0, m % 3 == 0, m % 4, m % 5, m % 3}, rng);
   }
   const Case cases[] = {
-      {1, 9, 5, true, false},       {1, 112, 64, false, true},    {2, 1000, 257, true, true},
-      {7, 16, 1, false, false},     {12, 97, 130, false, false, 3, 5, 1},
-      {31, 77, 50, true, true, 1, 2, 3}, {32, 40, 96, false, false},
+      {1, 9, 5, true, false},
+      {1, 112, 64, false, true},
+      {2, 1000, 257, true, true},
+      {7, 16, 1, false, false},
+      {12, 97, 130, false, false, 3, 5, 1},
+      {31, 77, 50, true, true, 1, 2, 3},
+      {32, 40, 96, false, false},
+      {57, 70, 768, true, false, 1, 2, 3},
+      {64, 40, 1024, false, true},
+      {33, 21, 2048, true, true},
   };
   for (const Case &c : cases) {
     void *slot = nullptr;
