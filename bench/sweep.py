@@ -201,7 +201,8 @@ def main(argv):
                    help="times each point is timed, the runtimes alternating; each one's median counts (default 1)")
     p.add_argument("--kiln-bin", type=Path, default=HERE.parent / "build" / "bin")
     p.add_argument("--kilnc-arg", action="append", default=[], metavar="ARG",
-                   help="an extra kilnc argument, e.g. --kilnc-arg=--blocked-layout=all (repeatable)")
+                   help="an extra kilnc argument, e.g. --kilnc-arg=--blocked-layout=all (repeatable); "
+                        "recorded in the JSON, and the plot is named for it")
     p.add_argument("--out", type=Path, default=HERE / "out" / "sweep")
     p.add_argument("--plot-dir", type=Path, help="where the plots go (default: --out)")
     p.add_argument("--list", action="store_true", help="list the families and exit")
@@ -264,9 +265,13 @@ def main(argv):
             shutil.rmtree(work, ignore_errors=True)
         (args.out / f"{family}.json").write_text(json.dumps({"family": family, "desc": desc, "threads":
                                                               args.threads, "rounds": args.rounds,
+                                                              "kilnc_args": args.kilnc_arg,
                                                               "points": points}, indent=1))
         xlabel = "M (rows)" if family.startswith(("gemm", "matmul")) else "output height = width"
-        plot(family, desc, points, plot_dir / f"sweep-{family}.png", xlabel)
+        # A configuration's plot is named for it and never replaces the default's.
+        suffix = "".join("_" + re.sub(r"[^A-Za-z0-9]+", "-", a).strip("-") for a in args.kilnc_arg)
+        title = desc + "".join(f" [kilnc {a}]" for a in args.kilnc_arg)
+        plot(family, title, points, plot_dir / f"sweep-{family}{suffix}.png", xlabel)
         ok = [pt for pt in points if "kiln_ms" in pt]
         if ok:
             low = min(ok, key=lambda pt: pt["ort_ms"] / pt["kiln_ms"])

@@ -310,22 +310,26 @@ bool hasStridedWindow(ConvOp conv) {
 /// group, no dilation, of at least 16 input channels that Kiln's Winograd
 /// kernel takes (a 3x3) or that has at least kMinLoneMultiplyAdds.
 ///
-/// In NCHW, oneDNN has no Winograd kernel for AVX2 and runs a 3x3 by its
-/// direct one: alone, reorders included, a 3x3 256->256 at 51x51 took
-/// 45.4 ms in NCHW and 14.4 ms blocked; 64->64 at 51x51, 2.84 against
-/// 1.02 ms; 256->256 at 7x7, 0.79 against 0.65-0.71 ms.
+/// In NCHW a 3x3 runs a direct kernel on the plain image (Kiln's, through
+/// kiln_conv2d_constant_w), far behind the Winograd kernel: alone,
+/// reorders included, a 3x3 256->256 at 51x51 took 45.4 ms in NCHW and
+/// 14.4 ms blocked; 64->64 at 51x51, 2.84 against 1.02 ms; 256->256 at
+/// 7x7, 0.79 against 0.65-0.71 ms.
 ///
-/// Other windows run in NCHW as sgemm over bands of output rows, reading
-/// the image in place with rows a plane apart; on Zen 1 that product falls
-/// far below oneDNN's blocked primitive wherever there is work enough to
-/// pay for the two reorders (NCHW against blocked, reorders included):
-/// 1x1 16->96 at 112x112 5.38 against 1.72 ms, 24->144 at 56x56 2.40
-/// against 0.90, 64->256 at 56x56 6.62 against 3.24, 144->24 at 56x56
-/// 0.89 against 0.78, 512->1000 at 13x13 4.65 against 4.05, 5x5 48->64 at
-/// 35x35 4.36 against 3.28. Below the threshold the reorders cost more
-/// than they save: 1x1 256->64 at 14x14 0.19 against 0.24 ms, 64->64 at
-/// 28x28 0.18 against 0.34, 5x5 16->16 at 28x28 0.27 against 0.30 (2
-/// threads). A 1x1 at stride 2 stays in NCHW, as hasStridedWindow says.
+/// In NCHW a 1x1 runs as sgemm over bands of output rows, reading the image
+/// in place with rows a plane apart, and larger windows run that direct
+/// kernel; on Zen 1 both fall behind oneDNN's blocked primitive wherever
+/// there is work enough to pay for the two reorders (NCHW against blocked,
+/// reorders included): 1x1 16->96 at 112x112 5.38 against 1.72 ms,
+/// 24->144 at 56x56 2.40 against 0.90, 64->256 at 56x56 6.62 against 3.24,
+/// 144->24 at 56x56 0.89 against 0.78, 512->1000 at 13x13 4.65 against
+/// 4.05, 5x5 48->64 at 35x35 4.36 against 3.28. Below the threshold the
+/// reorders mostly cost more than they save: 1x1 256->64 at 14x14 0.19
+/// against 0.24 ms, 64->64 at 28x28 0.18 against 0.34, 5x5 16->16 at 28x28
+/// 0.27 against 0.30 (2 threads; the one win below it measured is 1x1
+/// 32->16 at 112x112, 6.4 million multiply-adds, 1.06 against 0.76 ms).
+/// The threshold was measured on Zen 1 only. A 1x1 at stride 2 stays in
+/// NCHW, as hasStridedWindow says.
 bool runsFasterBlockedInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
   constexpr int64_t kMinChannels = 16;
   constexpr int64_t kMinLoneMultiplyAdds = int64_t(1) << 23;

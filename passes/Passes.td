@@ -100,9 +100,10 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     8, it is at stride 1, of one group, undilated and of at least 16 input
     channels, and either a 3x3 (Kiln's Winograd kernel takes it, 2.8-3.1x
     faster than the NCHW kernels' direct one at 51x51 outputs) or of at
-    least 2^23 multiply-adds (on AVX2 the NCHW kernels' sgemm over bands of
-    rows read in place ran 1.1-3.1x slower than oneDNN's blocked primitive
-    and both reorders on such 1x1 and 5x5 convolutions). Any other one
+    least 2^23 multiply-adds (on Zen 1 the NCHW kernels, sgemm over bands of
+    rows read in place for a 1x1 and a direct kernel for larger windows,
+    ran 1.1-3.1x slower than oneDNN's blocked primitive and both reorders on
+    such 1x1 and 5x5 convolutions). Any other one
     alone between NCHW images stays as it is. A convolution of an image
     with fewer channels than a block (an RGB stem), one group, is always
     rewritten: it reads the NCHW image as it is, and the NCHW kernels would

@@ -9,8 +9,8 @@
  * weights), a copy of B in the primitive's own blocked layout, made on the
  * first call. MLP layers of batch 64 run about 15 % faster on AVX-512.
  *
- * Where kilnDirectConvRuns (AVX2 without AVX-512), products of at most
- * SMALL_MATMUL_ROWS rows (batch-1 and small-batch inference) run instead as
+ * Where kilnDirectConvRuns (AVX2 without AVX-512), products of few rows
+ * (batch-1 and small-batch inference; takesSmall) run instead as
  * Kiln's own kernel (kilnSmallMatmulAvx2, DirectConvolution.c), B packed
  * once per address into blocks of 16 columns and streamed once per call:
  * oneDNN's matmul took 2-3x ONNX Runtime's time there (K 2048, N 1000:
@@ -57,19 +57,21 @@ typedef struct MatmulSite {
 
 /* Shapes a site keeps primitives for; more are computed by dnnl_sgemm. */
 enum { MAX_SHAPES = 4 };
-/* Most rows of a product that kilnSmallMatmulAvx2 takes. On two Zen 3 cores
- * it beat oneDNN's matmul on the four Gemm/MatMul sweep families at 17 and
- * 32 rows (1.05-1.7x), but lost two of them at 64 (K 2048 and 3072: 0.84x,
- * A no longer in L2 for each block of B). Up to SMALL_MATMUL_MAX_ROWS it
- * also takes a product whose A fits in SMALL_MATMUL_A_BYTES, half of a
- * 512 KiB L2, so that A stays there while each block of B passes. */
-enum { SMALL_MATMUL_ROWS = 32, SMALL_MATMUL_MAX_ROWS = 64 };
-static const int64_t SMALL_MATMUL_A_BYTES = 256 << 10;
+/* Products that kilnSmallMatmulAvx2 takes: every one of at most
+ * SMALL_MATMUL_ROWS rows, and those of at most SMALL_MATMUL_MAX_ROWS rows at
+ * most SMALL_MATMUL_MAX_DEPTH deep. On two Zen 3 cores it beat oneDNN's
+ * matmul on the four Gemm/MatMul sweep families at 17 and 32 rows
+ * (1.05-1.7x), but lost two of them at 64 (K 2048 and 3072: 0.84x, A no
+ * longer in L2 for each block of B). At 1024 deep, 64 rows of A take 256
+ * KiB, half of Zen's 512 KiB L2; 768 deep, on two Zen 1 cores, Kiln's
+ * kernel was the faster from 37 to 61 rows (Gemm K 768 N 3072 at 57 rows:
+ * 4.23 against 4.97 ms). The depth alone decides, so that the tiles of one
+ * product (64 rows and 36, say) agree and keep one packing of B. */
+enum { SMALL_MATMUL_ROWS = 32, SMALL_MATMUL_MAX_ROWS = 64, SMALL_MATMUL_MAX_DEPTH = 1024 };
 
 /* Whether kilnSmallMatmulAvx2 takes a product of m rows, k deep. */
 static int takesSmall(int64_t m, int64_t k) {
-  return m <= SMALL_MATMUL_ROWS ||
-         (m <= SMALL_MATMUL_MAX_ROWS && m * k * (int64_t)sizeof(float) <= SMALL_MATMUL_A_BYTES);
+  return m <= SMALL_MATMUL_ROWS || (m <= SMALL_MATMUL_MAX_ROWS && k <= SMALL_MATMUL_MAX_DEPTH);
 }
 
 static void release(KilnSite *base) {

@@ -87,11 +87,11 @@ TEST(PackedMatmulTest, MatchesReference) {
 }
 
 // Products of 1 to 32 rows (batch-1 and small-batch inference), and to 64
-// rows where A fits in 256 KiB, which AVX2 CPUs without AVX-512 run as
-// Kiln's own kernel (6 blocks of 16 columns for one row, one block for
-// more, rows in equal groups of at most 6 sharing each block): every row
-// count to 16 and a few to 64 (at 64 rows 1024 deep, A is 256 KiB exactly;
-// at 33 rows 2048 deep it is larger, and oneDNN's), column counts that
+// rows at most 1024 deep, which AVX2 CPUs without AVX-512 run as Kiln's own
+// kernel (6 blocks of 16 columns for one row, one block for more, rows in
+// equal groups of at most 6 sharing each block): every row count to 16 and
+// a few to 64 (64 rows 1024 deep is the largest it takes; 33 rows 2048 deep
+// is oneDNN's), column counts that
 // leave a partial block or fill none, B plain and transposed, tiles of
 // wider matrices, and a site that meets a product of 80 rows too
 // (oneDNN's).

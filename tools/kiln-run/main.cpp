@@ -101,8 +101,8 @@ Environment:
                            libcublasLt.so.13/.12/.11 on the loader path and in /usr/local/cuda
   KILN_CUDA_GRAPH=0        as --no-cuda-graph
   KILN_DIRECT_CONV=0       on an AVX2 CPU without AVX-512, run convolutions by constant
-                           filters and products of up to 32 rows (64 whose rows fit in
-                           256 KiB) by constant weights with oneDNN's kernels instead of
+                           filters and products of up to 32 rows (64 when at most 1024
+                           deep) by constant weights with oneDNN's kernels instead of
                            Kiln's own
   KILN_WINOGRAD=0          on an AVX2 CPU without AVX-512, run 3x3 convolutions at stride 1
                            on blocked images with oneDNN's direct kernel instead of Kiln's
