@@ -216,7 +216,9 @@ int main(int argc, char **argv) {
           clEnumValN(kiln::BlockedLayout::Auto, "auto",
                      "where the layout pays for its reorders: a convolution whose input is "
                      "blocked already, whose result reaches another one, or whose window is "
-                     "taller than wide (7x1) or strided (a 3x3 at stride 2) (default)"),
+                     "taller than wide (7x1) or strided (a 3x3 at stride 2); in blocks of 8 "
+                     "also one alone at stride 1 of 16 or more input channels that is a 3x3 "
+                     "(Winograd) or has 2^23 multiply-adds (default)"),
           clEnumValN(kiln::BlockedLayout::All, "all",
                      "around every such convolution, even one alone between NCHW images"),
           clEnumValN(kiln::BlockedLayout::Off, "off", "nowhere: every image stays NCHW")),
