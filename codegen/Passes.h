@@ -80,6 +80,11 @@ void registerCollectiveBufferization(mlir::DialectRegistry &registry);
 /// kiln-plan-buffers may then place them in the arena, live until the call.
 constexpr llvm::StringLiteral kNoCaptureCallAttr = "kiln.no_capture";
 
+/// On such a call: the operands (numbers) whose buffers it only reads (a
+/// blocked convolution's input, filters and bias), which
+/// kiln-state-in-place may take for reads where the call stands.
+constexpr llvm::StringLiteral kReadOnlyOperandsAttr = "kiln.read_only_operands";
+
 /// Lets one-shot bufferization turn kiln.blocked_conv into calls of the
 /// runtime's oneDNN convolution on blocked images
 /// (runtime/kernels/BlockedConvolution.c).

@@ -283,7 +283,11 @@ def KilnStateInPlacePass : Pass<"kiln-state-in-place", "mlir::ModuleOp"> {
     - in a kernel (`scf.forall`) that update sits directly in the body, on
       a tile whose offsets follow the iteration (the tiles are disjoint);
     - no op makes an alias of either buffer that is not a view (a
-      transpose, a pointer), which could hide a later read.
+      transpose, a pointer), which could hide a later read; an address of
+      one (`memref.extract_aligned_pointer_as_index`, perhaps offset by
+      `arith.addi`) that only calls marked `kiln.no_capture` take (a
+      blocked convolution reading a weight as its filters) counts as
+      those calls touching the buffer where they stand.
 
     A function that calls a collective (`kiln_all_reduce_*`) qualifies for
     nothing: a step that fails midway must leave its state as it was. The

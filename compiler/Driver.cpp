@@ -613,9 +613,8 @@ int runCompiler(const CompilerOptions &options, MLIRContext &context) {
   graphOptions.fuseOneOpEach = !targets.cuda.empty();
   graphOptions.channelFirstConvolutions = targets.cuda.empty();
   // The blocked convolutions are calls of the runtime's oneDNN kernels.
-  bool blockedKernels = targets.cuda.empty() && !options.train &&
-                        options.cpu.gemmLibrary == "onednn" && KILN_CPU_KERNELS_ONEDNN &&
-                        !cpuKernelsArchive().empty();
+  bool blockedKernels = targets.cuda.empty() && options.cpu.gemmLibrary == "onednn" &&
+                        KILN_CPU_KERNELS_ONEDNN && !cpuKernelsArchive().empty();
   if (!blockedKernels)
     graphOptions.blockedLayout = BlockedLayout::Off;
   // A block is one vector of channels: oneDNN's kernels for 16-channel

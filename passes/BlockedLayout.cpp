@@ -1,6 +1,7 @@
 //===- BlockedLayout.cpp - Convolutions on channel-blocked images ---------===//
 //
-// kiln-blocked-layout: convolutions by constant filters become
+// kiln-blocked-layout: convolutions by constant filters (and 3x3s by
+// computed ones that Winograd speeds up) become
 // kiln.blocked_conv, whose images are N x C/B x H x W x B in blocks of B
 // channels (the pass's `block`: 16 for AVX-512, 8 for AVX2), and the
 // elementwise ops between them follow, so that a chain of convolutions
@@ -62,11 +63,44 @@ struct ChannelBlocks {
   }
 };
 
-/// Whether `conv` can run on blocked images: constant filters, channels
-/// that fill blocks, one group or depthwise.
+/// Whether `conv`, by filters that are not constant (a train step's
+/// weights, or their transpose for the input's gradient), runs faster
+/// blocked, through the runtime's Winograd kernel for AVX2: a 3x3 window
+/// at stride 1, undilated, of one group, in blocks of 8, with at least 16
+/// input channels and 16 output tiles of 4x4 whose outputs fill at least
+/// half their positions (the runtime's own condition, winogradOnAvx2 in
+/// runtime/kernels/BlockedConvolution.c: else oneDNN's direct kernel runs
+/// it, which loses to the NCHW kernels once the reorders are counted).
+/// Such filters are transformed on every call, so the tiles must pay for
+/// it. Alone with its reorders,
+/// against im2col and sgemm, on two Zen 1 cores: 512->512 at 4x4, 8 images
+/// (8 tiles), 10.6 ms against 8.2; 16 images (16 tiles), 12.9 against 16.3;
+/// 256->256 at 7x7 (4 tiles an image), 4 images 4.5-5.1 against 3.9-5.2,
+/// 8 images 4.9 against 7.8.
+bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
+  constexpr int64_t kMinChannels = 16, kMinTiles = 16, kTile = 4;
+  auto output = cast<RankedTensorType>(conv.getType());
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
+  if (blocks.size != kNarrowChannelBlock || conv.getGroup() != 1 || filter.size() != 4 ||
+      filter[1] < kMinChannels || filter[2] != 3 || filter[3] != 3 || !output.hasStaticShape() ||
+      output.getRank() != 4 ||
+      llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride != 1; }) ||
+      llvm::any_of(conv.getDilations(), [](int64_t dilation) { return dilation != 1; }))
+    return false;
+  ArrayRef<int64_t> out = output.getShape();
+  int64_t tilesPerImage = llvm::divideCeil(out[2], kTile) * llvm::divideCeil(out[3], kTile);
+  return out[0] * tilesPerImage >= kMinTiles &&
+         2 * out[2] * out[3] >= kTile * kTile * tilesPerImage;
+}
+
+/// Whether `conv` can run on blocked images: constant filters (or computed
+/// ones that Winograd pays for), channels that fill blocks, one group or
+/// depthwise.
 bool isBlockable(ConvOp conv, ChannelBlocks blocks) {
   if (!blocks.isBlockableImage(conv.getInput().getType()) ||
-      !blocks.isBlockableImage(conv.getType()) || !conv.getFilter().getDefiningOp<ConstantOp>())
+      !blocks.isBlockableImage(conv.getType()) ||
+      !(conv.getFilter().getDefiningOp<ConstantOp>() ||
+        winogradPaysForComputedFilters(conv, blocks)))
     return false;
   int64_t channels = conv.getInput().getType().getDimSize(1);
   int64_t filters = conv.getType().getDimSize(1);

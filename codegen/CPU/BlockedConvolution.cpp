@@ -31,7 +31,8 @@ namespace {
 
 constexpr StringLiteral kBlockedConvolution = "kiln_conv2d_blocked";
 // kiln_conv2d_blocked's flags.
-constexpr int64_t kAccumulate = 1, kPlainInput = 2, kSwish = 4, kHardSwish = 8;
+constexpr int64_t kAccumulate = 1, kPlainInput = 2, kSwish = 4, kHardSwish = 8,
+                  kComputedFilters = 16;
 
 /// Whether `operand` is the one of `range`, an optional operand.
 bool isOperand(OpOperand &operand, MutableOperandRange range) {
@@ -124,7 +125,7 @@ struct BlockedConvModel
     // input, filter, bias (0: none), output, the elements from one output
     // image to the next, clamp low, clamp high, flags (1: the output holds
     // an addend; 2: the input is NCHW; 4: a swish, 8: a hard swish before
-    // the clamp).
+    // the clamp; 16: the filters are not constant).
     auto module = op->getParentOfType<ModuleOp>();
     SmallVector<Type> argTypes(1, index);
     argTypes.append(19, i64);
@@ -153,6 +154,7 @@ struct BlockedConvModel
     SmallVector<Value> args = {address(slot)};
     for (int64_t size : sizes)
       args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, size));
+    int64_t firstRead = static_cast<int64_t>(args.size());
     args.push_back(address(*input));
     args.push_back(address(*filter));
     args.push_back(bias ? address(bias) : arith::ConstantIndexOp::create(rewriter, loc, 0));
@@ -167,9 +169,16 @@ struct BlockedConvModel
     int64_t flags = (conv.getAddend() ? kAccumulate : 0) | (in.size() == 4 ? kPlainInput : 0);
     if (std::optional<ConvActivation> activation = conv.getActivation())
       flags |= *activation == ConvActivation::Swish ? kSwish : kHardSwish;
+    // Filters that are not a constant global (a train step's weights, or a
+    // dense copy of a constant that was not dense) may change between
+    // calls, so the runtime packs them again on each.
+    if (!blas::isConstantBuffer(*filter))
+      flags |= kComputedFilters;
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, flags));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());
+    call->setAttr(kReadOnlyOperandsAttr,
+                  rewriter.getDenseI64ArrayAttr({firstRead, firstRead + 1, firstRead + 2}));
     if (output != result)
       memref::CopyOp::create(rewriter, loc, output, result);
     replaceOpWithBufferizedValues(rewriter, op, result);

@@ -89,11 +89,13 @@ struct BlockedPoolModel
     SmallVector<Value> args = {address(slot)};
     for (int64_t size : ArrayRef(sizes).drop_back())
       args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, size));
+    int64_t inputOperand = static_cast<int64_t>(args.size());
     args.push_back(address(*input));
     args.push_back(address(output));
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, i64, sizes.back()));
     auto call = func::CallOp::create(rewriter, loc, callee, args);
     call->setAttr(kNoCaptureCallAttr, rewriter.getUnitAttr());
+    call->setAttr(kReadOnlyOperandsAttr, rewriter.getDenseI64ArrayAttr({inputOperand}));
     replaceOpWithBufferizedValues(rewriter, op, output);
     return success();
   }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -44,6 +45,42 @@ llvm::SmallPtrSet<Value, 16> viewsOf(Value root) {
     }
   }
   return views;
+}
+
+/// Whether `address` (an integer) reaches only operands that calls marked
+/// kiln.no_capture only read (kiln.read_only_operands), directly or offset
+/// by additions: the runtime calls that read the buffer while they run (a
+/// blocked convolution's filters) and keep nothing after they return.
+bool reachesOnlyReadsOfCalls(Value address) {
+  return llvm::all_of(address.getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (auto add = dyn_cast<arith::AddIOp>(user))
+      return reachesOnlyReadsOfCalls(add.getResult());
+    auto reads = user->getAttrOfType<DenseI64ArrayAttr>(kReadOnlyOperandsAttr);
+    return isa<func::CallOp>(user) && user->hasAttr(kNoCaptureCallAttr) && reads &&
+           llvm::is_contained(reads.asArrayRef(), use.getOperandNumber());
+  });
+}
+
+/// The addresses taken of `views` that only such calls read, and those
+/// offset from them: each call that takes one touches the buffer where it
+/// stands, as an op that takes a view does (and, like a view, does not
+/// write it).
+void addCallAddresses(llvm::SmallPtrSet<Value, 16> &views) {
+  SmallVector<Value> work;
+  for (Value view : views)
+    for (Operation *user : view.getUsers())
+      if (auto extract = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user))
+        if (reachesOnlyReadsOfCalls(extract.getResult()))
+          work.push_back(extract.getResult());
+  while (!work.empty()) {
+    Value address = work.pop_back_val();
+    if (!views.insert(address).second)
+      continue;
+    for (Operation *user : address.getUsers())
+      if (auto add = dyn_cast<arith::AddIOp>(user))
+        work.push_back(add.getResult());
+  }
 }
 
 /// Whether `input` and `output` are the same view of the pair's two buffers:
@@ -211,10 +248,16 @@ struct Pair {
 bool mayShareBuffer(func::FuncOp func, Pair &pair) {
   pair.inputViews = viewsOf(pair.input);
   pair.outputViews = viewsOf(pair.output);
+  addCallAddresses(pair.inputViews);
+  addCallAddresses(pair.outputViews);
   // An alias that is not a view (a transpose, a select of buffers, a
-  // pointer) would hide later reads.
+  // pointer other than those that calls only read) would hide later reads.
   bool hidden = func.walk([&](Operation *op) {
-                      if (isa<ViewLikeOpInterface>(op) || !pair.usesEither(op))
+                      if (isa<ViewLikeOpInterface>(op) || !pair.usesEither(op) ||
+                          llvm::any_of(op->getResults(), [&](Value result) {
+                            return pair.inputViews.contains(result) ||
+                                   pair.outputViews.contains(result);
+                          }))
                         return WalkResult::advance();
                       bool aliases = isa<memref::ExtractAlignedPointerAsIndexOp>(op) ||
                                      llvm::any_of(op->getResultTypes(), [](Type type) {

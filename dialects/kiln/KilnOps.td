@@ -390,7 +390,9 @@ def Kiln_BlockedConvOp : Kiln_Op<"blocked_conv", [InferTypeOpAdaptor, AttrSizedO
     concatenation the result is inserted into), so that bufferization lets
     the convolution write there directly. Its contents are not read.
 
-    kiln-blocked-layout makes these from convolutions by constant filters;
+    kiln-blocked-layout makes these from convolutions by constant filters
+    (and, in a train step, from 3x3s by the weights that Winograd's
+    F(4x4, 3x3) speeds up, their filters transformed again on every call);
     on the CPU each is one call of the runtime (oneDNN's convolution
     primitives, which take and give the blocked layout as it is), so
     consecutive convolutions and the elementwise ops between them pass

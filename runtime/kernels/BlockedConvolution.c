@@ -2,11 +2,13 @@
  *
  * A kiln.blocked_conv (kiln-blocked-layout): a whole 2-D convolution whose
  * input and output are images in blocks of B = 16 or 8 channels,
- * N x C/B x H x W x B (oneDNN's nChw16c or nChw8c), by constant filters,
- * with its bias, its addend (a residual branch, already in the output
- * buffer) and its clamp (a fused Relu or Clip) as the primitive's bias, sum
- * and eltwise post-ops. One oneDNN primitive per call site, built at the
- * first call, with the filters reordered into its layout once; the images
+ * N x C/B x H x W x B (oneDNN's nChw16c or nChw8c), by constant filters
+ * (or a train step's, which change between calls), with its bias, its
+ * addend (a residual branch, already in the output buffer) and its clamp (a
+ * fused Relu or Clip) as the primitive's bias, sum and eltwise post-ops.
+ * One oneDNN primitive per call site, built at the first call, with
+ * constant filters reordered into its layout once and a train step's on
+ * every call; the images
  * go in and out as they are, so a chain of these reorders nothing between
  * convolutions.
  *
@@ -50,8 +52,8 @@
 enum { N, C, IH, IW, F, GROUP, KH, KW, OH, OW, SH, SW, DH, DW, PT, PL, PB, PR, BLOCK, SHAPE };
 /* kiln_conv2d_blocked's flags: the output holds an addend; the input is
  * NCHW (fewer channels than a block, one group); a swish or a hard swish
- * before the clamp. */
-enum { ACCUMULATE = 1, PLAIN_INPUT = 2, SWISH = 4, HARD_SWISH = 8 };
+ * before the clamp; the filters change between calls (a train step's). */
+enum { ACCUMULATE = 1, PLAIN_INPUT = 2, SWISH = 4, HARD_SWISH = 8, COMPUTED_FILTERS = 16 };
 
 static KilnConvActivation activationOf(int64_t flags) {
   return flags & SWISH        ? KILN_ACTIVATION_SWISH
@@ -253,12 +255,25 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
-  KilnPackedWeights *weights =
-      site && !site->failed
-          ? kilnDnnlPack(&site->packed, w, &site->userWeights, &site->weights)
-          : NULL;
+  /* Constant filters are reordered once per address; a train step's,
+   * which change between calls, on every call into the thread's buffer. */
+  int computed = (flags & COMPUTED_FILTERS) != 0, usable = site && !site->failed;
+  KilnPackedWeights *packed =
+      usable && !computed ? kilnDnnlPack(&site->packed, w, &site->userWeights, &site->weights)
+                          : NULL;
   pthread_mutex_unlock(&kilnDnnlLock);
 
+  dnnl_memory_t weights = packed ? packed->memory : NULL;
+  void *filters = usable && computed
+                      ? kilnDnnlThreadBuffer(2, dnnl_memory_desc_get_size(&site->weights))
+                      : NULL;
+  if (filters &&
+      (!kilnDnnlOk(dnnl_memory_create(&weights, &site->weights, kilnDnnlEngine, filters)) ||
+       !kilnDnnlReorder(w, &site->userWeights, weights))) {
+    if (weights)
+      dnnl_memory_destroy(weights);
+    weights = NULL;
+  }
   dnnl_memory_t src = NULL, dst = NULL, biasMemory = NULL;
   int done = weights &&
              kilnDnnlOk(dnnl_memory_create(&src, &site->src, kilnDnnlEngine, (void *)in)) &&
@@ -267,14 +282,14 @@ static void convolve(void **slot, const int64_t *s, const float *in, const float
                                                      (void *)bias)));
   if (done) {
     dnnl_exec_arg_t args[5] = {
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights->memory}, {DNNL_ARG_DST, dst}};
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     int count = 3;
     if (biasMemory)
       args[count++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, biasMemory};
     done = kilnDnnlExecute(site->conv, &site->scratch, count, args);
   }
-  dnnl_memory_t memories[] = {src, dst, biasMemory};
-  for (int i = 0; i < 3; ++i)
+  dnnl_memory_t memories[] = {src, dst, biasMemory, filters ? weights : NULL};
+  for (int i = 0; i < 4; ++i)
     if (memories[i])
       dnnl_memory_destroy(memories[i]);
   if (!done)
@@ -363,29 +378,35 @@ static int winograd(void **slot, const int64_t *s, const float *in, const float 
     kilnDnnlRegister(&site->base);
     *slot = site;
   }
-  int fresh = 0;
-  KilnPackedWeights *packed =
-      site && site->winograd
-          ? kilnPackedEntry(&site->packed, w,
-                            (size_t)kilnWinogradPackedFloats(s[C], s[F]) * sizeof(float), &fresh)
-          : NULL;
-  if (packed && fresh && !kilnWinogradPack(w, s[C], s[F], packed->data)) {
-    /* No memory to transform them: the new entry (the list's head) goes. */
-    site->packed = packed->next;
-    packed->next = NULL;
-    kilnDnnlFreePacked(packed);
-    packed = NULL;
-  }
-  int ready = packed && kilnDnnlInit();
+  /* Constant filters are transformed once per address; a train step's,
+   * which change between calls, on every call into the calling thread's
+   * buffer, the threads sharing their blocks of 16. */
+  int computed = (flags & COMPUTED_FILTERS) != 0, fresh = 0;
+  size_t filterBytes = (size_t)kilnWinogradPackedFloats(s[C], s[F]) * sizeof(float);
+  KilnPackedWeights *packed = site && site->winograd && !computed
+                                  ? kilnPackedEntry(&site->packed, w, filterBytes, &fresh)
+                                  : NULL;
+  if (packed && fresh)
+    kilnWinogradPack(w, s[C], s[F], packed->data);
+  int ready = site && site->winograd && (packed || computed) && kilnDnnlInit();
   pthread_mutex_unlock(&kilnDnnlLock);
-  if (!ready)
+  float *filters = !ready ? NULL : computed ? kilnDnnlThreadBuffer(1, filterBytes) : packed->data;
+  if (!filters)
     return 0;
-  conv.packed = packed->data;
+  int threads = omp_get_max_threads();
+  int64_t filterBlocks = kilnWinogradFilterBlocks(s[F]);
+  if (computed) {
+#pragma omp parallel num_threads(threads)
+    {
+      int64_t thread = omp_get_thread_num(), team = omp_get_num_threads();
+      int64_t first = filterBlocks * thread / team, last = filterBlocks * (thread + 1) / team;
+      kilnWinogradPackBlocks(w, s[C], s[F], first, last - first, filters);
+    }
+  }
+  conv.packed = filters;
 
   int64_t tiles = kilnWinogradTiles(&conv);
   int64_t c8 = (s[C] + 7) / 8 * 8, f8 = (s[F] + 7) / 8 * 8;
-  int64_t filterBlocks = (f8 + FILTER_BLOCK - 1) / FILTER_BLOCK;
-  int threads = omp_get_max_threads();
   int64_t perItem = ITEM_FLOATS / (KILN_WINOGRAD_POINTS * c8);
   perItem = perItem < MIN_ITEM_TILES ? MIN_ITEM_TILES : perItem;
   perItem = perItem > MAX_ITEM_TILES ? MAX_ITEM_TILES : perItem;
@@ -500,9 +521,11 @@ static void convolveAll(void **slot, int64_t *shape, const float *in, const floa
  * ceil(f/block) x oh x ow x block, each dense, `outStride` elements apart
  * (a slot of a concatenation along channels when that is more than an
  * image), the lanes past c and f in their last blocks zero; `w` is f x
- * c/group x kh x kw and `bias` (f elements, or NULL) are dense and constant
- * for the artifact's lifetime; group is 1 or c (= f). Pads are top, left,
- * bottom, right. `slot` is the call site's zero-initialized 8 bytes.
+ * c/group x kh x kw and `bias` (f elements, or NULL) are dense; `w` is
+ * constant for the artifact's lifetime unless `flags` has COMPUTED_FILTERS
+ * (a train step's weights: packed again on every call; the bias is read on
+ * every call anyway); group is 1 or c (= f). Pads are top, left, bottom,
+ * right. `slot` is the call site's zero-initialized 8 bytes.
  *
  * oneDNN's fast convolutions write dense images only. Images that are not
  * next to one another are convolved one by one where each output element

@@ -153,25 +153,19 @@ KilnPackedWeights *kilnPackedEntry(KilnPackedWeights **list, const void *source,
   return w;
 }
 
-KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
-                                const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *packed) {
-  for (KilnPackedWeights *w = *list; w; w = w->next)
-    if (w->source == source)
-      return w;
-  KilnPackedWeights *w = calloc(1, sizeof(KilnPackedWeights));
-  size_t bytes = (dnnl_memory_desc_get_size(packed) + 63) / 64 * 64;
+int kilnDnnlReorder(const void *source, const dnnl_memory_desc_t *user, dnnl_memory_t to) {
+  const dnnl_memory_desc_t *packed = NULL;
   dnnl_memory_t from = NULL;
   dnnl_primitive_attr_t attr = kilnDnnlAttributes(NULL);
   dnnl_primitive_desc_t reorderDesc = NULL;
   dnnl_primitive_t reorder = NULL;
-  int made = w && attr && (w->data = aligned_alloc(64, bytes)) &&
-             kilnDnnlOk(dnnl_memory_create(&w->memory, packed, kilnDnnlEngine, w->data)) &&
+  int made = attr && kilnDnnlOk(dnnl_memory_get_memory_desc(to, &packed)) &&
              kilnDnnlOk(dnnl_memory_create(&from, user, kilnDnnlEngine, (void *)source)) &&
              kilnDnnlOk(dnnl_reorder_primitive_desc_create(&reorderDesc, user, kilnDnnlEngine,
-                                                          packed, kilnDnnlEngine, attr)) &&
+                                                           packed, kilnDnnlEngine, attr)) &&
              kilnDnnlOk(dnnl_primitive_create(&reorder, reorderDesc));
   if (made) {
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, w->memory}};
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     made = kilnDnnlExecute(
         reorder, dnnl_primitive_desc_query_md(reorderDesc, dnnl_query_scratchpad_md, 0), 2, args);
   }
@@ -183,6 +177,19 @@ KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
     dnnl_primitive_attr_destroy(attr);
   if (from)
     dnnl_memory_destroy(from);
+  return made;
+}
+
+KilnPackedWeights *kilnDnnlPack(KilnPackedWeights **list, const void *source,
+                                const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *packed) {
+  for (KilnPackedWeights *w = *list; w; w = w->next)
+    if (w->source == source)
+      return w;
+  KilnPackedWeights *w = calloc(1, sizeof(KilnPackedWeights));
+  size_t bytes = (dnnl_memory_desc_get_size(packed) + 63) / 64 * 64;
+  int made = w && (w->data = aligned_alloc(64, bytes)) &&
+             kilnDnnlOk(dnnl_memory_create(&w->memory, packed, kilnDnnlEngine, w->data)) &&
+             kilnDnnlReorder(source, user, w->memory);
   if (!made) {
     if (w) {
       w->next = NULL;

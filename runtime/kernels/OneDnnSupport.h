@@ -30,7 +30,9 @@ int kilnDnnlInit(void);
 /* Buffers a thread keeps between calls: [0] the primitives' scratchpads,
  * the others what a kernel needs (a convolution's blocked input and output;
  * [1] also a blocked convolution's batch before it is copied into the
- * slots of a concatenation). */
+ * slots of a concatenation, or the filters Kiln's Winograd kernel
+ * transforms on every call, with its scratch in [2]; [2] also a blocked
+ * convolution's filters that oneDNN reorders on every call). */
 enum { KILN_THREAD_BUFFERS = 3 };
 
 /* The calling thread's stream, with buffer `index` grown to `bytes`
@@ -61,6 +63,10 @@ typedef struct KilnPackedWeights {
   void *data;
   struct KilnPackedWeights *next;
 } KilnPackedWeights;
+
+/* Reorders `source` (laid out as `user`) into `to`, in its own layout;
+ * returns 0 if oneDNN could not. */
+int kilnDnnlReorder(const void *source, const dnnl_memory_desc_t *user, dnnl_memory_t to);
 
 /* The copy of `source` (laid out as `user`) in layout `packed`, from `list`
  * or made and added to it. With kilnDnnlLock held. */

@@ -15,8 +15,9 @@
  * kilnSmallMatmulAvx2 (DirectConvolution.c: 6 rows by 16 columns of sums
  * in registers, its operand's filters packed in blocks of 16), and
  * transforms M's tiles back into the output with the bias, the addend and
- * the clamp. The filters are transformed once, in float64, and packed as
- * that kernel reads them.
+ * the clamp. The filters are transformed in float64, 16 filters at a time
+ * in vectors, and packed as that kernel reads them: once for constant
+ * filters, on every call for a train step's.
  *
  * Compiled with -mavx2 -mfma; kiln_conv2d_blocked (BlockedConvolution.c)
  * calls it only where the CPU has them.
@@ -30,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { LANES = 8, TILE = 4, PATCH = 6, POINTS = KILN_WINOGRAD_POINTS };
+enum { LANES = 8, TILE = 4, PATCH = 6, POINTS = KILN_WINOGRAD_POINTS, FILTER_BLOCK = 16 };
 
 static int64_t roundUp(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
 
@@ -45,39 +46,63 @@ static int64_t pointFloats(int64_t c, int64_t f) {
 
 int64_t kilnWinogradPackedFloats(int64_t c, int64_t f) { return POINTS * pointFloats(c, f); }
 
-int kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed) {
-  static const double G[PATCH][3] = {{1.0 / 4, 0, 0},
-                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                                     {0, 0, 1}};
-  int64_t c8 = roundUp(c, LANES), f8 = roundUp(f, LANES);
-  /* One point's operand, c8 x f8 row-major, then packed. */
-  size_t bytes = (size_t)(c8 * f8) * sizeof(float);
-  float *operand = malloc(bytes);
-  if (!operand)
-    return 0;
-  int64_t floats = pointFloats(c, f);
-  for (int p = 0; p < POINTS; ++p) {
-    /* Point (i, j) of G g G^T is the sum of g's taps (a, b) times
-     * G[i][a] G[j][b]. */
-    double weight[9];
-    for (int tap = 0; tap < 9; ++tap)
-      weight[tap] = G[p / PATCH][tap / 3] * G[p % PATCH][tap % 3];
-    memset(operand, 0, bytes);
-    for (int64_t o = 0; o < f; ++o)
-      for (int64_t k = 0; k < c; ++k) {
-        const float *g = w + (o * c + k) * 9;
-        double sum = 0;
-        for (int tap = 0; tap < 9; ++tap)
-          sum += weight[tap] * g[tap];
-        operand[k * f8 + o] = (float)sum;
+int64_t kilnWinogradFilterBlocks(int64_t f) {
+  return (roundUp(f, LANES) + FILTER_BLOCK - 1) / FILTER_BLOCK;
+}
+
+/* G x for the three vectors x[0], x[1], x[2], into y[0], y[ystep], ...
+ * y[5 ystep]: the rows of G are (1/4, 0, 0), (-1/6, -1/6, -1/6), (-1/6,
+ * 1/6, -1/6), (1/24, 1/12, 1/6), (1/24, -1/12, 1/6), (0, 0, 1). */
+static inline __attribute__((always_inline)) void transformFilter(const __m256d *x, __m256d *y,
+                                                                  int ystep) {
+  __m256d outer = _mm256_add_pd(x[0], x[2]), sixth = _mm256_set1_pd(-1.0 / 6);
+  __m256d twelfth = _mm256_set1_pd(1.0 / 12);
+  __m256d ends =
+      _mm256_fmadd_pd(_mm256_set1_pd(1.0 / 24), x[0], _mm256_mul_pd(_mm256_set1_pd(1.0 / 6), x[2]));
+  y[0] = _mm256_mul_pd(_mm256_set1_pd(0.25), x[0]);
+  y[ystep] = _mm256_mul_pd(sixth, _mm256_add_pd(outer, x[1]));
+  y[2 * ystep] = _mm256_mul_pd(sixth, _mm256_sub_pd(outer, x[1]));
+  y[3 * ystep] = _mm256_fmadd_pd(twelfth, x[1], ends);
+  y[4 * ystep] = _mm256_fnmadd_pd(twelfth, x[1], ends);
+  y[5 * ystep] = x[2];
+}
+
+void kilnWinogradPackBlocks(const float *w, int64_t c, int64_t f, int64_t firstBlock,
+                            int64_t blocks, float *packed) {
+  enum { QUARTERS = FILTER_BLOCK / 4 };
+  int64_t c8 = roundUp(c, LANES), floats = pointFloats(c, f);
+  for (int64_t block = firstBlock; block < firstBlock + blocks; ++block)
+    for (int64_t k = 0; k < c8; ++k)
+      for (int q = 0; q < QUARTERS; ++q) {
+        /* Filters 4q .. 4q + 3 of the block, channel k, in float64: their
+         * taps g[a][b], u = G g (u[i][b] at u[i * 3 + b]), then u G^T,
+         * whose point (i, j) is v[i * 6 + j]. */
+        __m256d g[9], column[3], u[PATCH * 3], v[POINTS];
+        for (int tap = 0; tap < 9; ++tap) {
+          double lanes[4];
+          for (int lane = 0; lane < 4; ++lane) {
+            int64_t o = block * FILTER_BLOCK + q * 4 + lane;
+            lanes[lane] = o < f && k < c ? (double)w[(o * c + k) * 9 + tap] : 0.0;
+          }
+          g[tap] = _mm256_loadu_pd(lanes);
+        }
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a)
+            column[a] = g[a * 3 + b];
+          transformFilter(column, u + b, 3);
+        }
+        for (int i = 0; i < PATCH; ++i)
+          transformFilter(u + i * 3, v + i * PATCH, 1);
+        /* Point p's operand is c8 x f8 with its filters in blocks of 16
+         * (kilnSmallMatmulPack's layout): row k of block `block`. */
+        for (int p = 0; p < POINTS; ++p)
+          _mm_store_ps(packed + p * floats + (block * c8 + k) * FILTER_BLOCK + q * 4,
+                       _mm256_cvtpd_ps(v[p]));
       }
-    kilnSmallMatmulPack(operand, f8, c8, f8, /*transB=*/0, packed + p * floats);
-  }
-  free(operand);
-  return 1;
+}
+
+void kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed) {
+  kilnWinogradPackBlocks(w, c, f, 0, kilnWinogradFilterBlocks(f), packed);
 }
 
 int64_t kilnWinogradScratchFloats(const KilnWinogradConv *conv, int64_t tiles, int64_t columns) {

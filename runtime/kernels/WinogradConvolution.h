@@ -45,9 +45,17 @@ int64_t kilnWinogradPackedFloats(int64_t c, int64_t f);
 
 /* Transforms the filters `w` (f x c x 3 x 3, dense) and packs them into
  * `packed` (64-byte aligned, kilnWinogradPackedFloats of them): one
- * product's operand per point, its filters in blocks of 16. Returns 0
- * without memory. */
-int kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed);
+ * product's operand per point, its filters in blocks of 16. Needs AVX2
+ * and FMA. */
+void kilnWinogradPack(const float *w, int64_t c, int64_t f, float *packed);
+
+/* Blocks of 16 filters that kilnWinogradPack packs. */
+int64_t kilnWinogradFilterBlocks(int64_t f);
+
+/* kilnWinogradPack for the filter blocks firstBlock .. firstBlock + blocks
+ * only, so that threads can share the work. */
+void kilnWinogradPackBlocks(const float *w, int64_t c, int64_t f, int64_t firstBlock,
+                            int64_t blocks, float *packed);
 
 /* Floats of scratch a work item of `tiles` tiles and `columns` filters
  * needs. */

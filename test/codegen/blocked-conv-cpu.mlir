@@ -7,7 +7,8 @@
 // (n, c, ih, iw, f, group, kh, kw, oh, ow), strides, dilations and pads
 // (top, left, bottom, right), the channels per block, the input, the filters, the bias (0: none), a
 // fresh output buffer and the elements from one of its images to the next,
-// the clamp (unbounded: infinities) and 0 for no addend. The call is marked as keeping no buffer after it returns.
+// the clamp (unbounded: infinities) and 0 for no addend. The call is marked as keeping no buffer after it returns
+// and as only reading its input, filters and bias (operands 20 to 22).
 // CHECK-DAG: memref.global "private" @kiln_kernel_site : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-DAG: memref.global "private" @kiln_kernel_site_0 : memref<1xi64> = dense<0> {alignment = 8 : i64}
 // CHECK-LABEL: func.func @chain
@@ -32,14 +33,14 @@
 // CHECK: %[[W1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64x32x3x3xf32>
 // CHECK: %[[B1:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<64xf32>
 // CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
-// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C16]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[C4096]], %[[ZERO]], %[[INF]], %[[C0]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S1]], %[[C1]], %[[C32]], %[[C8]], %[[C8]], %[[C64]], %[[C1]], %[[C3]], %[[C3]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C16]], %[[IN1]], %[[W1]], %[[B1]], %[[OUT1]], %[[C4096]], %[[ZERO]], %[[INF]], %[[C0]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x8x16xf32>
 // CHECK: %[[SITE2:.*]] = memref.get_global @kiln_kernel_site_0 : memref<1xi64>
 // CHECK: %[[S2:.*]] = memref.extract_aligned_pointer_as_index %[[SITE2]]
 // CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[MID]]
 // CHECK: %[[W2:.*]] = memref.extract_aligned_pointer_as_index %{{.*}} : memref<16x64x1x1xf32>
 // CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
-// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C16]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[C1024]], %[[NINF]], %[[INF]], %[[C0]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked(%[[S2]], %[[C1]], %[[C64]], %[[C8]], %[[C8]], %[[C16]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %[[C8]], %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C16]], %[[IN2]], %[[W2]], %[[NOBIAS]], %[[OUT2]], %[[C1024]], %[[NINF]], %[[INF]], %[[C0]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: return %[[OUT]]
 // CHECK: func.func private @kiln_conv2d_blocked(index, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, index, index, index, index, i64, f32, f32, i64)
 
@@ -68,8 +69,8 @@ func.func @chain(%x: tensor<1x2x8x8x16xf32>) -> tensor<1x1x8x8x16xf32> {
 // CHECK-DAG: %[[SWISH:.*]] = arith.constant 4 : i64
 // CHECK-DAG: %[[HARD:.*]] = arith.constant 9 : i64
 // CHECK-DAG: %[[SIX:.*]] = arith.constant 6.000000e+00 : f32
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %[[SIX]], %[[SWISH]]) {kiln.no_capture}
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %{{.*}}, %[[HARD]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %[[SIX]], %[[SWISH]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %{{.*}}, %[[HARD]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 func.func @activations(%x: tensor<1x1x5x5x16xf32>) -> tensor<1x1x5x5x16xf32> {
   %w = arith.constant dense<1.0> : tensor<16x16x1x1xf32>
   %0 = kiln.blocked_conv %x, %w {activation = #kiln<conv_activation swish>, clamp_max = 6.0 : f32, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x5x5x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x1x5x5x16xf32>
@@ -91,20 +92,20 @@ func.func @activations(%x: tensor<1x1x5x5x16xf32>) -> tensor<1x1x5x5x16xf32> {
 // CHECK: memref.copy %[[R]], %[[COPY]]
 // CHECK: %[[IN1:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
 // CHECK: %[[OUT1:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN1]], %{{.*}}, %{{.*}}, %[[OUT1]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN1]], %{{.*}}, %{{.*}}, %[[OUT1]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: %[[Y:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
 // CHECK: %[[IN2:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
 // CHECK: %[[OUT2:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN2]], %{{.*}}, %{{.*}}, %[[OUT2]], %{{.*}}, %{{.*}}, %{{.*}}, %[[NONE]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN2]], %{{.*}}, %{{.*}}, %[[OUT2]], %{{.*}}, %{{.*}}, %{{.*}}, %[[NONE]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK-NOT: memref.copy
 // CHECK: %[[IN3:.*]] = memref.extract_aligned_pointer_as_index %[[COPY]]
 // CHECK: %[[OUT3:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN3]], %{{.*}}, %{{.*}}, %[[OUT3]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN3]], %{{.*}}, %{{.*}}, %[[OUT3]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: %[[Z:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
 // CHECK: memref.copy %[[Y]], %[[Z]]
 // CHECK: %[[IN4:.*]] = memref.extract_aligned_pointer_as_index %[[Y]]
 // CHECK: %[[OUT4:.*]] = memref.extract_aligned_pointer_as_index %[[Z]]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN4]], %{{.*}}, %{{.*}}, %[[OUT4]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IN4]], %{{.*}}, %{{.*}}, %[[OUT4]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: return %[[Z]]
 func.func @residual(%x: tensor<1x1x4x4x16xf32>, %r: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32> {
   %w = arith.constant dense<1.0> : tensor<16x16x1x1xf32>
@@ -130,9 +131,9 @@ func.func @residual(%x: tensor<1x1x4x4x16xf32>, %r: tensor<1x1x4x4x16xf32>) -> t
 // CHECK: %[[SLOT:.*]] = memref.subview %{{.*}}[0, 4, 0, 0, 0] [1, 2, 4, 4, 16] [1, 1, 1, 1, 1]
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[SLOT]]
 // CHECK: %[[OUT:.*]] = arith.addi %[[BASE]], %[[BYTES]] : index
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[OUT]], %[[SLOT_IMAGE]], %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[OUT]], %[[SLOT_IMAGE]], %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: memref.subview %{{.*}}[0, 1, 0, 0, 0] [2, 1, 4, 4, 16] [1, 1, 1, 1, 1]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IMAGE]], %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[IMAGE]], %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // INPLACE-LABEL: func.func @into_slots
 // INPLACE-NOT: memref.copy
 // INPLACE-COUNT-2: call @kiln_conv2d_blocked
@@ -158,7 +159,7 @@ func.func @into_slots(%x: tensor<1x1x4x4x16xf32>, %y: tensor<2x1x4x4x16xf32>, %t
 // CHECK: %[[SLOT:.*]] = memref.subview %{{.*}}[0, 0, 0, 2, 0] [1, 1, 4, 4, 16] [1, 1, 1, 1, 1]
 // CHECK: %[[DENSE:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x4x4x16xf32>
 // CHECK: %[[OUT:.*]] = memref.extract_aligned_pointer_as_index %[[DENSE]]
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[OUT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[OUT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: memref.copy %[[DENSE]], %[[SLOT]]
 func.func @into_columns(%x: tensor<1x1x4x4x16xf32>, %t: tensor<1x1x4x8x16xf32>) -> tensor<1x1x4x8x16xf32> {
   %w = arith.constant dense<1.0> : tensor<16x16x1x1xf32>
@@ -200,13 +201,29 @@ func.func @slot_of_an_intermediate(%x: tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4
 // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : i64
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x3x5x5x8xf32>
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %{{.*}}, %[[C2]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C1]], %[[C1]], %[[C1]], %[[C1]], %[[C8]], %{{.*}}, %[[C2]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x3x5x5x8xf32>
-// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C8]], %{{.*}}, %[[C0]]) {kiln.no_capture}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C8]], %{{.*}}, %[[C0]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
 func.func @blocks_of_8(%x: tensor<1x3x5x5xf32>) -> tensor<1x3x5x5x8xf32> {
   %w1 = arith.constant dense<1.0> : tensor<24x3x3x3xf32>
   %w2 = arith.constant dense<2.0> : tensor<20x24x1x1xf32>
   %0 = kiln.blocked_conv %x, %w1 {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x3x5x5xf32>, tensor<24x3x3x3xf32>) -> tensor<1x3x5x5x8xf32>
   %1 = kiln.blocked_conv %0, %w2 {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x5x5x8xf32>, tensor<20x24x1x1xf32>) -> tensor<1x3x5x5x8xf32>
   return %1 : tensor<1x3x5x5x8xf32>
+}
+
+// -----
+
+// Filters that are not a constant (a train step's weights) change between
+// calls: flag 16 has the runtime pack them again on each.
+// CHECK-LABEL: func.func @computed_filters
+// CHECK-DAG: %[[COMPUTED:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[CONSTANT:.*]] = arith.constant 0 : i64
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %{{.*}}, %[[COMPUTED]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
+// CHECK: call @kiln_conv2d_blocked({{.*}}, %{{.*}}, %{{.*}}, %[[CONSTANT]]) {kiln.no_capture, kiln.read_only_operands = array<i64: 20, 21, 22>}
+func.func @computed_filters(%x: tensor<1x2x6x6x8xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x2x6x6x8xf32> {
+  %c = arith.constant dense<1.0> : tensor<16x16x3x3xf32>
+  %0 = kiln.blocked_conv %x, %w {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x2x6x6x8xf32>
+  %1 = kiln.blocked_conv %0, %c {block = 8 : i64, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x2x6x6x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x2x6x6x8xf32>
+  return %1 : tensor<1x2x6x6x8xf32>
 }

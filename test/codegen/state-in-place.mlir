@@ -251,3 +251,78 @@ module {
     return
   }
 }
+
+// -----
+
+// A runtime call that keeps nothing after it returns (kiln.no_capture)
+// takes the weight's address, offset or not, as operands it only reads (a
+// blocked convolution's filters): a read where the call stands, before the
+// update.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64: 2>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func private @kiln_conv2d_blocked(index, index)
+  func.func @call_reads_first(%w: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2>} {
+    %c16 = arith.constant 16 : index
+    %p = memref.extract_aligned_pointer_as_index %w : memref<8xf32> -> index
+    %q = arith.addi %p, %c16 : index
+    call @kiln_conv2d_blocked(%p, %q) {kiln.no_capture, kiln.read_only_operands = array<i64: 0, 1>} : (index, index) -> ()
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// The same call after the update would read the updated weight; an
+// address that another call may keep hides its reads; and one that a call
+// may write through (not among its read-only operands) may change the
+// weight before its update reads it.
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func private @kiln_conv2d_blocked(index)
+  func.func @call_reads_after(%w: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>,
+                              %v: memref<8xf32>, %v_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 2, 3, 4>} {
+    %p = memref.extract_aligned_pointer_as_index %w : memref<8xf32> -> index
+    %r = memref.extract_aligned_pointer_as_index %v : memref<8xf32> -> index
+    call @kiln_conv2d_blocked(%r) : (index) -> ()
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    call @kiln_conv2d_blocked(%p) {kiln.no_capture, kiln.read_only_operands = array<i64: 0>} : (index) -> ()
+    memref.copy %v, %v_out : memref<8xf32> to memref<8xf32>
+    return
+  }
+}
+
+// -----
+
+// CHECK-LABEL: module attributes {kiln.in_place_state = array<i64>}
+#id = affine_map<(d0) -> (d0)>
+module {
+  func.func private @kiln_conv2d_blocked(index, index)
+  func.func @call_writes(%w: memref<8xf32>, %x: memref<8xf32>, %g: memref<8xf32>, %w_out: memref<8xf32>)
+      attributes {kiln.state_pairs = array<i64: 0, 3>} {
+    %p = memref.extract_aligned_pointer_as_index %w : memref<8xf32> -> index
+    %r = memref.extract_aligned_pointer_as_index %x : memref<8xf32> -> index
+    call @kiln_conv2d_blocked(%r, %p) {kiln.no_capture, kiln.read_only_operands = array<i64: 0>} : (index, index) -> ()
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%w, %g : memref<8xf32>, memref<8xf32>) outs(%w_out : memref<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %d = arith.subf %a, %b : f32
+      linalg.yield %d : f32
+    }
+    return
+  }
+}

@@ -545,3 +545,39 @@ func.func @lone_large(%x: tensor<1x64x32x32xf32>, %y: tensor<1x64x32x32xf32>, %s
   %2 = kiln.conv %s, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x64x256x256xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x128x128xf32>
   return %0, %1, %2 : tensor<1x128x32x32xf32>, tensor<1x120x32x32xf32>, tensor<1x128x128x128xf32>
 }
+
+// -----
+
+// Filters that are not constants (a train step's weights, or their
+// transpose for the input's gradient) are transformed on every call, so in
+// blocks of 8 only a 3x3 at stride 1 of 16 or more input channels on 16 or
+// more 4x4 output tiles that its outputs fill at least half of is blocked,
+// for the runtime's Winograd kernel: the 16x16 image (16 tiles), not the
+// 12x12 one (9 tiles), the 5x5 ones (16 tiles, 25 of their 64 positions),
+// the one of 8 channels, the stride-2 one or the 1x1. In blocks of 16 all
+// stay.
+// CHECK-LABEL: func.func @computed_filters
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+// ALL-LABEL: func.func @computed_filters
+// ALL-NOT: kiln.blocked_conv
+// ALL: return
+// B8-LABEL: func.func @computed_filters
+// B8-SAME: %[[W:[^:]*]]: tensor<16x16x3x3xf32>
+// B8: kiln.blocked_conv %{{.*}}, %[[W]] {block = 8 : i64, {{.*}}} : (tensor<1x2x16x16x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x2x16x16x8xf32>
+// B8: kiln.conv %{{.*}}, %[[W]] {{{.*}}} : (tensor<1x16x12x12xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x12x12xf32>
+// B8: kiln.conv %{{.*}}, %[[W]] {{{.*}}} : (tensor<4x16x5x5xf32>, tensor<16x16x3x3xf32>) -> tensor<4x16x5x5xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {{{.*}}} : (tensor<4x8x16x16xf32>, tensor<16x8x3x3xf32>) -> tensor<4x16x16x16xf32>
+// B8: kiln.conv %{{.*}}, %[[W]] {{{.*}}strides = array<i64: 2, 2>} : (tensor<4x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<4x16x16x16xf32>
+// B8: kiln.conv %{{.*}}, %{{.*}} {{{.*}}} : (tensor<1x64x32x32xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x32x32xf32>
+// B8-NOT: kiln.blocked_conv
+// B8: return
+func.func @computed_filters(%x: tensor<1x16x16x16xf32>, %w: tensor<16x16x3x3xf32>, %y: tensor<1x16x12x12xf32>, %n: tensor<4x8x16x16xf32>, %wn: tensor<16x8x3x3xf32>, %s: tensor<4x16x32x32xf32>, %p: tensor<1x64x32x32xf32>, %wp: tensor<128x64x1x1xf32>, %f: tensor<4x16x5x5xf32>) -> (tensor<1x16x16x16xf32>, tensor<1x16x12x12xf32>, tensor<4x16x5x5xf32>, tensor<4x16x16x16xf32>, tensor<4x16x16x16xf32>, tensor<1x128x32x32xf32>) {
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x16x16xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x16x16xf32>
+  %1 = kiln.conv %y, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x16x12x12xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x12x12xf32>
+  %5 = kiln.conv %f, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<4x16x5x5xf32>, tensor<16x16x3x3xf32>) -> tensor<4x16x5x5xf32>
+  %2 = kiln.conv %n, %wn {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<4x8x16x16xf32>, tensor<16x8x3x3xf32>) -> tensor<4x16x16x16xf32>
+  %3 = kiln.conv %s, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<4x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<4x16x16x16xf32>
+  %4 = kiln.conv %p, %wp {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x32x32xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x32x32xf32>
+  return %0, %1, %5, %2, %3, %4 : tensor<1x16x16x16xf32>, tensor<1x16x12x12xf32>, tensor<4x16x5x5xf32>, tensor<4x16x16x16xf32>, tensor<4x16x16x16xf32>, tensor<1x128x32x32xf32>
+}

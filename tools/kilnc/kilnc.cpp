@@ -207,8 +207,9 @@ int main(int argc, char **argv) {
                          cl::cat(category));
   cl::opt<kiln::BlockedLayout> blockedLayout(
       "blocked-layout",
-      cl::desc("Where CPU inference keeps images in blocks of channels (N x C/B x H x W x B) "
-               "around convolutions by constant filters whose channels fill such blocks, each "
+      cl::desc("Where CPU code keeps images in blocks of channels (N x C/B x H x W x B) "
+               "around convolutions by constant filters (in a train step, 3x3s by the weights "
+               "that Winograd speeds up) whose channels fill such blocks, each "
                "convolution then one oneDNN primitive on all threads. A block is one vector: "
                "B = 16 (oneDNN's nChw16c) on a CPU with AVX-512, 8 (nChw8c) on one with AVX2 "
                "and FMA; on others images stay NCHW (see docs/user-guide.md, Performance):"),
