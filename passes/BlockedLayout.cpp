@@ -63,6 +63,24 @@ struct ChannelBlocks {
   }
 };
 
+/// Whether `conv` is one Kiln's kernels for AVX2 in blocks of 8 run well:
+/// blocks of 8 channels, one group, a 4-D filter over at least 16 input
+/// channels, stride 1 and no dilation.
+bool isDenseUnitStrideInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
+  constexpr int64_t kMinChannels = 16;
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
+  return blocks.size == kNarrowChannelBlock && conv.getGroup() == 1 && filter.size() == 4 &&
+         filter[1] >= kMinChannels &&
+         llvm::all_of(conv.getStrides(), [](int64_t stride) { return stride == 1; }) &&
+         llvm::all_of(conv.getDilations(), [](int64_t dilation) { return dilation == 1; });
+}
+
+/// Whether `conv`'s window is 3x3, the one the Winograd kernel takes.
+bool has3x3Window(ConvOp conv) {
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
+  return filter.size() == 4 && filter[2] == 3 && filter[3] == 3;
+}
+
 /// Whether `conv`, by filters that are not constant (a train step's
 /// weights, or their transpose for the input's gradient), runs faster
 /// blocked, through the runtime's Winograd kernel for AVX2: a 3x3 window
@@ -78,14 +96,10 @@ struct ChannelBlocks {
 /// 256->256 at 7x7 (4 tiles an image), 4 images 4.5-5.1 against 3.9-5.2,
 /// 8 images 4.9 against 7.8.
 bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
-  constexpr int64_t kMinChannels = 16, kMinTiles = 16, kTile = 4;
+  constexpr int64_t kMinTiles = 16, kTile = 4;
   auto output = cast<RankedTensorType>(conv.getType());
-  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
-  if (blocks.size != kNarrowChannelBlock || conv.getGroup() != 1 || filter.size() != 4 ||
-      filter[1] < kMinChannels || filter[2] != 3 || filter[3] != 3 || !output.hasStaticShape() ||
-      output.getRank() != 4 ||
-      llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride != 1; }) ||
-      llvm::any_of(conv.getDilations(), [](int64_t dilation) { return dilation != 1; }))
+  if (!isDenseUnitStrideInBlocksOf8(conv, blocks) || !has3x3Window(conv) ||
+      !output.hasStaticShape() || output.getRank() != 4)
     return false;
   ArrayRef<int64_t> out = output.getShape();
   int64_t tilesPerImage = llvm::divideCeil(out[2], kTile) * llvm::divideCeil(out[3], kTile);
@@ -365,16 +379,12 @@ bool hasStridedWindow(ConvOp conv) {
 /// The threshold was measured on Zen 1 only. A 1x1 at stride 2 stays in
 /// NCHW, as hasStridedWindow says.
 bool runsFasterBlockedInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
-  constexpr int64_t kMinChannels = 16;
   constexpr int64_t kMinLoneMultiplyAdds = int64_t(1) << 23;
-  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
-  if (blocks.size != kNarrowChannelBlock || conv.getGroup() != 1 || filter.size() != 4 ||
-      filter[1] < kMinChannels ||
-      llvm::any_of(conv.getStrides(), [](int64_t stride) { return stride != 1; }) ||
-      llvm::any_of(conv.getDilations(), [](int64_t dilation) { return dilation != 1; }))
+  if (!isDenseUnitStrideInBlocksOf8(conv, blocks))
     return false;
-  if (filter[2] == 3 && filter[3] == 3)
+  if (has3x3Window(conv))
     return true;
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
   auto output = cast<RankedTensorType>(conv.getType());
   if (!output.hasStaticShape())
     return false;

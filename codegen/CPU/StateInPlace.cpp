@@ -13,6 +13,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNSTATEINPLACEPASS
@@ -47,39 +48,41 @@ llvm::SmallPtrSet<Value, 16> viewsOf(Value root) {
   return views;
 }
 
-/// Whether `address` (an integer) reaches only operands that calls marked
-/// kiln.no_capture only read (kiln.read_only_operands), directly or offset
-/// by additions: the runtime calls that read the buffer while they run (a
-/// blocked convolution's filters) and keep nothing after they return.
-bool reachesOnlyReadsOfCalls(Value address) {
-  return llvm::all_of(address.getUses(), [](OpOperand &use) {
-    Operation *user = use.getOwner();
-    if (auto add = dyn_cast<arith::AddIOp>(user))
-      return reachesOnlyReadsOfCalls(add.getResult());
-    auto reads = user->getAttrOfType<DenseI64ArrayAttr>(kReadOnlyOperandsAttr);
-    return isa<func::CallOp>(user) && user->hasAttr(kNoCaptureCallAttr) && reads &&
-           llvm::is_contained(reads.asArrayRef(), use.getOperandNumber());
-  });
+/// Whether `use` is an operand that a call marked kiln.no_capture only
+/// reads (kiln.read_only_operands): the runtime calls that read a buffer
+/// while they run (a blocked convolution's filters) and keep nothing after
+/// they return.
+bool isReadOfCall(OpOperand &use) {
+  Operation *user = use.getOwner();
+  auto reads = user->getAttrOfType<DenseI64ArrayAttr>(kReadOnlyOperandsAttr);
+  return isa<func::CallOp>(user) && user->hasAttr(kNoCaptureCallAttr) && reads &&
+         llvm::is_contained(reads.asArrayRef(), use.getOperandNumber());
 }
 
-/// The addresses taken of `views` that only such calls read, and those
-/// offset from them: each call that takes one touches the buffer where it
-/// stands, as an op that takes a view does (and, like a view, does not
-/// write it).
+/// Adds to `views` the addresses taken of them that reach only reads of
+/// calls, directly or offset by additions, and those offset addresses: each
+/// call that takes one touches the buffer where it stands, as an op that
+/// takes a view does (and, like a view, does not write it).
 void addCallAddresses(llvm::SmallPtrSet<Value, 16> &views) {
-  SmallVector<Value> work;
+  SmallVector<Value> extracts;
   for (Value view : views)
     for (Operation *user : view.getUsers())
       if (auto extract = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user))
-        if (reachesOnlyReadsOfCalls(extract.getResult()))
-          work.push_back(extract.getResult());
-  while (!work.empty()) {
-    Value address = work.pop_back_val();
-    if (!views.insert(address).second)
-      continue;
-    for (Operation *user : address.getUsers())
-      if (auto add = dyn_cast<arith::AddIOp>(user))
-        work.push_back(add.getResult());
+        extracts.push_back(extract.getResult());
+  for (Value extract : extracts) {
+    // The address and its offsets, each reached once.
+    llvm::SetVector<Value> addresses;
+    addresses.insert(extract);
+    bool onlyReads = true;
+    for (size_t i = 0; i < addresses.size() && onlyReads; ++i)
+      for (OpOperand &use : addresses[i].getUses()) {
+        if (auto add = dyn_cast<arith::AddIOp>(use.getOwner()))
+          addresses.insert(add.getResult());
+        else if (!isReadOfCall(use))
+          onlyReads = false;
+      }
+    if (onlyReads)
+      views.insert(addresses.begin(), addresses.end());
   }
 }
 
