@@ -63,16 +63,19 @@ struct ChannelBlocks {
   }
 };
 
-/// Whether `conv` is one Kiln's kernels for AVX2 in blocks of 8 run well:
-/// blocks of 8 channels, one group, a 4-D filter over at least 16 input
-/// channels, stride 1 and no dilation.
-bool isDenseUnitStrideInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
+/// Whether `conv` is one Kiln's AVX2 kernels run well: one group, a 4-D
+/// filter over at least 16 input channels, stride 1 and no dilation.
+bool isDenseUnitStride(ConvOp conv) {
   constexpr int64_t kMinChannels = 16;
   ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
-  return blocks.size == kNarrowChannelBlock && conv.getGroup() == 1 && filter.size() == 4 &&
-         filter[1] >= kMinChannels &&
+  return conv.getGroup() == 1 && filter.size() == 4 && filter[1] >= kMinChannels &&
          llvm::all_of(conv.getStrides(), [](int64_t stride) { return stride == 1; }) &&
          llvm::all_of(conv.getDilations(), [](int64_t dilation) { return dilation == 1; });
+}
+
+/// isDenseUnitStride in blocks of 8 channels (AVX2 without AVX-512).
+bool isDenseUnitStrideInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
+  return blocks.size == kNarrowChannelBlock && isDenseUnitStride(conv);
 }
 
 /// Whether `conv`'s window is 3x3, the one the Winograd kernel takes.
@@ -84,22 +87,30 @@ bool has3x3Window(ConvOp conv) {
 /// Whether `conv`, by filters that are not constant (a train step's
 /// weights, or their transpose for the input's gradient), runs faster
 /// blocked, through the runtime's Winograd kernel for AVX2: a 3x3 window
-/// at stride 1, undilated, of one group, in blocks of 8, with at least 16
-/// input channels and 16 output tiles of 4x4 whose outputs fill at least
-/// half their positions (the runtime's own condition, winogradOnAvx2 in
-/// runtime/kernels/BlockedConvolution.c: else oneDNN's direct kernel runs
-/// it, which loses to the NCHW kernels once the reorders are counted).
-/// Such filters are transformed on every call, so the tiles must pay for
-/// it. Alone with its reorders,
-/// against im2col and sgemm, on two Zen 1 cores: 512->512 at 4x4, 8 images
-/// (8 tiles), 10.6 ms against 8.2; 16 images (16 tiles), 12.9 against 16.3;
-/// 256->256 at 7x7 (4 tiles an image), 4 images 4.5-5.1 against 3.9-5.2,
-/// 8 images 4.9 against 7.8.
+/// at stride 1, undilated, of one group, with at least 16 input channels
+/// and 16 output tiles of 4x4 whose outputs fill at least half their
+/// positions, in blocks of 8, or in blocks of 16 (AVX-512) where channels
+/// and filters fill them (the runtime's own condition, winogradOnAvx2 in
+/// runtime/kernels/BlockedConvolution.c: else oneDNN runs it, its direct
+/// kernel losing to the NCHW kernels once the reorders are counted, and
+/// its Winograd to the reorder of its weights on every call). Such filters
+/// are transformed on every call, so the tiles must pay for it. Alone with
+/// its reorders, against im2col and sgemm, on two Zen 1 cores: 512->512 at
+/// 4x4, 8 images (8 tiles), 10.6 ms against 8.2; 16 images (16 tiles),
+/// 12.9 against 16.3; 256->256 at 7x7 (4 tiles an image), 4 images 4.5-5.1
+/// against 3.9-5.2, 8 images 4.9 against 7.8. On Zen 4, whose AVX-512
+/// runs on the same 256-bit pipes as AVX2, in blocks of 16 the ResNet-18
+/// step of docs/benchmarks.md took 7-14 % less; on CPUs with 512-bit FMA
+/// units the AVX2 kernel runs at half their peak (unmeasured there).
 bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
   constexpr int64_t kMinTiles = 16, kTile = 4;
   auto output = cast<RankedTensorType>(conv.getType());
-  if (!isDenseUnitStrideInBlocksOf8(conv, blocks) || !has3x3Window(conv) ||
-      !output.hasStaticShape() || output.getRank() != 4)
+  ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
+  bool fitsBlocks = blocks.size == kNarrowChannelBlock ||
+                    (blocks.size == kWideChannelBlock && filter.size() == 4 &&
+                     filter[0] % kWideChannelBlock == 0 && filter[1] % kWideChannelBlock == 0);
+  if (!fitsBlocks || !isDenseUnitStride(conv) || !has3x3Window(conv) || !output.hasStaticShape() ||
+      output.getRank() != 4)
     return false;
   ArrayRef<int64_t> out = output.getShape();
   int64_t tilesPerImage = llvm::divideCeil(out[2], kTile) * llvm::divideCeil(out[3], kTile);

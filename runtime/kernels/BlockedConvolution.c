@@ -28,7 +28,9 @@
  * with AVX2 but not AVX-512, where oneDNN has no Winograd kernels, Kiln's
  * own F(4x4, 3x3) (WinogradConvolution.c) takes the 3x3 convolutions that
  * winogradOnAvx2 picks, its work items spread over the threads of the
- * OpenMP runtime the artifact's own loops use.
+ * OpenMP runtime the artifact's own loops use; on CPUs with AVX-512 it
+ * takes a train step's, whose filters oneDNN's Winograd would have to
+ * reorder on every call, in blocks of 16.
  *
  * Any failure to build or run the primitive makes the site compute the
  * convolution with plain loops, slowly but with the same result.
@@ -317,7 +319,9 @@ static void convolveByLoops(const int64_t *s, const float *in, const float *w, c
 #ifdef KILN_CPU_KERNELS_X86
 /* Whether Kiln's Winograd kernel takes the convolution: a 3x3 window at
  * stride 1, one group, at least 16 input channels, on images in blocks of
- * 8 on a CPU with AVX2 but not AVX-512 (unless the environment sets
+ * 8 on a CPU with AVX2 but not AVX-512, or by a train step's computed
+ * filters on images in blocks of 16 (whole ones: c and f multiples of 16)
+ * on a CPU with AVX-512 (either unless the environment sets
  * KILN_WINOGRAD=0), with enough tiles that the outputs fill at least half
  * their positions.
  *
@@ -331,9 +335,11 @@ static void convolveByLoops(const int64_t *s, const float *in, const float *w, c
  * ones (4 tiles, 512->512: 3.5 -> 2.4 ms). */
 static int winogradOnAvx2(const int64_t *s, int64_t flags) {
   enum { MIN_TILES = 4, MIN_CHANNELS = 16 };
-  if (!kilnWinogradRuns() || s[BLOCK] != 8 || (flags & PLAIN_INPUT) || s[C] < MIN_CHANNELS ||
-      s[GROUP] != 1 || s[KH] != 3 || s[KW] != 3 || s[SH] != 1 || s[SW] != 1 || s[DH] != 1 ||
-      s[DW] != 1)
+  int narrow = s[BLOCK] == 8 && kilnWinogradRuns();
+  int wide = s[BLOCK] == 16 && (flags & COMPUTED_FILTERS) && s[C] % 16 == 0 && s[F] % 16 == 0 &&
+             kilnWinogradRunsInBlocksOf16();
+  if (!(narrow || wide) || (flags & PLAIN_INPUT) || s[C] < MIN_CHANNELS || s[GROUP] != 1 ||
+      s[KH] != 3 || s[KW] != 3 || s[SH] != 1 || s[SW] != 1 || s[DH] != 1 || s[DW] != 1)
     return 0;
   int64_t tiles = s[N] * ((s[OH] + 3) / 4) * ((s[OW] + 3) / 4);
   return tiles >= MIN_TILES && 2 * s[N] * s[OH] * s[OW] >= 16 * tiles;
@@ -361,6 +367,7 @@ static int winograd(void **slot, const int64_t *s, const float *in, const float 
                            .ow = s[OW],
                            .padTop = s[PT],
                            .padLeft = s[PL],
+                           .block = s[BLOCK],
                            .in = in,
                            .bias = bias,
                            .out = out,

@@ -214,32 +214,37 @@ void kilnDnnlFreePacked(KilnPackedWeights *list) {
   }
 }
 
-/* Whether one of Kiln's own AVX2 kernels runs: on a CPU with AVX2 and FMA
- * but not AVX-512, unless the environment sets `variable` to 0; found once
- * and kept in `*runs` (-1 until then). */
-static int avx2KernelRuns(int *runs, const char *variable) {
+/* Whether one of Kiln's own AVX2 kernels runs: on a CPU whose widest
+ * vectors are `vectors`, unless the environment sets `variable` to 0; found
+ * once and kept in `*runs` (-1 until then). */
+static int avx2KernelRuns(int *runs, const char *variable, int vectors) {
 #ifdef KILN_CPU_KERNELS_X86
   int known = __atomic_load_n(runs, __ATOMIC_RELAXED);
   if (known < 0) {
     const char *setting = getenv(variable);
-    known = kilnCpuVectors() == KILN_VECTORS_AVX2 && !(setting && strcmp(setting, "0") == 0);
+    known = (int)kilnCpuVectors() == vectors && !(setting && strcmp(setting, "0") == 0);
     __atomic_store_n(runs, known, __ATOMIC_RELAXED);
   }
   return known;
 #else
-  (void)runs, (void)variable;
+  (void)runs, (void)variable, (void)vectors;
   return 0;
 #endif
 }
 
 int kilnDirectConvRuns(void) {
   static int runs = -1;
-  return avx2KernelRuns(&runs, "KILN_DIRECT_CONV");
+  return avx2KernelRuns(&runs, "KILN_DIRECT_CONV", KILN_VECTORS_AVX2);
 }
 
 int kilnWinogradRuns(void) {
   static int runs = -1;
-  return avx2KernelRuns(&runs, "KILN_WINOGRAD");
+  return avx2KernelRuns(&runs, "KILN_WINOGRAD", KILN_VECTORS_AVX2);
+}
+
+int kilnWinogradRunsInBlocksOf16(void) {
+  static int runs = -1;
+  return avx2KernelRuns(&runs, "KILN_WINOGRAD", KILN_VECTORS_AVX512);
 }
 
 void kilnDnnlRegister(KilnSite *site) {

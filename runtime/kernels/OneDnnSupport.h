@@ -102,6 +102,11 @@ int kilnDirectConvRuns(void);
  * with AVX2 and FMA but not AVX-512, unless the environment sets
  * KILN_WINOGRAD=0. */
 int kilnWinogradRuns(void);
+/* Whether 3x3 convolutions by a train step's computed filters on images in
+ * blocks of 16 may run that kernel, 8 channels at a time, rather than
+ * oneDNN's (whose Winograd needs its weights reordered on every call): on
+ * CPUs with AVX-512, unless the environment sets KILN_WINOGRAD=0. */
+int kilnWinogradRunsInBlocksOf16(void);
 /* PackedConvolution.c's entry point, which kiln_matmul_constant_a hands
  * the products it runs as 1x1 convolutions. */
 void kiln_conv2d_constant_w(void **slot, int64_t groups, int64_t c, int64_t ih, int64_t iw,

@@ -8,8 +8,9 @@
  * channels x filters): 2.25 multiplications per output and channel where a
  * direct convolution makes 9.
  *
- * The images are in blocks of 8 channels (nChw8c), so every transform
- * works on vectors of 8 channels of one position: a work item (some tiles
+ * The images are in blocks of 8 channels (nChw8c) or of 16 (nChw16c,
+ * each block two halves of 8), so every transform works on vectors of 8
+ * channels of one position: a work item (some tiles
  * by some filters) transforms its tiles' patches into V, [36][tiles][C8],
  * runs the 36 products into M, [36][tiles][columns], by
  * kilnSmallMatmulAvx2 (DirectConvolution.c: 6 rows by 16 columns of sums
@@ -145,6 +146,15 @@ static void tileOrigin(const KilnWinogradConv *conv, int64_t tile, int64_t *imag
   *x = tile % across * TILE;
 }
 
+/* Where 8 channels' first pixel is in an image of `channels` channels in
+ * blocks of `block` (8 or 16), `pixels` pixels a channel: the start of
+ * channels 8 g .. 8 g + 7 of image `image`. Pixels are `block` floats apart. */
+static inline int64_t laneGroupOffset(int64_t image, int64_t g, int64_t channels, int64_t block,
+                                      int64_t pixels) {
+  int64_t blocks = (channels + block - 1) / block, halves = block / LANES;
+  return ((image * blocks + g / halves) * pixels) * block + g % halves * LANES;
+}
+
 /* V[p][t][...] = (B^T d B)[p] for the tiles' patches, every channel block. */
 static void transformTiles(const KilnWinogradConv *conv, int64_t firstTile, int64_t tiles,
                            float *v) {
@@ -156,13 +166,14 @@ static void transformTiles(const KilnWinogradConv *conv, int64_t firstTile, int6
     int64_t top = y - conv->padTop, left = x - conv->padLeft;
     int inside = top >= 0 && left >= 0 && top + PATCH <= conv->ih && left + PATCH <= conv->iw;
     for (int64_t b = 0; b < blocks; ++b) {
-      const float *plane = conv->in + ((image * blocks + b) * conv->ih) * conv->iw * LANES;
+      const float *plane =
+          conv->in + laneGroupOffset(image, b, conv->c, conv->block, conv->ih * conv->iw);
       __m256 d[PATCH * PATCH], rows[PATCH * PATCH];
       for (int i = 0; i < PATCH; ++i)
         for (int j = 0; j < PATCH; ++j) {
           int64_t iy = top + i, ix = left + j;
           d[i * PATCH + j] = inside || (iy >= 0 && iy < conv->ih && ix >= 0 && ix < conv->iw)
-                                 ? _mm256_loadu_ps(plane + (iy * conv->iw + ix) * LANES)
+                                 ? _mm256_loadu_ps(plane + (iy * conv->iw + ix) * conv->block)
                                  : _mm256_setzero_ps();
         }
       /* B^T d down each column, then (B^T d) B along each row. */
@@ -211,10 +222,11 @@ static void untransformTiles(const KilnWinogradConv *conv, int64_t firstTile, in
         transformOutput(sums + j, PATCH, half + j, PATCH);
       for (int i = 0; i < TILE; ++i)
         transformOutput(half + i * PATCH, 1, result + i * TILE, 1);
-      float *plane = conv->out + image * conv->outStride + block * conv->oh * conv->ow * LANES;
+      float *plane = conv->out + image * conv->outStride +
+                     laneGroupOffset(0, block, conv->f, conv->block, conv->oh * conv->ow);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j) {
-          float *to = plane + ((y + i) * conv->ow + x + j) * LANES;
+          float *to = plane + ((y + i) * conv->ow + x + j) * conv->block;
           __m256 value = _mm256_add_ps(result[i * TILE + j], biases[b]);
           if (conv->accumulate)
             value = _mm256_add_ps(value, _mm256_loadu_ps(to));

@@ -2,7 +2,8 @@
  *
  * Winograd's F(4x4, 3x3) on images in blocks of 8 channels (nChw8c), for
  * CPUs with AVX2 and FMA but not AVX-512, where oneDNN has no Winograd
- * kernels; see WinogradConvolution.c. kiln_conv2d_blocked
+ * kernels, and in blocks of 16 (nChw16c) for a train step's computed
+ * filters on CPUs with AVX-512; see WinogradConvolution.c. kiln_conv2d_blocked
  * (BlockedConvolution.c) splits a convolution into work items, each some
  * of its 4x4 output tiles by some of its filters, and runs them on its
  * threads. Internal to runtime/kernels.
@@ -17,13 +18,15 @@
 /* Points of a transformed tile: 6 x 6. */
 enum { KILN_WINOGRAD_POINTS = 36 };
 
-/* A 3x3 convolution at stride 1 on dense nChw8c images: `in` is n x
- * ceil(c/8) x ih x iw x 8, its lanes past c zero; `out` holds n images of
- * ceil(f/8) x oh x ow x 8, each dense, `outStride` floats apart, and gets
- * clamp(activation(conv + bias [+ out]), low, high) with its lanes past f
- * zero. */
+/* A 3x3 convolution at stride 1 on dense images in blocks of `block`
+ * channels (nChw8c, or nChw16c with c and f whole blocks of 16): `in` is
+ * n x ceil(c/block) x ih x iw x block, its lanes past c zero; `out` holds
+ * n images of ceil(f/block) x oh x ow x block, each dense, `outStride`
+ * floats apart, and gets clamp(activation(conv + bias [+ out]), low, high)
+ * with its lanes past f zero. The kernel works on 8 channels at a time
+ * either way: a block of 16 is two halves. */
 typedef struct KilnWinogradConv {
-  int64_t n, c, ih, iw, f, oh, ow, padTop, padLeft;
+  int64_t n, c, ih, iw, f, oh, ow, padTop, padLeft, block;
   const float *in;
   /* The filters as kilnWinogradPack leaves them. */
   const float *packed;

@@ -549,17 +549,20 @@ func.func @lone_large(%x: tensor<1x64x32x32xf32>, %y: tensor<1x64x32x32xf32>, %s
 // -----
 
 // Filters that are not constants (a train step's weights, or their
-// transpose for the input's gradient) are transformed on every call, so in
-// blocks of 8 only a 3x3 at stride 1 of 16 or more input channels on 16 or
-// more 4x4 output tiles that its outputs fill at least half of is blocked,
-// for the runtime's Winograd kernel: the 16x16 image (16 tiles), not the
-// 12x12 one (9 tiles), the 5x5 ones (16 tiles, 25 of their 64 positions),
-// the one of 8 channels, the stride-2 one or the 1x1. In blocks of 16 all
-// stay.
+// transpose for the input's gradient) are transformed on every call, so
+// only a 3x3 at stride 1 of 16 or more input channels on 16 or more 4x4
+// output tiles that its outputs fill at least half of is blocked, for the
+// runtime's Winograd kernel: the 16x16 image (16 tiles), not the 12x12 one
+// (9 tiles), the 5x5 ones (16 tiles, 25 of their 64 positions), the one of
+// 8 channels, the stride-2 one or the 1x1. In blocks of 16 the same
+// convolution can be blocked, but alone it is not worth it (see
+// @lone_winograd): only `everywhere` blocks it.
 // CHECK-LABEL: func.func @computed_filters
 // CHECK-NOT: kiln.blocked_conv
 // CHECK: return
 // ALL-LABEL: func.func @computed_filters
+// ALL-SAME: %[[W:[^:]*]]: tensor<16x16x3x3xf32>
+// ALL: kiln.blocked_conv %{{.*}}, %[[W]] {{{.*}}} : (tensor<1x1x16x16x16xf32>, tensor<16x16x3x3xf32>) -> tensor<1x1x16x16x16xf32>
 // ALL-NOT: kiln.blocked_conv
 // ALL: return
 // B8-LABEL: func.func @computed_filters
@@ -580,4 +583,19 @@ func.func @computed_filters(%x: tensor<1x16x16x16xf32>, %w: tensor<16x16x3x3xf32
   %3 = kiln.conv %s, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<4x16x32x32xf32>, tensor<16x16x3x3xf32>) -> tensor<4x16x16x16xf32>
   %4 = kiln.conv %p, %wp {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x64x32x32xf32>, tensor<128x64x1x1xf32>) -> tensor<1x128x32x32xf32>
   return %0, %1, %5, %2, %3, %4 : tensor<1x16x16x16xf32>, tensor<1x16x12x12xf32>, tensor<4x16x5x5xf32>, tensor<4x16x16x16xf32>, tensor<4x16x16x16xf32>, tensor<1x128x32x32xf32>
+}
+
+// -----
+
+// In blocks of 16 the Winograd kernel takes whole blocks only: 24 channels
+// and filters (blocks of 16, the second half padding) stay, where blocks
+// of 8 hold them whole.
+// ALL-LABEL: func.func @computed_filters_in_partial_blocks
+// ALL-NOT: kiln.blocked_conv
+// ALL: return
+// B8-LABEL: func.func @computed_filters_in_partial_blocks
+// B8: kiln.blocked_conv {{.*}} : (tensor<2x3x16x16x8xf32>, tensor<24x24x3x3xf32>) -> tensor<2x3x16x16x8xf32>
+func.func @computed_filters_in_partial_blocks(%x: tensor<2x24x16x16xf32>, %w: tensor<24x24x3x3xf32>) -> tensor<2x24x16x16xf32> {
+  %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x24x16x16xf32>, tensor<24x24x3x3xf32>) -> tensor<2x24x16x16xf32>
+  return %0 : tensor<2x24x16x16xf32>
 }

@@ -120,6 +120,7 @@ void runWinograd(const Case &c, const float *in, const float *w, const float *bi
   KilnWinogradConv conv{};
   conv.n = c.n, conv.c = c.c, conv.ih = c.ih, conv.iw = c.iw, conv.f = c.f;
   conv.oh = c.oh(), conv.ow = c.ow(), conv.padTop = c.top, conv.padLeft = c.left;
+  conv.block = c.block;
   conv.in = in, conv.bias = bias, conv.out = out, conv.outStride = outStride;
   conv.low = c.low, conv.high = c.high, conv.accumulate = c.accumulate;
   conv.activation = c.activation == Case::Swish       ? KILN_ACTIVATION_SWISH
@@ -430,8 +431,10 @@ TEST(BlockedConvolutionTest, LoopsMatchReferenceInBlocksOf8) {
 }
 
 // Filters that change between calls at one address (a train step's) are
-// packed again on each: by oneDNN's reorder, and on CPUs with AVX2 but not
-// AVX-512, for the 3x3 cases at stride 1, by Kiln's Winograd transform. In
+// packed again on each: by oneDNN's reorder, and for the 3x3 cases at
+// stride 1 by Kiln's Winograd transform (in blocks of 8 on CPUs with AVX2
+// but not AVX-512; on AVX-512 ones, where channels and filters fill blocks
+// of 16). In
 // the CPU's own blocks (oneDNN runs the other width by its reference loops,
 // minutes for these cases).
 TEST(BlockedConvolutionTest, ComputedFiltersArePackedOnEveryCall) {
@@ -470,6 +473,28 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
     ++checked;
   }
   EXPECT_EQ(checked, 15);
+}
+
+// The same kernel on images in blocks of 16 (a train step's on AVX-512),
+// 8 channels at a time: the cases whose channels and filters fill whole
+// blocks of 16 (as kiln_conv2d_blocked asks), with partial tiles, pads,
+// a batch, residual sums, clamps, swish and concatenation slots.
+TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf16) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
+  std::mt19937 rng(26);
+  std::vector<Case> all = cases();
+  for (const Case &c : concatenationParts())
+    all.push_back(c);
+  int checked = 0;
+  for (const Case &c : inBlocksOf(16, all)) {
+    if (c.plain || c.group != 1 || c.kh != 3 || c.kw != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 ||
+        c.dw != 1 || c.c % 16 != 0 || c.f % 16 != 0)
+      continue;
+    check(c, Path::Winograd, rng);
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
 }
 
 // Threads that share the filters' transform, each some blocks of 16
