@@ -100,8 +100,9 @@ bool has3x3Window(ConvOp conv) {
 /// 12.9 against 16.3; 256->256 at 7x7 (4 tiles an image), 4 images 4.5-5.1
 /// against 3.9-5.2, 8 images 4.9 against 7.8. On Zen 4, whose AVX-512
 /// runs on the same 256-bit pipes as AVX2, in blocks of 16 the ResNet-18
-/// step of docs/benchmarks.md took 7-14 % less; on CPUs with 512-bit FMA
-/// units the AVX2 kernel runs at half their peak (unmeasured there).
+/// step of docs/benchmarks.md took 1-7.5 % less in three alternated rounds
+/// (about 5 %); on CPUs with 512-bit FMA units the AVX2 kernel runs at
+/// half their peak (unmeasured there).
 bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
   constexpr int64_t kMinTiles = 16, kTile = 4;
   auto output = cast<RankedTensorType>(conv.getType());

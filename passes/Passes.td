@@ -78,8 +78,8 @@ def KilnDecomposePass : Pass<"kiln-decompose", "mlir::func::FuncOp"> {
 def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
   let summary = "Keeps images in blocks of channels between convolutions";
   let description = [{
-    Rewrites each convolution by constant filters (or, in blocks of 8, by
-    computed ones where Winograd pays, see below) whose input and output
+    Rewrites each convolution by constant filters (or by computed ones
+    where Winograd pays, see below) whose input and output
     channels fill blocks of `block` channels (one group, or depthwise) into
     a `kiln.blocked_conv`, which takes and gives its image as
     `N x C/B x H x W x B`, `B = block`: one vector of channels per pixel,
@@ -120,8 +120,9 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     8, or in blocks of 16 where its channels and filters fill them (on Zen
     1, reorders included, 1.3-1.6x faster than im2col and sgemm on 16 tiles
     of 4x4 and on 32 of 7x7 images, level on 16 of those, 1.3x slower on
-    8; on Zen 4 in blocks of 16, 6-7 % off a ResNet-18 step); any other
-    stays as it is.
+    8; on Zen 4 in blocks of 16, about 5 % off a ResNet-18 step); any other
+    stays as it is. In blocks of 16 such a convolution alone between NCHW
+    images stays there, as one by constant filters does.
 
     Elementwise ops whose operands are such images, per-channel vectors
     (`1 x C x 1 x 1`, or `N x C x 1 x 1`: a squeeze-and-excitation scale)
@@ -145,7 +146,8 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
 
     The CPU code generator makes each `kiln.blocked_conv` one call of the
     runtime (oneDNN's convolution primitives with the filters packed once,
-    threads of their own); kilnc runs this pass for CPU inference only.
+    threads of their own); kilnc runs this pass for CPU code, inference and
+    train steps.
 
     Before (where `%r` goes on to another convolution):
     ```mlir

@@ -599,3 +599,21 @@ func.func @computed_filters_in_partial_blocks(%x: tensor<2x24x16x16xf32>, %w: te
   %0 = kiln.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x24x16x16xf32>, tensor<24x24x3x3xf32>) -> tensor<2x24x16x16xf32>
   return %0 : tensor<2x24x16x16xf32>
 }
+
+// -----
+
+// Two 3x3s by computed filters in a chain (a train step's forward pass) in
+// blocks of 16: the first's result reaches the second, so both are blocked
+// and the image between them is not reordered.
+// CHECK-LABEL: func.func @computed_filters_in_a_chain
+// CHECK-SAME: %[[W0:[^:]*]]: tensor<32x16x3x3xf32>, %[[W1:[^:]*]]: tensor<32x32x3x3xf32>
+// CHECK: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %[[W0]] {{.*}} -> tensor<2x2x16x16x16xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: kiln.blocked_conv %[[A]], %[[W1]] {{.*}} -> tensor<2x2x16x16x16xf32>
+// CHECK: return
+func.func @computed_filters_in_a_chain(%x: tensor<2x16x16x16xf32>, %w0: tensor<32x16x3x3xf32>, %w1: tensor<32x32x3x3xf32>) -> tensor<2x32x16x16xf32> {
+  %0 = kiln.conv %x, %w0 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x16x16x16xf32>, tensor<32x16x3x3xf32>) -> tensor<2x32x16x16xf32>
+  %1 = kiln.relu %0 : tensor<2x32x16x16xf32>
+  %2 = kiln.conv %1, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x32x16x16xf32>, tensor<32x32x3x3xf32>) -> tensor<2x32x16x16xf32>
+  return %2 : tensor<2x32x16x16xf32>
+}

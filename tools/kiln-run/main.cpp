@@ -106,7 +106,8 @@ Environment:
                            Kiln's own
   KILN_WINOGRAD=0          on an AVX2 CPU without AVX-512, run 3x3 convolutions at stride 1
                            on blocked images with oneDNN's direct kernel instead of Kiln's
-                           Winograd kernel
+                           Winograd kernel; on an AVX-512 CPU, a train step's blocked 3x3s
+                           with oneDNN's primitives
 
 Examples:
   kiln-run mlp.kiln x.npy --print
