@@ -73,11 +73,6 @@ bool isDenseUnitStride(ConvOp conv) {
          llvm::all_of(conv.getDilations(), [](int64_t dilation) { return dilation == 1; });
 }
 
-/// isDenseUnitStride in blocks of 8 channels (AVX2 without AVX-512).
-bool isDenseUnitStrideInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
-  return blocks.size == kNarrowChannelBlock && isDenseUnitStride(conv);
-}
-
 /// Whether `conv`'s window is 3x3, the one the Winograd kernel takes.
 bool has3x3Window(ConvOp conv) {
   ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
@@ -392,7 +387,7 @@ bool hasStridedWindow(ConvOp conv) {
 /// NCHW, as hasStridedWindow says.
 bool runsFasterBlockedInBlocksOf8(ConvOp conv, ChannelBlocks blocks) {
   constexpr int64_t kMinLoneMultiplyAdds = int64_t(1) << 23;
-  if (!isDenseUnitStrideInBlocksOf8(conv, blocks))
+  if (blocks.size != kNarrowChannelBlock || !isDenseUnitStride(conv))
     return false;
   if (has3x3Window(conv))
     return true;

@@ -450,6 +450,18 @@ TEST(BlockedConvolutionTest, ComputedFiltersArePackedOnEveryCall) {
 }
 
 #ifdef KILN_TEST_WINOGRAD_AVX2
+// The cases Kiln's F(4x4, 3x3) kernel takes in blocks of `block`: the 3x3s
+// at stride 1 of one group on blocked images, in blocks of 16 only those
+// whose channels and filters fill whole blocks (as kiln_conv2d_blocked asks).
+std::vector<Case> winogradCases(int64_t block, std::vector<Case> all) {
+  std::vector<Case> taken;
+  for (const Case &c : inBlocksOf(block, std::move(all)))
+    if (!c.plain && c.group == 1 && c.kh == 3 && c.kw == 3 && c.sh == 1 && c.sw == 1 && c.dh == 1 &&
+        c.dw == 1 && (block == 8 || (c.c % block == 0 && c.f % block == 0)))
+      taken.push_back(c);
+  return taken;
+}
+
 // Kiln's F(4x4, 3x3) kernel for AVX2, on every 3x3 case at stride 1 of one
 // group in blocks of 8: partial tiles (9, 19 and 21 outputs), no padding,
 // pads of 2 and unequal ones, filters and channels that end in a half block
@@ -465,21 +477,15 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
   Case narrow{1, 24, 7, 30, 24, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   narrow.low = 0.0f, narrow.high = 6.0f;
   all.push_back(narrow);
-  int checked = 0;
-  for (const Case &c : inBlocksOf(8, all)) {
-    if (c.plain || c.group != 1 || c.kh != 3 || c.kw != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 ||
-        c.dw != 1)
-      continue;
+  std::vector<Case> taken = winogradCases(8, all);
+  EXPECT_EQ(taken.size(), 15u);
+  for (const Case &c : taken)
     check(c, Path::Winograd, rng);
-    ++checked;
-  }
-  EXPECT_EQ(checked, 15);
 }
 
 // The same kernel on images in blocks of 16 (a train step's on AVX-512),
-// 8 channels at a time: the cases whose channels and filters fill whole
-// blocks of 16 (as kiln_conv2d_blocked asks), with partial tiles, pads,
-// a batch, residual sums, clamps, swish and concatenation slots.
+// 8 channels at a time: partial tiles, pads, a batch, residual sums,
+// clamps, swish and concatenation slots.
 TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf16) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
     GTEST_SKIP() << "the CPU has no AVX2 and FMA";
@@ -487,15 +493,10 @@ TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf16) {
   std::vector<Case> all = cases();
   for (const Case &c : concatenationParts())
     all.push_back(c);
-  int checked = 0;
-  for (const Case &c : inBlocksOf(16, all)) {
-    if (c.plain || c.group != 1 || c.kh != 3 || c.kw != 3 || c.sh != 1 || c.sw != 1 || c.dh != 1 ||
-        c.dw != 1 || c.c % 16 != 0 || c.f % 16 != 0)
-      continue;
+  std::vector<Case> taken = winogradCases(16, all);
+  EXPECT_EQ(taken.size(), 9u);
+  for (const Case &c : taken)
     check(c, Path::Winograd, rng);
-    ++checked;
-  }
-  EXPECT_EQ(checked, 9);
 }
 
 // Threads that share the filters' transform, each some blocks of 16
