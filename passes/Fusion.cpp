@@ -220,6 +220,67 @@ bool derivesFromReduction(Operation *op, const RowShape &rows) {
   return false;
 }
 
+/// The ops after `tail` in its block that, with `tail`, form a DAG whose
+/// only value read outside it is that of its last op: each op reads a value
+/// of the DAG, and every value of the DAG but the last is read only within
+/// it. GELU's x * (1 + erf(x / sqrt(2))) / 2 reads x twice, so it is such a
+/// DAG after x, where a chain of single-use ops stops at x. Empty when no
+/// such DAG of at most `budget` ops, each accepted by `joins`, follows.
+template <typename Joins>
+SmallVector<Operation *> elementwiseDagAfter(Operation *tail, int64_t budget, Joins joins) {
+  constexpr int kMaxOpsScanned = 32;
+  llvm::SmallPtrSet<Operation *, 8> dag = {tail};
+  SmallVector<Operation *> ops;
+  // Values of the DAG still read by an op not yet in it.
+  int64_t open = std::distance(tail->getUsers().begin(), tail->getUsers().end());
+  int scanned = 0;
+  for (Operation *op = tail->getNextNode(); op && scanned < kMaxOpsScanned;
+       op = op->getNextNode(), ++scanned) {
+    int64_t reads = llvm::count_if(
+        op->getOperands(), [&](Value operand) { return dag.contains(operand.getDefiningOp()); });
+    if (reads == 0)
+      continue;
+    if (!joins(op) || static_cast<int64_t>(ops.size()) >= budget || op->getNumResults() != 1)
+      return {};
+    dag.insert(op);
+    ops.push_back(op);
+    open -= reads;
+    if (open == 0) {
+      if (op->getResult(0).use_empty())
+        return {};
+      return ops; // every read of the DAG so far is inside it: `op` closes it
+    }
+    open += std::distance(op->getUsers().begin(), op->getUsers().end());
+  }
+  return {};
+}
+
+/// Whether `to` uses a value computed by `from`, directly or through other
+/// ops of their block (only ops after `from` are searched).
+bool dependsOn(Operation *to, Operation *from) {
+  SmallVector<Operation *> worklist = {to};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (op == from)
+      return true;
+    if (!seen.insert(op).second || op->getBlock() != from->getBlock() || op->isBeforeInBlock(from))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  return false;
+}
+
+Operation *lastMember(const Group &group) {
+  Operation *last = group.members.front();
+  for (Operation *member : group.members)
+    if (last->isBeforeInBlock(member))
+      last = member;
+  return last;
+}
+
 struct KilnFusePass : impl::KilnFusePassBase<KilnFusePass> {
   using KilnFusePassBase::KilnFusePassBase;
 
@@ -260,6 +321,25 @@ private:
     return llvm::any_of(op->getUsers(), [&](Operation *user) {
       Group *owner = groupOf.lookup(user);
       return owner && owner->hasContraction;
+    });
+  }
+
+  /// Whether `op`'s result is stored for a kernel that takes in no
+  /// producers (a call into the runtime such as a blocked convolution, an
+  /// opaque op, the function's return) and `group` reads what that kernel
+  /// computes. The group then runs after the store, so a copy of `op` that
+  /// reads a tensor of its size again saves nothing and costs a read; nor
+  /// can the copy merge back with the original as siblings, since the group
+  /// depends on it. A residual sum that the next block's blocked convolution
+  /// reads (ConvNeXt's) is so read by the next residual sum, not computed
+  /// again there from the earlier sums and the blocks' outputs.
+  bool storedAndReadBack(Operation *op, const Group &group) const {
+    if (fullSizeOperands(op) == 0)
+      return false;
+    Operation *root = lastMember(group);
+    return llvm::any_of(op->getUsers(), [&](Operation *user) {
+      return !group.members.contains(user) &&
+             (!isFusible(user) || classify(user) == OpClass::Opaque) && dependsOn(root, user);
     });
   }
 
@@ -332,7 +412,8 @@ Decision KilnFusePass::decide(Operation *producer, Operation *consumer,
     if (usersInGroup)
       return Decision::Fuse;
     return isCheap(producer) && !feedsFloatComparison(producer) &&
-                   !copyStoresExpensiveOperand(producer) && !storedForProduct(producer)
+                   !copyStoresExpensiveOperand(producer) && !storedForProduct(producer) &&
+                   !storedAndReadBack(producer, group)
                ? Decision::Duplicate
                : Decision::Refuse;
   }
@@ -438,16 +519,27 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
       }
     ArrayRef<int64_t> shape = shapeOf(tail->getResult(0));
     SmallVector<Operation *> epilogue;
-    while (static_cast<int64_t>(group->members.size()) < maxOps &&
-           tail->getResult(0).hasOneUse()) {
-      Operation *user = *tail->getResult(0).getUsers().begin();
-      if (!isFusible(user) || groupOf.count(user) ||
-          classify(user) != OpClass::Elementwise || shapeOf(user->getResult(0)) != shape)
+    auto joinsEpilogue = [&](Operation *user) {
+      return isFusible(user) && !groupOf.count(user) && classify(user) == OpClass::Elementwise &&
+             shapeOf(user->getResult(0)) == shape;
+    };
+    while (static_cast<int64_t>(group->members.size()) < maxOps) {
+      SmallVector<Operation *> next;
+      if (tail->getResult(0).hasOneUse()) {
+        Operation *user = *tail->getResult(0).getUsers().begin();
+        if (joinsEpilogue(user))
+          next.push_back(user);
+      } else {
+        next = elementwiseDagAfter(tail, maxOps - group->members.size(), joinsEpilogue);
+      }
+      if (next.empty())
         break;
-      group->members.insert(user);
-      groupOf[user] = group.get();
-      epilogue.push_back(user);
-      tail = user;
+      for (Operation *user : next) {
+        group->members.insert(user);
+        groupOf[user] = group.get();
+        epilogue.push_back(user);
+      }
+      tail = next.back();
     }
     // Masks that only the epilogue reads, computed by a cheap op from
     // tensors outside the fusion (a ReLU gradient's y > 0 for the selection
@@ -476,33 +568,6 @@ void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
       }
     groups.push_back(std::move(group));
   }
-}
-
-/// Whether `to` uses a value computed by `from`, directly or through other
-/// ops of their block (only ops after `from` are searched).
-bool dependsOn(Operation *to, Operation *from) {
-  SmallVector<Operation *> worklist = {to};
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (op == from)
-      return true;
-    if (!seen.insert(op).second || op->getBlock() != from->getBlock() ||
-        op->isBeforeInBlock(from))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
-  return false;
-}
-
-Operation *lastMember(const Group &group) {
-  Operation *last = group.members.front();
-  for (Operation *member : group.members)
-    if (last->isBeforeInBlock(member))
-      last = member;
-  return last;
 }
 
 void KilnFusePass::mergeSiblings(SmallVectorImpl<std::unique_ptr<Group>> &groups) {

@@ -189,7 +189,11 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     * **output (epilogue) fusion**: a matmul or convolution fuses into a
       consumer fusion made only of elementwise ops over its result's shape
       (bias, activation, residual add); the epilogue runs on each tile of
-      the result. With `channel-first-convolutions`, a transpose that swaps
+      the result. It follows ops that read the product's value once, and
+      takes in a DAG that reads it more than once when the DAG's other
+      values are read only within it and it ends in one value (GELU's
+      `x * (1 + erf(x / sqrt(2))) / 2` after the bias; a DAG whose `x` is
+      also saved for a gradient stays outside). With `channel-first-convolutions`, a transpose that swaps
       a convolution's batch and channel dimensions (a weight gradient's way
       back to the filter's layout) joins its output fusion too, and the
       epilogue continues over the transposed shape: the CPU lowering writes
@@ -218,7 +222,13 @@ def KilnFusePass : Pass<"kiln-fuse", "mlir::func::FuncOp"> {
     elementwise producer is never fused into a consumer that broadcasts it
     (it would be recomputed once per broadcast element: `exp` of a row
     vector added to a matrix stays outside). Reductions and contractions are
-    never duplicated. A fusion stops growing at `max-ops` ops, bounding
+    never duplicated. Nor is a producer that reads a tensor of its own size
+    copied when its result is stored anyway: for a matrix product or
+    convolution, or for a kernel that takes in no producers (an opaque op,
+    a call into the runtime such as a blocked convolution) whose result the
+    consumer reads. The copy would read more than the stored result
+    (ConvNeXt's residual sum, read by the next block's blocked convolution
+    and by the next residual sum). A fusion stops growing at `max-ops` ops, bounding
     kernel size.
 
     With `report`, prints each fusion to stderr: its kind, member ops and

@@ -87,6 +87,62 @@ func.func @gemm_bias_relu(%x: tensor<64x784xf32>, %w: tensor<784x1024xf32>, %b: 
 
 // -----
 
+// A matrix product's epilogue takes in a DAG of elementwise ops that reads
+// the product's sum more than once and ends in one value: GELU's
+// x * (1 + erf(x / sqrt(2))) / 2 after the bias. A DAG with a value read
+// outside it (x, saved for a gradient) ends the epilogue at x.
+// CHECK-LABEL: func.func @gelu_epilogue
+// CHECK: %[[F:.*]] = kiln.fusion output
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK-NEXT: %[[X:.*]] = kiln.add %[[M]]
+// CHECK-NEXT: %[[D:.*]] = kiln.div %[[X]]
+// CHECK-NEXT: %[[E:.*]] = kiln.erf %[[D]]
+// CHECK-NEXT: %[[P:.*]] = kiln.add %[[E]]
+// CHECK-NEXT: %[[Q:.*]] = kiln.mul %[[X]], %[[P]]
+// CHECK-NEXT: %[[H:.*]] = kiln.mul %[[Q]]
+// CHECK-NEXT: %[[R:.*]] = kiln.relu %[[H]]
+// CHECK-NEXT: kiln.yield %[[R]]
+// CHECK-NOT: kiln.fusion
+// CHECK: return %[[F]]
+func.func @gelu_epilogue(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %root2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %m = kiln.matmul %a, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %x = kiln.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %d = kiln.div %x, %root2 : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %e = kiln.erf %d : tensor<8x32xf32>
+  %p = kiln.add %e, %one : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %q = kiln.mul %x, %p : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %h = kiln.mul %q, %half : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %r = kiln.relu %h : tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_input_saved
+// CHECK: %[[F:.*]] = kiln.fusion output
+// CHECK: kiln.matmul
+// CHECK-NEXT: %[[X:.*]] = kiln.add
+// CHECK-NEXT: kiln.yield %[[X]]
+// CHECK: kiln.fusion loop(%[[F]])
+// CHECK: kiln.erf
+// CHECK: return %{{.*}}, %[[F]]
+func.func @gelu_input_saved(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
+  %root2 = kiln.constant dense<1.41421354> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %m = kiln.matmul %a, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %x = kiln.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %d = kiln.div %x, %root2 : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %e = kiln.erf %d : tensor<8x32xf32>
+  %p = kiln.add %e, %one : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %q = kiln.mul %x, %p : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %q, %x : tensor<8x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
 // Output fusion with a residual add; the producer of the residual, too
 // costly to be an epilogue's operand, stays outside.
 // CHECK-LABEL: func.func @residual
@@ -346,6 +402,32 @@ func.func @blocked_pool(%x: tensor<1x2x4x4x16xf32>) -> tensor<1x2x2x2x16xf32> {
   %p = kiln.average_pool %r {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4x16xf32>) -> tensor<1x2x2x2x16xf32>
   %s = kiln.sigmoid %p : tensor<1x2x2x2x16xf32>
   return %s : tensor<1x2x2x2x16xf32>
+}
+
+// -----
+
+// A residual sum that a blocked convolution reads is stored for it; the next
+// residual sum, which reads that convolution's result, reads the stored sum
+// rather than copying it in and reading x and y again (ConvNeXt's stream).
+// CHECK-LABEL: func.func @stored_for_a_call
+// CHECK-SAME: (%[[X:.*]]: tensor<1x1x4x4x16xf32>, %[[Y:.*]]: tensor<1x1x4x4x16xf32>,
+// CHECK: %[[S:.*]] = kiln.fusion loop(%[[X]], %[[Y]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[C:.*]] = kiln.blocked_conv %[[S]]
+// CHECK: kiln.fusion loop(%[[C]], %[[S]])
+// CHECK-NOT: kiln.add
+// CHECK: kiln.mul
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+func.func @stored_for_a_call(%x: tensor<1x1x4x4x16xf32>, %y: tensor<1x1x4x4x16xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x1x4x4x16xf32> {
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %s = kiln.add %x, %y : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  %c = kiln.blocked_conv %s, %w, %b {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x1x3x3xf32>, tensor<16xf32>) -> tensor<1x1x4x4x16xf32>
+  %m = kiln.mul %c, %two : (tensor<1x1x4x4x16xf32>, tensor<f32>) -> tensor<1x1x4x4x16xf32>
+  %t = kiln.add %m, %s : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  return %t : tensor<1x1x4x4x16xf32>
 }
 
 // -----
