@@ -226,9 +226,17 @@ bool derivesFromReduction(Operation *op, const RowShape &rows) {
 /// it. GELU's x * (1 + erf(x / sqrt(2))) / 2 reads x twice, so it is such a
 /// DAG after x, where a chain of single-use ops stops at x. Empty when no
 /// such DAG of at most `budget` ops, each accepted by `joins`, follows.
+/// A value read twice within the DAG must be cheap (isCheap) or the product
+/// itself: the kernel's loop fusion computes each of its readers' values
+/// in one loop only by computing it again for each.
 template <typename Joins>
 SmallVector<Operation *> elementwiseDagAfter(Operation *tail, int64_t budget, Joins joins) {
   constexpr int kMaxOpsScanned = 32;
+  auto readTwiceOk = [](Operation *op) {
+    return op->hasOneUse() || classify(op) == OpClass::Contraction || isCheap(op);
+  };
+  if (!readTwiceOk(tail))
+    return {};
   llvm::SmallPtrSet<Operation *, 8> dag = {tail};
   SmallVector<Operation *> ops;
   // Values of the DAG still read by an op not yet in it.
@@ -250,6 +258,8 @@ SmallVector<Operation *> elementwiseDagAfter(Operation *tail, int64_t budget, Jo
         return {};
       return ops; // every read of the DAG so far is inside it: `op` closes it
     }
+    if (!readTwiceOk(op))
+      return {};
     open += std::distance(op->getUsers().begin(), op->getUsers().end());
   }
   return {};
@@ -326,7 +336,7 @@ private:
 
   /// Whether `op`'s result is stored for a kernel that takes in no
   /// producers (a call into the runtime such as a blocked convolution, an
-  /// opaque op, the function's return) and `group` reads what that kernel
+  /// opaque op) and `group` reads what that kernel
   /// computes. The group then runs after the store, so a copy of `op` that
   /// reads a tensor of its size again saves nothing and costs a read; nor
   /// can the copy merge back with the original as siblings, since the group
@@ -477,7 +487,8 @@ void KilnFusePass::growGroup(Group &group) {
 }
 
 /// Output fusions are formed first, so that a matmul keeps its epilogue
-/// (the chain of single-user elementwise ops over its result) even when a
+/// (the elementwise ops over its result: a chain of single-user ones, and
+/// DAGs that close in one value) even when a
 /// later reduction fusion could also have taken those ops.
 void KilnFusePass::formOutputGroups(ArrayRef<Operation *> ops,
                                     SmallVectorImpl<std::unique_ptr<Group>> &groups) {

@@ -121,6 +121,33 @@ func.func @gelu_epilogue(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor
 
 // -----
 
+// The DAG may start at the product itself (SiLU, x * sigmoid(x)). A value
+// that is not cheap and is read twice (exp(x) here) ends the epilogue
+// before it: the kernel's loops would compute it once for each reader.
+// CHECK-LABEL: func.func @silu_epilogue
+// CHECK: %[[F:.*]] = kiln.fusion output
+// CHECK: %[[M:.*]] = kiln.matmul
+// CHECK-NEXT: %[[S:.*]] = kiln.sigmoid %[[M]]
+// CHECK-NEXT: %[[Y:.*]] = kiln.mul %[[M]], %[[S]]
+// CHECK-NEXT: %[[E:.*]] = kiln.exp %[[Y]]
+// CHECK-NEXT: kiln.yield %[[E]]
+// CHECK: kiln.fusion loop(%[[F]])
+// CHECK: kiln.mul
+// CHECK: kiln.add
+func.func @silu_epilogue(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
+  %m = kiln.matmul %a, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %s = kiln.sigmoid %m : tensor<8x32xf32>
+  %y = kiln.mul %m, %s : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e = kiln.exp %y : tensor<8x32xf32>
+  %sq = kiln.mul %e, %e : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = kiln.add %sq, %e : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+// GELU whose input is also a result of the function (saved for a gradient
+// in a train step): x is stored, and GELU is a kernel of its own.
 // CHECK-LABEL: func.func @gelu_input_saved
 // CHECK: %[[F:.*]] = kiln.fusion output
 // CHECK: kiln.matmul
@@ -428,6 +455,25 @@ func.func @stored_for_a_call(%x: tensor<1x1x4x4x16xf32>, %y: tensor<1x1x4x4x16xf
   %m = kiln.mul %c, %two : (tensor<1x1x4x4x16xf32>, tensor<f32>) -> tensor<1x1x4x4x16xf32>
   %t = kiln.add %m, %s : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
   return %t : tensor<1x1x4x4x16xf32>
+}
+
+// -----
+
+// A sum stored for a blocked convolution whose result the consumer does not
+// read is still copied into the consumer, as any cheap producer with users
+// elsewhere is: the rule above is for consumers that run after the call.
+// CHECK-LABEL: func.func @stored_for_an_independent_call
+// CHECK-SAME: (%[[X:.*]]: tensor<1x1x4x4x16xf32>, %[[Y:.*]]: tensor<1x1x4x4x16xf32>,
+// CHECK: %[[S:.*]] = kiln.fusion loop(%[[X]], %[[Y]])
+// CHECK: kiln.blocked_conv %[[S]]
+// CHECK: kiln.fusion loop(%[[X]], %[[Y]])
+// CHECK: kiln.add
+// CHECK-NEXT: kiln.relu
+func.func @stored_for_an_independent_call(%x: tensor<1x1x4x4x16xf32>, %y: tensor<1x1x4x4x16xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<16xf32>) -> (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) {
+  %s = kiln.add %x, %y : (tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>) -> tensor<1x1x4x4x16xf32>
+  %c = kiln.blocked_conv %s, %w, %b {dilations = array<i64: 1, 1>, group = 16 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<1x1x4x4x16xf32>, tensor<16x1x3x3xf32>, tensor<16xf32>) -> tensor<1x1x4x4x16xf32>
+  %t = kiln.relu %s : tensor<1x1x4x4x16xf32>
+  return %c, %t : tensor<1x1x4x4x16xf32>, tensor<1x1x4x4x16xf32>
 }
 
 // -----
