@@ -16,7 +16,9 @@ namespace kiln {
 static constexpr const char *kBeforeContractions =
     // Concatenations that extend one another share one tensor; each kernel
     // writes into a destination of its own (CSE merged them).
-    "func.func(kiln-concat-in-place,kiln-clone-destinations,"
+    // A product with an epilogue writes its tile where the epilogue's
+    // result goes, and the epilogue updates it there.
+    "func.func(kiln-epilogue-in-place,kiln-concat-in-place,kiln-clone-destinations,"
     // ... and a blocked convolution writes its part of a concatenation
     // straight into it.
     "kiln-blocked-conv-in-place),"
