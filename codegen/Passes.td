@@ -158,10 +158,15 @@ def KilnEpilogueInPlacePass
     epilogue read the product through its output operand, so that
     bufferization writes the product into the result's tile and the epilogue
     updates it in place. It applies to an epilogue that does not read its
-    destination, when the product's result has no other use and is read at
-    the output's own index. An SGD step of the weights after their gradient
-    (`w - lr * g`) is left alone: kiln-contractions-to-blas and
-    kiln-convolutions-to-blas fold it into the product's call instead.
+    destination, when the product (a matrix product: every operand read at
+    a projected permutation of its loops) has one result, which nothing else
+    uses and the epilogue reads at the output's own index. Left alone are
+    windowed convolutions, whose BLAS, direct and depthwise lowerings find
+    their epilogues (a clamp, an optimizer's step) by the product's own
+    tile, and an epilogue that reads a function argument at its output's
+    index: an optimizer's update of a weight after its gradient, which
+    kiln-contractions-to-blas folds into the product's call (SGD) or
+    kiln-state-in-place writes into the weight's own buffer.
 
     Before:
     ```mlir

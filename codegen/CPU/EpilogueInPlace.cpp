@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -21,35 +20,44 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// The operand of `epilogue` that a product computes for it alone: an input
-/// read at the same index as the output, of the output's type, that only
-/// this operand uses, computed by a linalg op with a reduction loop (a
-/// matrix product or a convolution).
+/// The operand of `epilogue` that a matrix product computes for it alone:
+/// an input read at the same index as the output, of the output's type,
+/// that only this operand uses, the one result of a linalg op with a
+/// reduction loop whose operands are all read at projected permutations of
+/// its loops. A windowed convolution is left alone: its BLAS, direct and
+/// depthwise lowerings find their epilogue (a clamp, an optimizer's step) by
+/// the product's own tile.
 OpOperand *productOperand(linalg::GenericOp epilogue) {
   OpOperand *init = epilogue.getDpsInitOperand(0);
   for (OpOperand *input : epilogue.getDpsInputOperands()) {
     Value value = input->get();
     auto producer = value.getDefiningOp<linalg::LinalgOp>();
     if (value.getType() == init->get().getType() && value.hasOneUse() && producer &&
-        producer.getNumReductionLoops() != 0 && epilogue.getMatchingIndexingMap(input).isIdentity())
+        producer->getNumResults() == 1 && producer.getNumReductionLoops() != 0 &&
+        llvm::all_of(producer.getIndexingMapsArray(),
+                     [](AffineMap map) { return map.isProjectedPermutation(); }) &&
+        epilogue.getMatchingIndexingMap(input).isIdentity())
       return input;
   }
   return nullptr;
 }
 
-/// Whether the epilogue is `start -/+ product * scale`: an optimizer's SGD
-/// step that kiln-contractions-to-blas and kiln-convolutions-to-blas fold
-/// into the product's call (which then adds onto the weights), given the
-/// product's own tile to find it in.
-bool isScaledUpdate(linalg::GenericOp epilogue, BlockArgument product) {
-  Block &body = epilogue.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return false;
-  auto scaled = dyn_cast<arith::MulFOp>(body.front());
-  Operation *combine = scaled ? scaled->getNextNode() : nullptr;
-  return scaled && isa_and_nonnull<arith::AddFOp, arith::SubFOp>(combine) &&
-         llvm::is_contained(scaled->getOperands(), product) &&
-         llvm::is_contained(combine->getOperands(), scaled.getResult());
+/// Whether the epilogue reads, at its output's index, a tile of a function
+/// argument: an optimizer's update of a weight after its gradient. SGD's
+/// step is folded into the product's call by kiln-contractions-to-blas
+/// (which adds the scaled product onto the weights), and other updates are
+/// written into the weight's own buffer by kiln-state-in-place, which needs
+/// the update to read the product from a buffer of its own.
+bool updatesArgument(linalg::GenericOp epilogue, OpOperand *product) {
+  return llvm::any_of(epilogue.getDpsInputOperands(), [&](OpOperand *input) {
+    if (input == product || !epilogue.getMatchingIndexingMap(input).isIdentity())
+      return false;
+    Value value = input->get();
+    while (auto slice = value.getDefiningOp<tensor::ExtractSliceOp>())
+      value = slice.getSource();
+    auto argument = dyn_cast<BlockArgument>(value);
+    return argument && isa<func::FuncOp>(argument.getOwner()->getParentOp());
+  });
 }
 
 /// Whether `value`'s contents are undefined: a tensor.empty, or a slice of
@@ -84,22 +92,32 @@ void writeProductInPlace(linalg::GenericOp epilogue, DominanceInfo &dominance) {
       !epilogue.getMatchingBlockArgument(init).use_empty())
     return;
   OpOperand *input = productOperand(epilogue);
-  if (!input || isScaledUpdate(epilogue, epilogue.getMatchingBlockArgument(input)))
+  if (!input || updatesArgument(epilogue, input))
     return;
   auto product = input->get().getDefiningOp<linalg::LinalgOp>();
-  // The product starts from zeros (a fill, perhaps shared with other
-  // products) or from undefined contents; anything else stays.
+  // The product starts from a fill (perhaps shared with other products),
+  // made again in the new destination, or from undefined contents; from
+  // anything else it stays.
   OpOperand *start = product.getDpsInitOperand(0);
   auto fill = start->get().getDefiningOp<linalg::FillOp>();
   if (!fill && !isUndefined(start->get()))
     return;
-  // The epilogue's destination is made before the product: a slice of the
-  // loop's shared result (whose operands the loop defines) or an empty
-  // tensor made after it moves there.
+  // The epilogue's destination, which nothing else may read, is made
+  // before the product: an empty tensor (of undefined contents, so a new one
+  // there will do), or a slice of the loop's shared result (whose operands
+  // the loop defines) made after the product moves there.
   Value tile = init->get();
-  if (!dominance.properlyDominates(tile, product)) {
-    Operation *def = tile.getDefiningOp();
-    if (!isa_and_nonnull<tensor::ExtractSliceOp, tensor::EmptyOp>(def) || !def->hasOneUse() ||
+  Operation *def = tile.getDefiningOp();
+  if (auto empty = dyn_cast_or_null<tensor::EmptyOp>(def)) {
+    if (!llvm::all_of(empty->getOperands(),
+                      [&](Value operand) { return dominance.properlyDominates(operand, product); }))
+      return;
+    OpBuilder b(product);
+    tile = b.clone(*empty)->getResult(0);
+  } else if (!tile.hasOneUse()) {
+    return;
+  } else if (!dominance.properlyDominates(tile, product)) {
+    if (!isa_and_nonnull<tensor::ExtractSliceOp>(def) ||
         llvm::any_of(def->getOperands(),
                      [&](Value operand) { return !dominance.properlyDominates(operand, product); }))
       return;
@@ -134,6 +152,7 @@ void writeProductInPlace(linalg::GenericOp epilogue, DominanceInfo &dominance) {
   moved.eraseArgument(productArgument.getArgNumber());
   epilogue->replaceAllUsesWith(inPlace);
   epilogue->erase();
+  eraseDeadDestination(def);
 }
 
 struct KilnEpilogueInPlacePass : impl::KilnEpilogueInPlacePassBase<KilnEpilogueInPlacePass> {

@@ -10,8 +10,9 @@
 // slice of the loop's result that the epilogue wrote, and the epilogue adds
 // the bias to it there. The product's own destination is gone.
 // CHECK-LABEL: func.func @bias_tile
-// CHECK: scf.forall (%[[J:.+]]) = (0) to (64) step (32) shared_outs(%[[OUT:.+]] = %{{.+}})
-// CHECK-NOT: tensor.empty
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<8x64xf32>
+// CHECK: scf.forall (%[[J:.+]]) = (0) to (64) step (32) shared_outs(%[[OUT:.+]] = %[[E]])
+// CHECK-NOT: tensor.extract_slice %[[E]]
 // CHECK: %[[TILE:.+]] = tensor.extract_slice %[[OUT]][0, %[[J]]] [8, 32] [1, 1]
 // CHECK-NEXT: %[[ZERO:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[TILE]] : tensor<8x32xf32>)
 // CHECK-NEXT: %[[P:.+]] = linalg.generic {{.+}} outs(%[[ZERO]] : tensor<8x32xf32>)
@@ -112,10 +113,11 @@ func.func @shared_fill(%a: tensor<4x4xf32>, %w: tensor<4x4xf32>, %bias: tensor<4
 #mm_c = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// Left alone: an SGD step after a weight gradient (the BLAS lowering folds
-// it into the product's call); a product that another op reads too; an
-// epilogue that reads its destination; and a product that starts from
-// values other than zeros.
+// Left alone: an optimizer's step after a weight gradient, which reads the
+// weight, a function argument (the BLAS lowering folds SGD's into the
+// product's call); a product that another op reads too; an epilogue that
+// reads its destination; and a product that starts from a value other than
+// a fill or an empty tensor.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-SAME: (%[[A:.+]]: tensor<4x4xf32>, %[[W:.+]]: tensor<4x4xf32>, %{{.+}}: f32, %[[ACC:.+]]: tensor<4x4xf32>)
 // CHECK: %[[G:.+]] = linalg.generic {{.+}} ins(%[[A]], %[[A]] :
@@ -187,4 +189,69 @@ func.func @left_alone(%a: tensor<4x4xf32>, %w: tensor<4x4xf32>, %lr: f32, %acc0:
     linalg.yield %s : f32
   } -> tensor<4x4xf32>
   return %step, %twice, %accumulated, %plus : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+#conv_in = affine_map<(n, c, h, w, kh, kw) -> (n, c, h + kh, w + kw)>
+#conv_w = affine_map<(n, c, h, w, kh, kw) -> (c, kh, kw)>
+#conv_out = affine_map<(n, c, h, w, kh, kw) -> (n, c, h, w)>
+#id4 = affine_map<(n, c, h, w) -> (n, c, h, w)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#argmax_in = affine_map<(d0, d1) -> (d0, d1)>
+#argmax_out = affine_map<(d0, d1) -> (d0)>
+#row = affine_map<(d0) -> (d0)>
+
+// Left alone too: a windowed convolution (a depthwise 3x3 here), whose
+// lowerings find a clamp after it by its own tile, and a product with two
+// results (an arg-max's values and indices).
+// CHECK-LABEL: func.func @not_products
+// CHECK: %[[C:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK: linalg.generic {{.+}} ins(%[[C]] : tensor<1x4x6x6xf32>) outs(%{{.+}} : tensor<1x4x6x6xf32>)
+// CHECK: %[[M:.+]]:2 = linalg.generic
+// CHECK: linalg.generic {{.+}} ins(%[[M]]#1 : tensor<4xi64>) outs(%{{.+}} : tensor<4xi64>)
+func.func @not_products(%x: tensor<1x4x8x8xf32>, %w: tensor<4x3x3xf32>, %s: tensor<4x5xf32>) -> (tensor<1x4x6x6xf32>, tensor<4xi64>) {
+  %zero = arith.constant 0.0 : f32
+  %six = arith.constant 6.0 : f32
+  %low = arith.constant -3.0e38 : f32
+  %none = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %e = tensor.empty() : tensor<1x4x6x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %c = linalg.generic {indexing_maps = [#conv_in, #conv_w, #conv_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x3x3xf32>) outs(%z : tensor<1x4x6x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<1x4x6x6xf32>
+  %e1 = tensor.empty() : tensor<1x4x6x6xf32>
+  %clamped = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c : tensor<1x4x6x6xf32>) outs(%e1 : tensor<1x4x6x6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.minimumf %a, %six : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x6x6xf32>
+  %ev = tensor.empty() : tensor<4xf32>
+  %ei = tensor.empty() : tensor<4xi64>
+  %fv = linalg.fill ins(%low : f32) outs(%ev : tensor<4xf32>) -> tensor<4xf32>
+  %fi = linalg.fill ins(%none : i64) outs(%ei : tensor<4xi64>) -> tensor<4xi64>
+  %max:2 = linalg.generic {indexing_maps = [#argmax_in, #argmax_out, #argmax_out], iterator_types = ["parallel", "reduction"]}
+      ins(%s : tensor<4x5xf32>) outs(%fv, %fi : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%a: f32, %best: f32, %at: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %better = arith.cmpf ogt, %a, %best : f32
+    %v = arith.select %better, %a, %best : f32
+    %i = arith.select %better, %ji, %at : i64
+    linalg.yield %v, %i : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  %e2 = tensor.empty() : tensor<4xi64>
+  %next = linalg.generic {indexing_maps = [#row, #row], iterator_types = ["parallel"]}
+      ins(%max#1 : tensor<4xi64>) outs(%e2 : tensor<4xi64>) {
+  ^bb0(%a: i64, %o: i64):
+    %p = arith.addi %a, %one : i64
+    linalg.yield %p : i64
+  } -> tensor<4xi64>
+  return %clamped, %next : tensor<1x4x6x6xf32>, tensor<4xi64>
 }
