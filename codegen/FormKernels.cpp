@@ -9,6 +9,7 @@
 #include "codegen/Contraction.h"
 #include "codegen/Passes.h"
 #include "dialects/kiln/KilnOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -109,25 +110,6 @@ bool haveOneShape(TypeRange types) {
          });
 }
 
-/// Whether `op` reads, through ops of its block, a result of `from` (which
-/// comes before it).
-bool readsResultOf(Operation *op, Operation *from) {
-  SmallVector<Operation *> worklist = {op};
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  while (!worklist.empty()) {
-    Operation *current = worklist.pop_back_val();
-    if (current == from)
-      return true;
-    if (!seen.insert(current).second || current->getBlock() != from->getBlock() ||
-        current->isBeforeInBlock(from))
-      continue;
-    for (Value operand : current->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
-  return false;
-}
-
 /// The users of `earlier`'s results before `later`, which must move after
 /// it for the two to merge at `later`: reshapes (unit dimensions folded
 /// back in) whose own users all come after `later`. Fails if another op
@@ -156,7 +138,7 @@ bool siblingsMerge(linalg::GenericOp earlier, linalg::GenericOp later) {
   return !ShapedType::isDynamicShape(ranges) && ranges == later.getStaticLoopRanges() &&
          earlier.getIteratorTypesArray() == later.getIteratorTypesArray() &&
          earlier.hasPureTensorSemantics() && later.hasPureTensorSemantics() &&
-         !readsResultOf(later, earlier) && succeeded(usersToMove(earlier, later));
+         !dependsOn(later, earlier) && succeeded(usersToMove(earlier, later));
 }
 
 /// One generic computing both `earlier`'s and `later`'s results, at

@@ -28,6 +28,23 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
+
+bool dependsOn(Operation *to, Operation *from) {
+  SmallVector<Operation *> worklist = {to};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (op == from)
+      return true;
+    if (!seen.insert(op).second || op->getBlock() != from->getBlock() || op->isBeforeInBlock(from))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+  return false;
+}
+
 namespace {
 
 /// What an op contributes to a kernel.
@@ -263,24 +280,6 @@ SmallVector<Operation *> elementwiseDagAfter(Operation *tail, int64_t budget, Jo
     open += std::distance(op->getUsers().begin(), op->getUsers().end());
   }
   return {};
-}
-
-/// Whether `to` uses a value computed by `from`, directly or through other
-/// ops of their block (only ops after `from` are searched).
-bool dependsOn(Operation *to, Operation *from) {
-  SmallVector<Operation *> worklist = {to};
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (op == from)
-      return true;
-    if (!seen.insert(op).second || op->getBlock() != from->getBlock() || op->isBeforeInBlock(from))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        worklist.push_back(def);
-  }
-  return false;
 }
 
 Operation *lastMember(const Group &group) {

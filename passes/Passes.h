@@ -61,6 +61,10 @@ struct PlacementRule {
 /// Parses NODE_REGEX=DEVICE; on error, sets `error` to a sentence quoting it.
 mlir::FailureOr<PlacementRule> parsePlacementRule(llvm::StringRef spec, std::string &error);
 
+/// Whether `to` uses a value computed by `from`, directly or through other
+/// ops of their block (only ops after `from` are searched).
+bool dependsOn(mlir::Operation *to, mlir::Operation *from);
+
 /// The ONNX node (or initializer, or graph input) name behind `loc`; "" when
 /// it names none.
 std::string nodeName(mlir::Location loc);

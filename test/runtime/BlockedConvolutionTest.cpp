@@ -462,41 +462,40 @@ std::vector<Case> winogradCases(int64_t block, std::vector<Case> all) {
   return taken;
 }
 
+// Kiln's Winograd kernel in blocks of `block` against the reference loops on
+// the cases it takes among cases(), concatenationParts() and `extra`, which
+// number `expected`.
+void checkWinograd(int64_t block, std::vector<Case> extra, size_t expected, unsigned seed) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
+  std::mt19937 rng(seed);
+  std::vector<Case> all = cases();
+  for (const Case &c : concatenationParts())
+    all.push_back(c);
+  for (const Case &c : extra)
+    all.push_back(c);
+  std::vector<Case> taken = winogradCases(block, all);
+  EXPECT_EQ(taken.size(), expected);
+  for (const Case &c : taken)
+    check(c, Path::Winograd, rng);
+}
+
 // Kiln's F(4x4, 3x3) kernel for AVX2, on every 3x3 case at stride 1 of one
 // group in blocks of 8: partial tiles (9, 19 and 21 outputs), no padding,
 // pads of 2 and unequal ones, filters and channels that end in a half block
 // of 16 (40, 80, 24) or in a partly padded block of 8 (20, 28, 36, 12), a
 // batch, residual sums, clamps, swish and slots of a concatenation.
 TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf8) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
-  std::mt19937 rng(24);
-  std::vector<Case> all = cases();
-  for (const Case &c : concatenationParts())
-    all.push_back(c);
   Case narrow{1, 24, 7, 30, 24, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   narrow.low = 0.0f, narrow.high = 6.0f;
-  all.push_back(narrow);
-  std::vector<Case> taken = winogradCases(8, all);
-  EXPECT_EQ(taken.size(), 15u);
-  for (const Case &c : taken)
-    check(c, Path::Winograd, rng);
+  checkWinograd(8, {narrow}, 15u, 24);
 }
 
 // The same kernel on images in blocks of 16 (a train step's on AVX-512),
 // 8 channels at a time: partial tiles, pads, a batch, residual sums,
 // clamps, swish and concatenation slots.
 TEST(BlockedConvolutionTest, WinogradMatchesReferenceInBlocksOf16) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-    GTEST_SKIP() << "the CPU has no AVX2 and FMA";
-  std::mt19937 rng(26);
-  std::vector<Case> all = cases();
-  for (const Case &c : concatenationParts())
-    all.push_back(c);
-  std::vector<Case> taken = winogradCases(16, all);
-  EXPECT_EQ(taken.size(), 9u);
-  for (const Case &c : taken)
-    check(c, Path::Winograd, rng);
+  checkWinograd(16, {}, 9u, 26);
 }
 
 // Threads that share the filters' transform, each some blocks of 16
