@@ -346,8 +346,10 @@ func.func @conv1x1_in_place(%x: memref<256x4x28xf32, strided<[784, 28, 1], offse
 // the columns of one product, M=16 N=8*9 K=16*32*32. Each column's window is
 // a row of the im2col buffer (its 32-wide rows are longer than the output's
 // 3), read transposed. That buffer would be 72x16384 floats, so the
-// reduction goes one image (its outermost loop) at a time. The product is
-// added into the output, transposed back.
+// reduction goes one image (its outermost loop) at a time, and each image's
+// 1024 in two calls of 512 (a transposed B is read in parts of at most
+// 800), the second's operands 512 floats further on. The product is added
+// into the output, transposed back.
 // DNNL-LABEL: func.func @weight_gradient
 // DNNL-DAG: %[[COL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x3x3x1x32x32xf32>
 // DNNL-DAG: %[[PRODUCT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x8x3x3xf32>
@@ -358,7 +360,10 @@ func.func @conv1x1_in_place(%x: memref<256x4x28xf32, strided<[784, 28, 1], offse
 // DNNL: memref.subview %[[IMAGE]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 1, 32, 32] [1, 1, 1, 1]
 // DNNL: memref.copy
 // DNNL: memref.extract_strided_metadata %[[FILTER]]
-// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c1024_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c72_i64)
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c512_i64, %cst, %[[A:[^,]*]], %c16384_i64, %[[B:[^,]*]], %c1024_i64, %cst, %[[C:[^,]*]], %c72_i64)
+// DNNL: %[[A2:.*]] = llvm.getelementptr %[[A]][512] : (!llvm.ptr) -> !llvm.ptr, f32
+// DNNL: %[[B2:.*]] = llvm.getelementptr %[[B]][512] : (!llvm.ptr) -> !llvm.ptr, f32
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c512_i64, %cst, %[[A2]], %c16384_i64, %[[B2]], %c1024_i64, %cst, %[[C]], %c72_i64)
 // DNNL: }
 // DNNL: linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #{{.*}}], {{.*}}ins(%[[PRODUCT]] : memref<16x8x3x3xf32>) outs(%arg2 :
 // DNNL: arith.addf
@@ -388,7 +393,8 @@ func.func @weight_gradient(%x: memref<8x16x34x34xf32>, %g: memref<16x16x32x32xf3
 // DNNL-SAME: %[[DW:[a-z0-9]+]]: memref<16x8x3x3xf32, strided<[144, 9, 3, 1], offset: ?>>
 // DNNL-NOT: memref<16x8x3x3xf32>
 // DNNL: scf.for
-// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c1024_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c144_i64)
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c512_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c144_i64)
+// DNNL: call @dnnl_sgemm(%c78_i8, %c84_i8, %c16_i64, %c72_i64, %c512_i64, %cst, %{{.*}}, %c16384_i64, %{{.*}}, %c1024_i64, %cst, %{{.*}}, %c144_i64)
 // DNNL: }
 // DNNL-NOT: linalg.generic
 // DNNL-NOT: arith.addf

@@ -429,8 +429,8 @@ func.func @result_is_argument(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<1
 // A small result that is much work (a convolution's weight gradient: 2400
 // elements, each a sum of 6400 products) is still split over the threads.
 // Its batch elements (input channels) share the filter and have 25
-// positions each, so a tile takes enough of them for one product of at
-// least 64 columns: 3 per tile, 2 tiles.
+// positions each, so a tile takes enough of them for one product of 128
+// columns as far as a tile per thread allows: 3 per tile, 2 tiles.
 // CHECK-LABEL: func.func @small_result_much_work
 // CHECK: scf.forall (%{{.*}}) = (0) to (6) step (3)
 // CHECK: outs(%{{.*}} : tensor<3x16x5x5xf32>)
@@ -712,6 +712,23 @@ func.func @elementwise_siblings(%x: tensor<4x16xf32>) -> (tensor<4x16xf32>, tens
     kiln.yield %y, %z : tensor<4x16xf32>, tensor<4x16xf32>
   }
   return %0#0, %0#1 : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// The weight gradient of a 3x3 convolution of 64 channels: 9 positions per
+// input channel, so a tile takes 16 channels (144 columns; 15 would do, but
+// 16 divides 64), not the 8 that four tiles per thread would give.
+// CHECK-LABEL: func.func @weight_gradient_columns
+// CHECK: scf.forall (%{{.*}}) = (0) to (64) step (16)
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<16x64x3x3xf32>)
+func.func @weight_gradient_columns(%x: tensor<64x8x30x30xf32>, %g: tensor<64x8x28x28xf32>) -> tensor<64x64x3x3xf32> {
+  %0 = kiln.fusion output(%x, %g) : (tensor<64x8x30x30xf32>, tensor<64x8x28x28xf32>) -> tensor<64x64x3x3xf32> {
+  ^bb0(%a: tensor<64x8x30x30xf32>, %f: tensor<64x8x28x28xf32>):
+    %y = kiln.conv %a, %f {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<64x8x30x30xf32>, tensor<64x8x28x28xf32>) -> tensor<64x64x3x3xf32>
+    kiln.yield %y : tensor<64x64x3x3xf32>
+  }
+  return %0 : tensor<64x64x3x3xf32>
 }
 
 // -----
