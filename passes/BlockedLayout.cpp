@@ -97,9 +97,13 @@ bool has3x3Window(ConvOp conv) {
 /// runs on the same 256-bit pipes as AVX2, in blocks of 16 the ResNet-18
 /// step of docs/benchmarks.md took 1-7.5 % less in three alternated rounds
 /// (about 5 %); on CPUs with 512-bit FMA units the AVX2 kernel runs at
-/// half their peak (unmeasured there).
+/// half their peak (unmeasured there). In blocks of 16 it takes at least
+/// kMinWideTiles tiles: each call streams the 36 transformed filters, 9.4
+/// MB for 256->256, and ResNet-18's 256->256 at 7x7, 8 images (32 tiles)
+/// took 2.5-2.7 ms a call against 2.3-2.6 by im2col and sgemm on Zen 4,
+/// whose step lost 1.5-2 ms to them and their reorders.
 bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
-  constexpr int64_t kMinTiles = 16, kTile = 4;
+  constexpr int64_t kMinTiles = 16, kMinWideTiles = 64, kTile = 4;
   auto output = cast<RankedTensorType>(conv.getType());
   ArrayRef<int64_t> filter = conv.getFilter().getType().getShape();
   bool fitsBlocks = blocks.size == kNarrowChannelBlock ||
@@ -110,8 +114,8 @@ bool winogradPaysForComputedFilters(ConvOp conv, ChannelBlocks blocks) {
     return false;
   ArrayRef<int64_t> out = output.getShape();
   int64_t tilesPerImage = llvm::divideCeil(out[2], kTile) * llvm::divideCeil(out[3], kTile);
-  return out[0] * tilesPerImage >= kMinTiles &&
-         2 * out[2] * out[3] >= kTile * kTile * tilesPerImage;
+  int64_t minTiles = blocks.size == kWideChannelBlock ? kMinWideTiles : kMinTiles;
+  return out[0] * tilesPerImage >= minTiles && 2 * out[2] * out[3] >= kTile * kTile * tilesPerImage;
 }
 
 /// Whether `conv` can run on blocked images: constant filters (or computed

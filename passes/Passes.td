@@ -117,10 +117,13 @@ def KilnBlockedLayoutPass : Pass<"kiln-blocked-layout", "mlir::func::FuncOp"> {
     undilated, of one group and at least 16 input channels, with at least
     16 output tiles of 4x4 over the batch, for the runtime's Winograd
     kernel, whose outputs fill at least half their positions, in blocks of
-    8, or in blocks of 16 where its channels and filters fill them (on Zen
-    1, reorders included, 1.3-1.6x faster than im2col and sgemm on 16 tiles
-    of 4x4 and on 32 of 7x7 images, level on 16 of those, 1.3x slower on
-    8; on Zen 4 in blocks of 16, about 5 % off a ResNet-18 step); any other
+    8, or in blocks of 16 where its channels and filters fill them and
+    there are at least 64 tiles (on Zen 1, reorders included, 1.3-1.6x
+    faster than im2col and sgemm on 16 tiles of 4x4 and on 32 of 7x7
+    images, level on 16 of those, 1.3x slower on 8; on Zen 4 in blocks of
+    16, about 5 % off a ResNet-18 step, but slower than im2col and sgemm
+    on its 32 tiles of 7x7 images, 256->256: 2.5-2.7 ms a call against
+    2.3-2.6); any other
     stays as it is. In blocks of 16 such a convolution alone between NCHW
     images stays there, as one by constant filters does.
 

@@ -554,15 +554,13 @@ func.func @lone_large(%x: tensor<1x64x32x32xf32>, %y: tensor<1x64x32x32xf32>, %s
 // output tiles that its outputs fill at least half of is blocked, for the
 // runtime's Winograd kernel: the 16x16 image (16 tiles), not the 12x12 one
 // (9 tiles), the 5x5 ones (16 tiles, 25 of their 64 positions), the one of
-// 8 channels, the stride-2 one or the 1x1. In blocks of 16 the same
-// convolution can be blocked, but alone it is not worth it (see
-// @lone_winograd): only `everywhere` blocks it.
+// 8 channels, the stride-2 one or the 1x1. In blocks of 16 a convolution
+// by computed filters needs 64 tiles (see @computed_filters_on_few_tiles),
+// so none is blocked, not even with `everywhere`.
 // CHECK-LABEL: func.func @computed_filters
 // CHECK-NOT: kiln.blocked_conv
 // CHECK: return
 // ALL-LABEL: func.func @computed_filters
-// ALL-SAME: %[[W:[^:]*]]: tensor<16x16x3x3xf32>
-// ALL: kiln.blocked_conv %{{.*}}, %[[W]] {{{.*}}} : (tensor<1x1x16x16x16xf32>, tensor<16x16x3x3xf32>) -> tensor<1x1x16x16x16xf32>
 // ALL-NOT: kiln.blocked_conv
 // ALL: return
 // B8-LABEL: func.func @computed_filters
@@ -603,15 +601,34 @@ func.func @computed_filters_in_partial_blocks(%x: tensor<2x24x16x16xf32>, %w: te
 // -----
 
 // Two 3x3s by computed filters in a chain (a train step's forward pass) in
-// blocks of 16: the first's result reaches the second, so both are blocked
-// and the image between them is not reordered.
+// blocks of 16, on 64 tiles of 4x4 (four 16x16 images): the first's result
+// reaches the second, so both are blocked and the image between them is not
+// reordered.
 // CHECK-LABEL: func.func @computed_filters_in_a_chain
 // CHECK-SAME: %[[W0:[^:]*]]: tensor<32x16x3x3xf32>, %[[W1:[^:]*]]: tensor<32x32x3x3xf32>
-// CHECK: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %[[W0]] {{.*}} -> tensor<2x2x16x16x16xf32>
+// CHECK: %[[A:.*]] = kiln.blocked_conv %{{.*}}, %[[W0]] {{.*}} -> tensor<4x2x16x16x16xf32>
 // CHECK-NOT: kiln.transpose
-// CHECK: kiln.blocked_conv %[[A]], %[[W1]] {{.*}} -> tensor<2x2x16x16x16xf32>
+// CHECK: kiln.blocked_conv %[[A]], %[[W1]] {{.*}} -> tensor<4x2x16x16x16xf32>
 // CHECK: return
-func.func @computed_filters_in_a_chain(%x: tensor<2x16x16x16xf32>, %w0: tensor<32x16x3x3xf32>, %w1: tensor<32x32x3x3xf32>) -> tensor<2x32x16x16xf32> {
+func.func @computed_filters_in_a_chain(%x: tensor<4x16x16x16xf32>, %w0: tensor<32x16x3x3xf32>, %w1: tensor<32x32x3x3xf32>) -> tensor<4x32x16x16xf32> {
+  %0 = kiln.conv %x, %w0 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<4x16x16x16xf32>, tensor<32x16x3x3xf32>) -> tensor<4x32x16x16xf32>
+  %1 = kiln.relu %0 : tensor<4x32x16x16xf32>
+  %2 = kiln.conv %1, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<4x32x16x16xf32>, tensor<32x32x3x3xf32>) -> tensor<4x32x16x16xf32>
+  return %2 : tensor<4x32x16x16xf32>
+}
+
+// -----
+
+// The same chain on two images, 32 tiles: in blocks of 16 each call would
+// stream its 36 transformed filters for too few tiles (it needs 64), so
+// both stay NCHW; blocks of 8 take them (16 tiles suffice).
+// CHECK-LABEL: func.func @computed_filters_on_few_tiles
+// CHECK-NOT: kiln.blocked_conv
+// CHECK: return
+// B8-LABEL: func.func @computed_filters_on_few_tiles
+// B8: kiln.blocked_conv {{.*}} -> tensor<2x4x16x16x8xf32>
+// B8: kiln.blocked_conv {{.*}} -> tensor<2x4x16x16x8xf32>
+func.func @computed_filters_on_few_tiles(%x: tensor<2x16x16x16xf32>, %w0: tensor<32x16x3x3xf32>, %w1: tensor<32x32x3x3xf32>) -> tensor<2x32x16x16xf32> {
   %0 = kiln.conv %x, %w0 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x16x16x16xf32>, tensor<32x16x3x3xf32>) -> tensor<2x32x16x16xf32>
   %1 = kiln.relu %0 : tensor<2x32x16x16xf32>
   %2 = kiln.conv %1, %w1 {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<2x32x16x16xf32>, tensor<32x32x3x3xf32>) -> tensor<2x32x16x16xf32>
