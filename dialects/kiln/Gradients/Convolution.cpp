@@ -198,7 +198,7 @@ static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
 //        or, strided and undilated, one such convolution per stride phase
 //        (stridedInputGradient);
 //   dW = conv(X^T, dY^T, stride d, dilation s, pads p less the rows no
-//        window reached) cut to K, per group;
+//        window reached, and X less them where p falls short), per group;
 //   dbias = sum of dY over batch and space.
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
@@ -267,33 +267,36 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   // dW, one group at a time: batch and channels trade places. Rows that
   // the forward windows left uncovered at the end would make the
   // correlation longer than the kernel; they are dropped from its end
-  // padding where it has them, so that no output is computed to be cut.
+  // padding, and from the input's end where the padding is too short (a
+  // 1x1 at stride 2 on an even size reads no last row), so that no output
+  // is computed to be cut.
   SmallVector<int64_t> swapBatch{1, 0};
   for (int64_t i = 0; i < spatial; ++i)
     swapBatch.push_back(2 + i);
   SmallVector<int64_t> dwPads(pads);
+  SmallVector<int64_t> croppedShape(xType.getShape());
   for (int64_t i = 0; i < spatial; ++i) {
-    int64_t extent = (gType.getDimSize(2 + i) - 1) * strides[i] + 1;
-    int64_t full = (xType.getDimSize(2 + i) + pads[i] + pads[spatial + i] - extent) /
-                       dilations[i] + 1;
-    int64_t extra = (full - kernel[i]) * dilations[i];
-    if (extra > 0 && pads[spatial + i] >= extra)
-      dwPads[spatial + i] -= extra;
+    int64_t needed =
+        dilations[i] * (kernel[i] - 1) + (gType.getDimSize(2 + i) - 1) * strides[i] + 1;
+    int64_t surplus = xType.getDimSize(2 + i) + pads[i] + pads[spatial + i] - needed;
+    int64_t fromPads = std::clamp<int64_t>(surplus, 0, pads[spatial + i]);
+    dwPads[spatial + i] -= fromPads;
+    croppedShape[2 + i] -= std::max<int64_t>(0, surplus - fromPads);
   }
+  Value xUsed = x;
+  if (ArrayRef<int64_t>(croppedShape) != xType.getShape())
+    xUsed = SliceOp::create(b, loc, RankedTensorType::get(croppedShape, element), x,
+                            SmallVector<int64_t>(croppedShape.size(), 0),
+                            SmallVector<int64_t>(croppedShape.size(), 1));
   SmallVector<Value> perGroup;
   for (int64_t group = 0; group < groups; ++group) {
-    Value xs = TransposeOp::create(b, loc, channels(b, loc, x, group * inPerGroup, inPerGroup),
+    Value xs = TransposeOp::create(b, loc, channels(b, loc, xUsed, group * inPerGroup, inPerGroup),
                                    swapBatch);
     Value gs = TransposeOp::create(b, loc, channels(b, loc, g, group * outPerGroup, outPerGroup),
                                    swapBatch);
-    Value full = ConvOp::create(b, loc, xs, gs, Value(), dilations, dwPads, strides, 1);
-    SmallVector<int64_t> cut{inPerGroup, outPerGroup};
-    cut.append(kernel);
-    SmallVector<int64_t> start(cut.size(), 0), step(cut.size(), 1);
-    Value window = typeOf(full).getShape() == ArrayRef<int64_t>(cut)
-                       ? full
-                       : Value(SliceOp::create(b, loc, RankedTensorType::get(cut, element), full,
-                                               start, step));
+    // [inPerGroup, outPerGroup, kernel...]: the padding and the input were
+    // cut to what the windows read.
+    Value window = ConvOp::create(b, loc, xs, gs, Value(), dilations, dwPads, strides, 1);
     perGroup.push_back(TransposeOp::create(b, loc, window, swapBatch));
   }
   operandGrads.push_back(perGroup.size() == 1
