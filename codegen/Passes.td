@@ -421,7 +421,7 @@ def KilnExpandStridedCopiesPass
 }
 
 def KilnTransposesToCallsPass
-    : Pass<"kiln-transposes-to-calls", "mlir::func::FuncOp"> {
+    : Pass<"kiln-transposes-to-calls", "mlir::ModuleOp"> {
   let summary = "Computes transposes of two dimensions by the runtime's kiln_transpose";
   let description = [{
     A `linalg.transpose` of f32 buffers of static shapes and strides is
@@ -435,7 +435,8 @@ def KilnTransposesToCallsPass
     (runtime/kernels/Transpose.c, in the kernel archive the artifact
     links), `out[j * outRow + i] = in[i * inRow + j]`, one per element of
     the dimensions left, over which `scf.for` loops move both pointers.
-    The kernel moves 8x8 blocks through AVX registers where the CPU has
+    It is a module pass because it declares `kiln_transpose` in the
+    module. The kernel moves 8x8 blocks through AVX registers where the CPU has
     them; generated loops went element by element, the input's column
     innermost: ResNet-18's reorders of 28x28 images to and from blocks of
     16 channels took 0.13-0.27 ms for 1.6 MB.

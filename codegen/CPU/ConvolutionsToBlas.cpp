@@ -410,11 +410,12 @@ public:
       int64_t part = llvm::divideCeil(*depth, parts);
       Value ldcol = i32(k);
       for (int64_t begin = 0; begin < *depth; begin += part) {
-        Value offset = arith::ConstantIntOp::create(b, loc, b.getI64Type(), begin);
         auto at = [&](Value pointer) -> Value {
-          return begin == 0 ? pointer
-                            : LLVM::GEPOp::create(b, loc, pointer.getType(), b.getF32Type(),
-                                                  pointer, ValueRange{offset});
+          if (begin == 0)
+            return pointer;
+          Value skip = arith::ConstantIntOp::create(b, loc, b.getI64Type(), begin);
+          return LLVM::GEPOp::create(b, loc, pointer.getType(), b.getF32Type(), pointer,
+                                     ValueRange{skip});
         };
         Value partA = at(pa);
         Value partCol = at(pcol);

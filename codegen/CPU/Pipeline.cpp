@@ -57,9 +57,9 @@ static constexpr const char *kLoops = "func.func(scf-forall-to-parallel),";
 
 // After them.
 static constexpr const char *kAfterContractions =
-    "func.func(kiln-empty-buffers,kiln-expand-strided-copies,"
     // Transposes of two dimensions by the runtime's 8x8 register blocks.
     "kiln-transposes-to-calls,"
+    "func.func(kiln-empty-buffers,kiln-expand-strided-copies,"
     // Loops over contiguous dimensions as one: a long innermost loop for
     // LLVM to vectorize, never a short one unrolled under a strided one.
     "kiln-collapse-contiguous-loops,"

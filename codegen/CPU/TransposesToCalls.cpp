@@ -91,9 +91,9 @@ std::optional<Swap> matchSwap(linalg::TransposeOp op) {
 
 struct TransposesToCallsPass : impl::KilnTransposesToCallsPassBase<TransposesToCallsPass> {
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
+    ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::TransposeOp, Swap>> swaps;
-    func.walk([&](linalg::TransposeOp op) {
+    module.walk([&](linalg::TransposeOp op) {
       if (std::optional<Swap> swap = matchSwap(op))
         swaps.emplace_back(op, std::move(*swap));
     });
@@ -101,7 +101,7 @@ struct TransposesToCallsPass : impl::KilnTransposesToCallsPassBase<TransposesToC
       return;
     MLIRContext *ctx = &getContext();
     Type i64 = IntegerType::get(ctx, 64), ptr = LLVM::LLVMPointerType::get(ctx);
-    func::FuncOp callee = blas::declare(func->getParentOfType<ModuleOp>(), kTranspose,
+    func::FuncOp callee = blas::declare(module, kTranspose,
                                         FunctionType::get(ctx, {ptr, ptr, i64, i64, i64, i64}, {}));
     for (auto &[op, swap] : swaps) {
       OpBuilder b(op);

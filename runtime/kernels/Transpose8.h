@@ -1,7 +1,8 @@
 /*===- Transpose8.h - An 8x8 transpose in AVX registers --------*- C -*-===*
  *
- * Shared by the AVX2 kernels (DirectConvolution.c, and the AVX2 build of
- * DepthwiseConvolution.c); include it only where AVX is enabled.
+ * Shared by the AVX2 kernels (DirectConvolution.c, and the AVX2 builds of
+ * DepthwiseConvolution.c and Transpose.c); include it only where AVX is
+ * enabled.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_KERNELS_TRANSPOSE8_H

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-transposes-to-calls),canonicalize,cse)' | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(kiln-transposes-to-calls,canonicalize,cse)' | FileCheck %s
 
 // A block of 16 channels of a 28x28 image reordered channels-last: the two
 // image dimensions are one run of 784 on both sides, so this is a 16 x 784
@@ -73,16 +73,47 @@ func.func @two_loops(%a: memref<2x32x4x16xf32>, %b: memref<2x16x4x32xf32>) {
 
 // -----
 
+// The two outer dimensions (2 and 3) are one run of 6 on both sides: one
+// loop, not two, each step 384 floats on; the 16 x 24 matrices transpose.
+// CHECK-LABEL: func.func @merged_outer
+// CHECK-DAG: %[[C6:.*]] = arith.constant 6 : index
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[C24:.*]] = arith.constant 24 : i64
+// CHECK-DAG: %[[C384:.*]] = arith.constant 384 : i64
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[C6]]
+// CHECK: %[[II:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK: arith.muli %[[II]], %[[C384]] : i64
+// CHECK-NOT: scf.for
+// CHECK: call @kiln_transpose(%{{.*}}, %{{.*}}, %[[C16]], %[[C24]], %[[C24]], %[[C16]])
+func.func @merged_outer(%a: memref<2x3x16x24xf32>, %b: memref<2x3x24x16xf32>) {
+  linalg.transpose ins(%a : memref<2x3x16x24xf32>) outs(%b : memref<2x3x24x16xf32>) permutation = [0, 1, 3, 2]
+  return
+}
+
+// -----
+
+// A unit dimension, innermost on both sides, is dropped: the transpose is
+// the 16 x 24 matrix's, with no loop.
+// CHECK-LABEL: func.func @unit_innermost
+// CHECK-NOT: scf.for
+// CHECK: call @kiln_transpose(%{{.*}}, %{{.*}}, %c16_i64, %c24_i64, %c24_i64, %c16_i64)
+func.func @unit_innermost(%a: memref<16x24x1xf32>, %b: memref<24x16x1xf32>) {
+  linalg.transpose ins(%a : memref<16x24x1xf32>) outs(%b : memref<24x16x1xf32>) permutation = [1, 0, 2]
+  return
+}
+// -----
+
 // Left as they are: a filter's taps moved as runs of nine (rows of the
 // copy are runs, not elements), a side shorter than 8, a transpose that
-// keeps the innermost dimension, and one of i32.
+// keeps the innermost dimension, one of i32, and one of a dynamic shape.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: kiln_transpose
-// CHECK-COUNT-4: linalg.transpose
-func.func @left_alone(%w: memref<64x32x3x3xf32>, %wt: memref<32x64x3x3xf32>, %n: memref<4x100xf32>, %nt: memref<100x4xf32>, %k: memref<8x16x4xf32>, %kt: memref<16x8x4xf32>, %i: memref<16x16xi32>, %it: memref<16x16xi32>) {
+// CHECK-COUNT-5: linalg.transpose
+func.func @left_alone(%w: memref<64x32x3x3xf32>, %wt: memref<32x64x3x3xf32>, %n: memref<4x100xf32>, %nt: memref<100x4xf32>, %k: memref<8x16x4xf32>, %kt: memref<16x8x4xf32>, %i: memref<16x16xi32>, %it: memref<16x16xi32>, %d: memref<?x16xf32>, %dt: memref<16x?xf32>) {
   linalg.transpose ins(%w : memref<64x32x3x3xf32>) outs(%wt : memref<32x64x3x3xf32>) permutation = [1, 0, 2, 3]
   linalg.transpose ins(%n : memref<4x100xf32>) outs(%nt : memref<100x4xf32>) permutation = [1, 0]
   linalg.transpose ins(%k : memref<8x16x4xf32>) outs(%kt : memref<16x8x4xf32>) permutation = [1, 0, 2]
   linalg.transpose ins(%i : memref<16x16xi32>) outs(%it : memref<16x16xi32>) permutation = [1, 0]
+  linalg.transpose ins(%d : memref<?x16xf32>) outs(%dt : memref<16x?xf32>) permutation = [1, 0]
   return
 }

@@ -198,7 +198,8 @@ static Value stridedInputGradient(OpBuilder &b, Location loc, Value g, Value w,
 //        or, strided and undilated, one such convolution per stride phase
 //        (stridedInputGradient);
 //   dW = conv(X^T, dY^T, stride d, dilation s, pads p less the rows no
-//        window reached, and X less them where p falls short), per group;
+//        window reached, and X less them where p falls short), cut to K
+//        where X could not be, per group;
 //   dbias = sum of dY over batch and space.
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                      SmallVectorImpl<Value> &operandGrads) {
@@ -269,7 +270,9 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   // correlation longer than the kernel; they are dropped from its end
   // padding, and from the input's end where the padding is too short (a
   // 1x1 at stride 2 on an even size reads no last row), so that no output
-  // is computed to be cut.
+  // is computed to be cut. An input every window misses (all of it past
+  // the last window, behind a start padding wider than the kernel) is not
+  // cut to nothing: its correlation is computed whole and cut after.
   SmallVector<int64_t> swapBatch{1, 0};
   for (int64_t i = 0; i < spatial; ++i)
     swapBatch.push_back(2 + i);
@@ -281,7 +284,9 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     int64_t surplus = xType.getDimSize(2 + i) + pads[i] + pads[spatial + i] - needed;
     int64_t fromPads = std::clamp<int64_t>(surplus, 0, pads[spatial + i]);
     dwPads[spatial + i] -= fromPads;
-    croppedShape[2 + i] -= std::max<int64_t>(0, surplus - fromPads);
+    int64_t cut = std::max<int64_t>(0, surplus - fromPads);
+    if (cut < croppedShape[2 + i])
+      croppedShape[2 + i] -= cut;
   }
   Value xUsed = x;
   if (ArrayRef<int64_t>(croppedShape) != xType.getShape())
@@ -294,9 +299,14 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                    swapBatch);
     Value gs = TransposeOp::create(b, loc, channels(b, loc, g, group * outPerGroup, outPerGroup),
                                    swapBatch);
-    // [inPerGroup, outPerGroup, kernel...]: the padding and the input were
-    // cut to what the windows read.
-    Value window = ConvOp::create(b, loc, xs, gs, Value(), dilations, dwPads, strides, 1);
+    Value full = ConvOp::create(b, loc, xs, gs, Value(), dilations, dwPads, strides, 1);
+    SmallVector<int64_t> cut{inPerGroup, outPerGroup};
+    cut.append(kernel);
+    SmallVector<int64_t> start(cut.size(), 0), step(cut.size(), 1);
+    Value window = typeOf(full).getShape() == ArrayRef<int64_t>(cut)
+                       ? full
+                       : Value(SliceOp::create(b, loc, RankedTensorType::get(cut, element), full,
+                                               start, step));
     perGroup.push_back(TransposeOp::create(b, loc, window, swapBatch));
   }
   operandGrads.push_back(perGroup.size() == 1

@@ -698,6 +698,16 @@ func.func @main(%x: tensor<2x3x6x6xf64> {kiln.name = "x"}, %x2: tensor<2x3x1x1xf
 
 // -----
 
+// case: conv_windows_miss_input
+func.func @main(%x: tensor<1x2x1x3xf64> {kiln.name = "x"}, %x2: tensor<2x2x1x1xf64> {kiln.name = "x2"}, %x3: tensor<2xf64> {kiln.name = "x3"}, %c: tensor<1x2x1x3xf64> {kiln.name = "c"}) -> tensor<f64> {
+  %y = kiln.conv %x, %x2, %x3 {strides = array<i64: 3, 1>, pads = array<i64: 2, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x1x3xf64>, tensor<2x2x1x1xf64>, tensor<2xf64>) -> tensor<1x2x1x3xf64>
+  %p = kiln.mul %y, %c : (tensor<1x2x1x3xf64>, tensor<1x2x1x3xf64>) -> tensor<1x2x1x3xf64>
+  %l = kiln.reduce_sum %p {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : (tensor<1x2x1x3xf64>) -> tensor<f64>
+  return %l : tensor<f64>
+}
+
+// -----
+
 // case: conv_stride3
 func.func @main(%x: tensor<1x2x8x8xf64> {kiln.name = "x"}, %x2: tensor<2x2x3x3xf64> {kiln.name = "x2"}, %c: tensor<1x2x3x3xf64> {kiln.name = "c"}) -> tensor<f64> {
   %y = kiln.conv %x, %x2 {strides = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x2x8x8xf64>, tensor<2x2x3x3xf64>) -> tensor<1x2x3x3xf64>
