@@ -123,6 +123,11 @@ Value asInteger(OpBuilder &b, Location loc, Type type, OpFoldResult size) {
   return arith::IndexCastOp::create(b, loc, type, cast<Value>(size));
 }
 
+Value advanceFloats(OpBuilder &b, Location loc, Value pointer, Value elements) {
+  return LLVM::GEPOp::create(b, loc, pointer.getType(), b.getF32Type(), pointer,
+                             ValueRange{elements});
+}
+
 SmallVector<Value> loopNest(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> ranges) {
   SmallVector<Value> ivs;
   for (OpFoldResult range : ranges) {

@@ -72,6 +72,10 @@ addressOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buffer,
 mlir::Value asInteger(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                       mlir::OpFoldResult size);
 
+/// The LLVM pointer `pointer` moved on by `elements` (an i64) f32s.
+mlir::Value advanceFloats(mlir::OpBuilder &b, mlir::Location loc, mlir::Value pointer,
+                          mlir::Value elements);
+
 /// Opens a loop nest over `ranges` at `b`'s insertion point, leaves `b`
 /// inside it and returns the induction variables.
 llvm::SmallVector<mlir::Value> loopNest(mlir::OpBuilder &b, mlir::Location loc,

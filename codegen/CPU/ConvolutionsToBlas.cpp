@@ -413,9 +413,8 @@ public:
         auto at = [&](Value pointer) -> Value {
           if (begin == 0)
             return pointer;
-          Value skip = arith::ConstantIntOp::create(b, loc, b.getI64Type(), begin);
-          return LLVM::GEPOp::create(b, loc, pointer.getType(), b.getF32Type(), pointer,
-                                     ValueRange{skip});
+          return advanceFloats(b, loc, pointer,
+                               arith::ConstantIntOp::create(b, loc, b.getI64Type(), begin));
         };
         Value partA = at(pa);
         Value partCol = at(pcol);

@@ -112,18 +112,14 @@ struct TransposesToCallsPass : impl::KilnTransposesToCallsPassBase<TransposesToC
       Value in = blas::addressOf(b, loc, op.getInput()).first;
       Value out = blas::addressOf(b, loc, op.getInit()).first;
       // Loops over the dimensions left, each moving both pointers on.
-      for (const Dim &dim : swap.outer) {
-        auto loop = scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                                       arith::ConstantIndexOp::create(b, loc, dim.size),
-                                       arith::ConstantIndexOp::create(b, loc, 1));
-        b.setInsertionPointToStart(loop.getBody());
-        Value index = arith::IndexCastOp::create(b, loc, i64, loop.getInductionVar());
-        auto advance = [&](Value pointer, int64_t stride) -> Value {
-          Value step = arith::MulIOp::create(b, loc, index, constant(stride));
-          return LLVM::GEPOp::create(b, loc, ptr, b.getF32Type(), pointer, ValueRange{step});
-        };
-        in = advance(in, dim.in);
-        out = advance(out, dim.out);
+      SmallVector<OpFoldResult> extents = llvm::map_to_vector(
+          swap.outer, [&](const Dim &dim) -> OpFoldResult { return b.getIndexAttr(dim.size); });
+      for (auto [iv, dim] : llvm::zip(blas::loopNest(b, loc, extents), swap.outer)) {
+        Value index = arith::IndexCastOp::create(b, loc, i64, iv);
+        in =
+            blas::advanceFloats(b, loc, in, arith::MulIOp::create(b, loc, index, constant(dim.in)));
+        out = blas::advanceFloats(b, loc, out,
+                                  arith::MulIOp::create(b, loc, index, constant(dim.out)));
       }
       func::CallOp::create(b, loc, callee,
                            ValueRange{in, out, constant(swap.rows), constant(swap.cols),
